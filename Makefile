@@ -1,0 +1,37 @@
+# Two commands do all the set-up on a fresh machine: `make demo` and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: install demo test lint format bench clean
+
+install: $(STAMP)
+
+# torch is pinned here, not in the package: an unpinned torch pulls a multi-GB CUDA build,
+# while torch==2.13.0 is the CPU build.
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet torch==2.13.0
+	$(BIN)/pip install --quiet -e '.[bundled,dev]'
+	touch $(STAMP)
+
+demo: install
+	$(BIN)/specedit fix examples/buggy_stats.py "mean() returns a huge number instead of the average"
+
+test: install
+	$(BIN)/python -m pytest
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: install
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+bench: install
+	$(BIN)/specedit bench --json bench.json
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,59 @@
+"""Benchmark tasks: the shipped suite (tasks.jsonl, built by tools/make_bench_tasks.py from
+standard-library code and package documentation) or a user's own JSONL file."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+
+class TaskError(ValueError):
+    """A task file is missing or malformed."""
+
+
+@dataclass(frozen=True)
+class Task:
+    id: str
+    kind: str  # a prompt name: fix, edit, rewrite, ...
+    instruction: str
+    input: str
+    language: str = ""
+    expected: str | None = None
+
+
+def load_tasks(path: Path | None = None, ids: list[str] | None = None) -> list[Task]:
+    """Tasks from `path` (default: the shipped suite), optionally only those in `ids`."""
+    if path is None:
+        source, name = (resources.files("specedit") / "bench" / "tasks.jsonl").read_text(), "suite"
+    else:
+        try:
+            source, name = Path(path).read_text(encoding="utf-8"), str(path)
+        except OSError as exc:
+            raise TaskError(f"cannot read {path}: {exc.strerror}") from None
+    tasks = []
+    for number, line in enumerate(source.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+            tasks.append(
+                Task(
+                    id=str(data["id"]),
+                    kind=str(data["kind"]),
+                    instruction=str(data["instruction"]),
+                    input=str(data["input"]),
+                    language=str(data.get("language") or ""),
+                    expected=data.get("expected"),
+                )
+            )
+        except (json.JSONDecodeError, KeyError, TypeError) as exc:
+            raise TaskError(f"{name}:{number}: not a task ({exc!r}); need id, kind, "
+                            "instruction, input") from None  # fmt: skip
+    if ids:
+        unknown = set(ids) - {t.id for t in tasks}
+        if unknown:
+            raise TaskError(f"unknown task ids: {', '.join(sorted(unknown))}")
+        tasks = [t for t in tasks if t.id in ids]
+    return tasks

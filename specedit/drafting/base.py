@@ -1,0 +1,24 @@
+"""The one interface every drafter implements."""
+
+from __future__ import annotations
+
+from specedit.drafting.memory import Memory
+from specedit.engine.tree import DraftTree
+
+
+class Drafter:
+    """Proposes a draft tree from memory; learns nothing unless it overrides `observe`.
+
+    Drafters never touch the model or its cache: they read `Memory` and return a tree whose root
+    is the last committed token. The base class drafts nothing, which is plain decoding.
+    """
+
+    name = "ar"
+    hidden_layers: tuple[int, ...] = ()  # hidden-state layers the engine must keep in memory
+
+    def propose(self, memory: Memory, budget: int) -> DraftTree:
+        """A tree of at most `budget` drafted tokens after the last token."""
+        return DraftTree(root=memory.tokens[-1])
+
+    def observe(self, tree: DraftTree, accepted: list[int]) -> None:
+        """Called after each verify pass with the accepted nodes of `tree` (root excluded)."""

@@ -1,0 +1,87 @@
+"""One edit of one text: prompt -> speculative generation -> edited text.
+
+This is what the CLI and the benchmark both call; it knows models, prompts and the engine, and
+turns their failures into `EditError`s with a message fit for a user.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from specedit import prompts
+from specedit.drafting import DEFAULT_METHOD, make_drafter
+from specedit.engine.session import Generation, Step, generate
+from specedit.engine.verify import GREEDY, Sampling
+from specedit.models import LoadedModel
+
+
+class EditError(Exception):
+    """The edit cannot be done or was cut off; nothing should be written."""
+
+
+@dataclass(frozen=True)
+class EditRequest:
+    text: str
+    instruction: str
+    prompt: str = "edit"  # a template name from prompts/
+    language: str = ""
+    method: str = DEFAULT_METHOD
+    max_new_tokens: int | None = None  # None: enough for the input plus a margin
+    sampling: Sampling = GREEDY
+
+
+@dataclass
+class EditResult:
+    text: str
+    generation: Generation
+    prompt: prompts.EditPrompt
+
+    @property
+    def changed(self) -> bool:
+        return self.text != self.prompt.text
+
+
+def default_token_limit(input_tokens: int) -> int:
+    """Room for the whole input again plus half of it and a margin for additions."""
+    return int(input_tokens * 1.5) + 128
+
+
+def run_edit(
+    lm: LoadedModel, request: EditRequest, on_step: Callable[[Step], None] | None = None
+) -> EditResult:
+    if not request.instruction.strip():
+        raise EditError("the instruction is empty")
+    if not request.text.strip():
+        raise EditError("the input is empty")
+    template = prompts.load_template(request.prompt)
+    prompt = prompts.build(
+        lm.tokenizer, template, request.text, request.instruction, request.language
+    )
+    input_tokens = prompt.input_end - prompt.input_start
+    limit = request.max_new_tokens or default_token_limit(input_tokens)
+    room = lm.context_length - len(prompt.ids)
+    if room < input_tokens + 16 or room <= 0:
+        raise EditError(
+            f"the input is too long for the model: the prompt takes {len(prompt.ids)} tokens "
+            f"({input_tokens} of them the input) and the answer needs about as many again, but "
+            f"the model's context holds {lm.context_length}"
+        )
+    drafter = make_drafter(request.method, lm.model.config.num_hidden_layers)
+    generation = generate(
+        lm.model,
+        prompt.ids,
+        drafter,
+        max_new_tokens=min(limit, room),
+        sampling=request.sampling,
+        eos_token_ids=lm.eos_token_ids,
+        stop=prompts.FenceStop(lm.tokenizer, prompt.fence),
+        on_step=on_step,
+    )
+    text = prompts.extract(lm.tokenizer, generation.tokens, prompt)
+    if text is None:
+        raise EditError(
+            f"the edit was cut off at the token limit ({len(generation.tokens)} new tokens); "
+            "raise --max-new-tokens"
+        )
+    return EditResult(text, generation, prompt)

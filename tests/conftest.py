@@ -1,0 +1,46 @@
+"""Shared fixtures: tiny random models built from a config (no download, fast, fp32)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
+
+torch.set_num_threads(2)
+
+
+def tiny_model(
+    kind: str = "qwen2", attn: str = "sdpa", vocab: int = 96, seed: int = 0, init: float = 0.3
+):
+    """A 2-layer random model; the default large init gives peaked logits, so greedy choices
+    have clear margins."""
+    config_class, model_class = {
+        "qwen2": (Qwen2Config, Qwen2ForCausalLM),
+        "llama": (LlamaConfig, LlamaForCausalLM),
+    }[kind]
+    config = config_class(
+        vocab_size=vocab,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=1024,
+        initializer_range=init,
+        eos_token_id=None,
+        bos_token_id=None,
+        pad_token_id=None,
+        attn_implementation=attn,
+    )
+    torch.manual_seed(seed)
+    return model_class(config).eval()
+
+
+@pytest.fixture(scope="session")
+def qwen_tiny():
+    return tiny_model("qwen2")
+
+
+@pytest.fixture(scope="session")
+def llama_tiny_eager():
+    return tiny_model("llama", attn="eager", seed=1)

@@ -1,0 +1,209 @@
+"""Exactness of the engine: tree passes, cache compaction, greedy equality with `generate`."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from conftest import tiny_model
+from transformers import DynamicCache
+
+from specedit.drafting import METHODS, make_drafter
+from specedit.drafting.base import Drafter
+from specedit.drafting.memory import Memory
+from specedit.engine.cache import keep_path
+from specedit.engine.session import generate
+from specedit.engine.tree import BRANCH, DraftTree
+
+
+def _prompt(seed: int, vocab: int = 96) -> list[int]:
+    """A prompt with repeats, so lookup drafters find matches."""
+    g = torch.Generator().manual_seed(seed)
+    base = torch.randint(0, vocab, (24,), generator=g).tolist()
+    noise = torch.randint(0, vocab, (6,), generator=g).tolist()
+    return base + base[:12] + noise + base
+
+
+def _reference(model, prompt: list[int], max_new_tokens: int, eos: int | None = None) -> list[int]:
+    ids = torch.tensor([prompt])
+    out = model.generate(
+        ids,
+        attention_mask=torch.ones_like(ids),  # token 0 is no padding here
+        max_new_tokens=max_new_tokens,
+        do_sample=False,
+        eos_token_id=eos,
+        pad_token_id=eos if eos is not None else 0,
+    )
+    return out[0, len(prompt) :].tolist()
+
+
+class OracleDrafter(Drafter):
+    """Drafts the known greedy continuation, with a wrong sibling and a planted error.
+
+    It makes the engine accept long paths through real trees: the true path is added after a
+    wrong branch, and every `error_every`-th draft has one wrong token at `error_at`.
+    """
+
+    name = "oracle"
+
+    def __init__(self, reference: list[int], prompt_length: int, length: int = 16) -> None:
+        self.reference, self.prompt_length, self.length = reference, prompt_length, length
+        self.calls = 0
+
+    def propose(self, memory: Memory, budget: int) -> DraftTree:
+        self.calls += 1
+        done = len(memory) - self.prompt_length
+        truth = self.reference[done : done + min(budget, self.length)]
+        tree = DraftTree(root=memory.tokens[-1])
+        if not truth:
+            return tree
+        tree.add_chain([(truth[0] + 1) % 96, truth[0]], kind=BRANCH)  # a wrong branch first
+        if self.calls % 3 == 0 and len(truth) > 3:
+            truth = truth[:2] + [(truth[2] + 7) % 96] + truth[3:]
+        tree.add_chain(truth)
+        return tree
+
+
+def _run_pass(model, prefix: list[int], tree: DraftTree):
+    cache = DynamicCache(config=model.config)
+    model(input_ids=torch.tensor([prefix]), past_key_values=cache, use_cache=True)
+    ids, positions, mask = tree.inputs(len(prefix), model.dtype)
+    out = model(input_ids=ids, position_ids=positions, attention_mask=mask, past_key_values=cache)
+    return out.logits[0], cache
+
+
+def _branchy_tree(root: int) -> DraftTree:
+    tree = DraftTree(root=root)
+    a = tree.add(5, 0)
+    tree.add_chain([6, 7, 8], a)
+    b = tree.add(9, 0)
+    tree.add(10, b)
+    tree.add(11, a)
+    return tree
+
+
+def _path(tree: DraftTree, node: int) -> list[int]:
+    path = []
+    while node >= 0:
+        path.append(node)
+        node = tree.parent(node)
+    return path[::-1]
+
+
+@pytest.mark.parametrize("kind,attn", [("qwen2", "sdpa"), ("llama", "eager")])
+def test_tree_pass_matches_each_path_run_alone(kind, attn):
+    model = tiny_model(kind, attn=attn)
+    prefix = _prompt(1)[:10]
+    tree = _branchy_tree(root=3)
+    logits, _ = _run_pass(model, prefix, tree)
+    for node in range(len(tree)):
+        alone = [tree.token(n) for n in _path(tree, node)]
+        expected = model(input_ids=torch.tensor([prefix + alone])).logits[0, -1]
+        torch.testing.assert_close(logits[node], expected, atol=1e-4, rtol=1e-4)
+
+
+def test_compacted_cache_equals_cache_of_accepted_sequence(qwen_tiny):
+    prefix = _prompt(2)[:10]
+    tree = _branchy_tree(root=3)
+    _, cache = _run_pass(qwen_tiny, prefix, tree)
+    accepted = [0, 3, 4]  # root, then node 3 (token 7 under 6 under 5)? no: follow real parents
+    accepted = _path(tree, 4)  # root -> 5 -> 6 -> 7
+    keep_path(cache, len(prefix), accepted)
+    direct = DynamicCache(config=qwen_tiny.config)
+    sequence = prefix + [tree.token(n) for n in accepted]
+    qwen_tiny(input_ids=torch.tensor([sequence]), past_key_values=direct, use_cache=True)
+    assert cache.get_seq_length() == len(sequence)
+    for mine, theirs in zip(cache.layers, direct.layers, strict=True):
+        torch.testing.assert_close(mine.keys, theirs.keys, atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(mine.values, theirs.values, atol=1e-5, rtol=1e-5)
+
+
+def test_compaction_of_a_non_prefix_path_moves_entries(qwen_tiny):
+    """Accepting the second branch needs a real gather, not just a crop."""
+    prefix = _prompt(3)[:8]
+    tree = _branchy_tree(root=3)
+    _, cache = _run_pass(qwen_tiny, prefix, tree)
+    accepted = _path(tree, 6)  # root -> 9 -> 10: nodes 0, 5, 6
+    assert accepted != list(range(len(accepted)))
+    keep_path(cache, len(prefix), accepted)
+    direct = DynamicCache(config=qwen_tiny.config)
+    sequence = prefix + [tree.token(n) for n in accepted]
+    qwen_tiny(input_ids=torch.tensor([sequence]), past_key_values=direct, use_cache=True)
+    for mine, theirs in zip(cache.layers, direct.layers, strict=True):
+        torch.testing.assert_close(mine.keys, theirs.keys, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("method", sorted(METHODS))
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_greedy_lookup_drafters_equal_generate(qwen_tiny, method, seed):
+    prompt = _prompt(seed)
+    reference = _reference(qwen_tiny, prompt, 48)
+    result = generate(qwen_tiny, prompt, make_drafter(method, 2), max_new_tokens=48)
+    assert result.tokens == reference
+    assert result.stop_reason == "length"
+    assert result.stats.new_tokens == 48
+
+
+@pytest.mark.parametrize("model_name", ["qwen_tiny", "llama_tiny_eager"])
+@pytest.mark.parametrize("seed", [0, 4])
+def test_greedy_tree_drafts_equal_generate_and_accept_long_paths(request, model_name, seed):
+    model = request.getfixturevalue(model_name)
+    prompt = _prompt(seed)
+    reference = _reference(model, prompt, 80)
+    drafter = OracleDrafter(reference, len(prompt))
+    result = generate(model, prompt, drafter, max_new_tokens=80)
+    assert result.tokens == reference
+    assert max(result.stats.accepted_lengths) >= 10  # long drafts really were accepted
+    assert result.stats.forward_passes < 40
+
+
+def test_eos_inside_an_accepted_draft_stops_there(qwen_tiny):
+    prompt = _prompt(5)
+    free_run = _reference(qwen_tiny, prompt, 60)
+    eos = free_run[21]  # a token the model emits mid-draft
+    first = free_run.index(eos)
+    reference = _reference(qwen_tiny, prompt, 60, eos=eos)
+    assert reference == free_run[: first + 1]
+    drafter = OracleDrafter(free_run, len(prompt), length=30)  # drafts run past the EOS
+    result = generate(qwen_tiny, prompt, drafter, max_new_tokens=60, eos_token_ids={eos})
+    assert result.tokens == reference
+    assert result.stop_reason == "eos"
+
+
+@pytest.mark.parametrize("limit", [1, 2, 17, 37])
+def test_token_limit_inside_a_draft_is_never_exceeded(qwen_tiny, limit):
+    prompt = _prompt(6)
+    reference = _reference(qwen_tiny, prompt, limit)
+    drafter = OracleDrafter(_reference(qwen_tiny, prompt, 80), len(prompt), length=16)
+    result = generate(qwen_tiny, prompt, drafter, max_new_tokens=limit)
+    assert result.tokens == reference
+    assert len(result.tokens) == limit
+    assert result.stop_reason == "length"
+
+
+def test_stop_condition_cuts_the_step_and_events_match_output(qwen_tiny):
+    prompt = _prompt(7)
+    reference = _reference(qwen_tiny, prompt, 60)
+    target = reference[25]
+    steps = []
+    result = generate(
+        qwen_tiny,
+        prompt,
+        OracleDrafter(reference, len(prompt), length=20),
+        max_new_tokens=60,
+        stop=lambda token: token == target,
+        on_step=steps.append,
+    )
+    assert result.tokens == reference[: reference.index(target) + 1]
+    assert result.stop_reason == "stop"
+    assert [t for s in steps for t in s.tokens] == result.tokens
+    copied = [(t, src) for s in steps for t, src in zip(s.tokens, s.sources) if src is not None]
+    assert all(0 <= src < len(prompt) + len(reference) for _, src in copied)
+
+
+def test_lookup_sources_point_at_the_copied_tokens(qwen_tiny):
+    prompt = _prompt(8)
+    steps = []
+    generate(qwen_tiny, prompt, make_drafter("pld", 2), max_new_tokens=40, on_step=steps.append)
+    memory = prompt + [t for s in steps for t in s.tokens]
+    pairs = [(t, src) for s in steps for t, src in zip(s.tokens, s.sources) if src is not None]
+    assert all(memory[src] == token for token, src in pairs)
