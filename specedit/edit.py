@@ -67,7 +67,7 @@ def run_edit(
             f"({input_tokens} of them the input) and the answer needs about as many again, but "
             f"the model's context holds {lm.context_length}"
         )
-    drafter = make_drafter(request.method, lm.model.config.num_hidden_layers)
+    drafter = make_drafter(request.method, lm.model)
     generation = generate(
         lm.model,
         prompt.ids,

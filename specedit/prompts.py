@@ -83,8 +83,16 @@ class EditPrompt:
     ids: list[int]
     fence: str
     text: str  # the input text as given
-    input_start: int  # token position where the input text starts in `ids` (approximate)
+    input_start: int  # token position where the input text starts in `ids`
     input_end: int
+    # For token positions input_start .. input_end - 1: its character span in `text`, clipped.
+    input_offsets: tuple[tuple[int, int], ...] = ()
+
+    def input_span(self, position: int) -> tuple[int, int] | None:
+        """The character span in the input of prompt token `position`, if it lies there."""
+        if self.input_start <= position < self.input_end:
+            return self.input_offsets[position - self.input_start]
+        return None
 
 
 def build(tokenizer, template: Template, text: str, instruction: str, language: str) -> EditPrompt:
@@ -103,7 +111,11 @@ def build(tokenizer, template: Template, text: str, instruction: str, language: 
     offsets = encoding["offset_mapping"]
     input_start = next(i for i, (s, e) in enumerate(offsets) if e > start_char)
     input_end = next((i for i, (s, _) in enumerate(offsets) if s >= end_char), len(offsets))
-    return EditPrompt(list(encoding["input_ids"]), fence, text, input_start, input_end)
+    spans = tuple(
+        (max(s - start_char, 0), min(e - start_char, len(text)))
+        for s, e in offsets[input_start:input_end]
+    )
+    return EditPrompt(list(encoding["input_ids"]), fence, text, input_start, input_end, spans)
 
 
 class FenceStop:

@@ -44,3 +44,28 @@ def qwen_tiny():
 @pytest.fixture(scope="session")
 def llama_tiny_eager():
     return tiny_model("llama", attn="eager", seed=1)
+
+
+@pytest.fixture(scope="session")
+def bundled_model_dir():
+    """The default model's converted folder (converted once per machine, ~1 minute)."""
+    from specedit import models
+
+    return models.resolve(models.DEFAULT_MODEL)
+
+
+@pytest.fixture(scope="session")
+def tokenizer(bundled_model_dir):
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(bundled_model_dir)
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory, bundled_model_dir, tokenizer):
+    """A random 2-layer Qwen2 with the real tokenizer and chat template, saved as a folder."""
+    folder = tmp_path_factory.mktemp("tiny-qwen")
+    model = tiny_model("qwen2", vocab=len(tokenizer), init=0.02)
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder

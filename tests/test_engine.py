@@ -137,7 +137,7 @@ def test_compaction_of_a_non_prefix_path_moves_entries(qwen_tiny):
 def test_greedy_lookup_drafters_equal_generate(qwen_tiny, method, seed):
     prompt = _prompt(seed)
     reference = _reference(qwen_tiny, prompt, 48)
-    result = generate(qwen_tiny, prompt, make_drafter(method, 2), max_new_tokens=48)
+    result = generate(qwen_tiny, prompt, make_drafter(method, qwen_tiny), max_new_tokens=48)
     assert result.tokens == reference
     assert result.stop_reason == "length"
     assert result.stats.new_tokens == 48
@@ -203,7 +203,9 @@ def test_stop_condition_cuts_the_step_and_events_match_output(qwen_tiny):
 def test_lookup_sources_point_at_the_copied_tokens(qwen_tiny):
     prompt = _prompt(8)
     steps = []
-    generate(qwen_tiny, prompt, make_drafter("pld", 2), max_new_tokens=40, on_step=steps.append)
+    generate(
+        qwen_tiny, prompt, make_drafter("pld", qwen_tiny), max_new_tokens=40, on_step=steps.append
+    )
     memory = prompt + [t for s in steps for t in s.tokens]
     pairs = [(t, src) for s in steps for t, src in zip(s.tokens, s.sources) if src is not None]
     assert all(memory[src] == token for token, src in pairs)

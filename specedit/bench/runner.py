@@ -117,7 +117,7 @@ def _run_once(lm: LoadedModel, prompt: prompts.EditPrompt, method: str, limit: i
             passes = counter.calls  # the prefill pass yields the first token
             tokens = _cut(tokens, prompts.FenceStop(lm.tokenizer, prompt.fence), eos)
         else:
-            drafter = make_drafter(method, model.config.num_hidden_layers)
+            drafter = make_drafter(method, model)
             result = generate(
                 model, prompt.ids, drafter, max_new_tokens=limit, eos_token_ids=eos, stop=stop
             )
@@ -155,7 +155,7 @@ def run_bench(
         tasks = load_tasks(tasks_file, task_ids)
     except TaskError as exc:
         raise BenchError(str(exc)) from None
-    console = console or Console()
+    console = console or Console(width=max(Console().width, 110))
     _warm_up(lm)
     rows: list[Row] = []
     for task in tasks:
@@ -190,7 +190,7 @@ def run_bench(
 
 def _warm_up(lm: LoadedModel) -> None:
     ids = lm.tokenizer("def warm_up():\n    return 1\n", add_special_tokens=False)["input_ids"]
-    generate(lm.model, ids, make_drafter("pld", lm.model.config.num_hidden_layers),
+    generate(lm.model, ids, make_drafter("pld", lm.model),
              max_new_tokens=8)  # fmt: skip
 
 

@@ -18,7 +18,7 @@ class PromptLookup(Drafter):
 
     name = "pld"
 
-    def __init__(self, max_ngram: int = 3, draft_length: int = 32) -> None:
+    def __init__(self, max_ngram: int = 3, draft_length: int = 64) -> None:
         self.max_ngram = max_ngram
         self.draft_length = draft_length
         self.cursor = 0

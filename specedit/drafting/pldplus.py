@@ -18,9 +18,9 @@ class PldPlus(Drafter):
     """
 
     name = "pldplus"
-    layer_fraction = 0.25  # which layer, as a share of the model's depth (see README)
+    layer_fraction = 0.125  # which layer, as a share of the model's depth (see README)
 
-    def __init__(self, num_layers: int, layer: int | None = None, draft_length: int = 32) -> None:
+    def __init__(self, num_layers: int, layer: int | None = None, draft_length: int = 64) -> None:
         self.layer = layer if layer is not None else max(1, round(num_layers * self.layer_fraction))
         if not 0 <= self.layer <= num_layers:
             raise ValueError(f"layer {self.layer} is outside the model's 0..{num_layers}")

@@ -43,6 +43,8 @@ class Stats:
     drafted_tokens: int = 0
     accepted_tokens: int = 0  # drafted tokens that were accepted
     accepted_lengths: Counter = field(default_factory=Counter)  # drafts accepted per pass
+    accepted_paths: Counter = field(default_factory=Counter)  # which draft path each pass took
+    drafting: dict[str, int] = field(default_factory=dict)  # the drafter's own counters
     prefill_seconds: float = 0.0
     draft_seconds: float = 0.0
     verify_seconds: float = 0.0
@@ -70,6 +72,9 @@ class Stats:
             "drafted_tokens": self.drafted_tokens,
             "accepted_tokens": self.accepted_tokens,
             "accepted_lengths": dict(sorted(self.accepted_lengths.items())),
+            "accepted_paths": dict(sorted(self.accepted_paths.items())),
+            "drafted_per_accepted": round(self.drafted_tokens / max(self.accepted_tokens, 1), 3),
+            "drafting": self.drafting,
             "tokens_per_second": round(self.tokens_per_second, 2),
             "seconds": {
                 "prefill": round(self.prefill_seconds, 4),
@@ -91,7 +96,8 @@ class Generation:
 StopCondition = Callable[[int], bool]  # sees each committed token; True stops after it
 
 
-def _forward(model, cache: DynamicCache, tree: DraftTree, prefix_length: int):
+def _forward(model, cache: DynamicCache, tree: DraftTree, prefix_length: int, logits: int = 0):
+    """One pass over the tree's nodes; `logits` > 0 keeps only the last that many logits."""
     ids, positions, mask = tree.inputs(prefix_length, model.dtype, model.device)
     return model(
         input_ids=ids,
@@ -100,6 +106,7 @@ def _forward(model, cache: DynamicCache, tree: DraftTree, prefix_length: int):
         past_key_values=cache,
         use_cache=True,
         output_hidden_states=True,
+        logits_to_keep=logits,
     )
 
 
@@ -129,7 +136,7 @@ def generate(
     if len(prompt) > 1:
         prefix = DraftTree(root=prompt[0])
         prefix.add_chain(prompt[1:-1])
-        out = _forward(model, cache, prefix, 0)
+        out = _forward(model, cache, prefix, 0, logits=1)  # its logits are never used
         memory.store_hidden(out.hidden_states, list(range(len(prompt) - 1)))
     stats.prefill_seconds = time.perf_counter() - started
 
@@ -164,14 +171,23 @@ def generate(
         memory.extend(step.tokens)
         stats.accepted_tokens += min(len(acceptance.path), len(step.tokens))
         stats.accepted_lengths[len(acceptance.path)] += 1
+        stats.accepted_paths[_path_kind(tree, acceptance.path)] += 1
         if on_step:
             on_step(step)
         if stop_reason:
             break
 
     stats.new_tokens = len(new_tokens)
+    stats.drafting = drafter.report()
     stats.total_seconds = time.perf_counter() - started
     return Generation(new_tokens, stop_reason or "length", stats)
+
+
+def _path_kind(tree: DraftTree, path: list[int]) -> str:
+    """Name the accepted path by the kinds along it: "none", "main", "branch+successor", ..."""
+    if not path:
+        return "none" if len(tree) > 1 else "no draft"
+    return "+".join(dict.fromkeys(tree.kind(node) for node in path))
 
 
 def _commit(

@@ -1,0 +1,122 @@
+"""AdaPLD: lexical-first retrieval with a semantic fallback, hidden-state rerank, and a draft
+tree of the main copy, top-K branch tokens at the anchor and one successor per branch.
+
+Follows the AdaPLD paper (section 3, Algorithm 1), with the main copy's length chosen by the
+Pacer-style pre-verifier in length.py instead of a fixed maximum.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import torch
+
+from specedit.drafting.base import Drafter
+from specedit.drafting.length import AdaptiveLength, agreement
+from specedit.drafting.memory import Memory
+from specedit.drafting.pldplus import PldPlus
+from specedit.drafting.semantic import vocabulary_index
+from specedit.engine.tree import BRANCH, MAIN, SUCCESSOR, DraftTree
+
+MAX_CANDIDATES = 256  # most recent occurrences considered; bounds the rerank's cost
+
+
+class AdaPLD(Drafter):
+    """The default drafter; each part can be switched off for ablations."""
+
+    name = "adapld"
+
+    def __init__(
+        self,
+        model,
+        *,
+        branches: int = 8,
+        tau: float = 0.1,
+        max_copy: int = 64,
+        semantic: bool = True,
+        branch: bool = True,
+        successor: bool = True,
+        adaptive: bool = True,
+        hnsw: bool = True,
+    ) -> None:
+        num_layers = model.config.num_hidden_layers
+        self.layer = max(1, round(num_layers * PldPlus.layer_fraction))
+        self.final = num_layers  # hidden_states[num_layers] is the normed state the head reads
+        self.hidden_layers = (self.layer, self.final) if branch else (self.layer,)
+        self.branches = branches if branch else 0
+        self.tau, self.max_copy = tau, max_copy
+        self.semantic, self.successor = semantic, successor and branch
+        self.vocabulary = vocabulary_index(model, hnsw) if (semantic or branch) else None
+        self.length = AdaptiveLength(max_length=max_copy) if adaptive else None
+        self.retrieval: Counter[str] = Counter()
+        self._copy: tuple[int, int] | None = None  # (agreement, main length) of the last draft
+
+    def _candidates(self, memory: Memory, token: int, before: int) -> tuple[list[int], str]:
+        """Positions j in 1..before-1 holding `token`, else a semantically similar token."""
+        lexical = [j for j in memory.positions.get(token, ()) if 1 <= j < before]
+        if lexical:
+            return lexical[-MAX_CANDIDATES:], "lexical"
+        if self.semantic:
+            similar = self.vocabulary.similar_tokens(token, self.tau)
+            found = sorted(
+                j for t in similar for j in memory.positions.get(t, ()) if 1 <= j < before
+            )
+            if found:
+                return found[-MAX_CANDIDATES:], "semantic"
+        return [], "none"
+
+    def _rerank(self, memory: Memory, candidates: list[int], query_row: int) -> int:
+        """The candidate whose preceding hidden state is closest (cosine) to the query's."""
+        if len(candidates) == 1:
+            return candidates[0]
+        hidden = memory.hidden(self.layer)
+        scores = torch.nn.functional.cosine_similarity(
+            hidden[[j - 1 for j in candidates]].float(), hidden[query_row].float()[None], dim=-1
+        )
+        return candidates[int(scores.argmax())]
+
+    def propose(self, memory: Memory, budget: int) -> DraftTree:
+        tokens, last = memory.tokens, len(memory.tokens) - 1
+        tree = DraftTree(root=tokens[last])
+        self._copy = None
+        candidates, outcome = self._candidates(memory, tokens[last], last)
+        self.retrieval[outcome] += 1
+        if not candidates:
+            return tree
+        anchor = self._rerank(memory, candidates, last - 1)
+
+        main: list[int] = []
+        if outcome == "lexical":  # a semantic anchor has no continuation worth copying
+            agree = agreement(tokens, anchor, last)
+            available = last - anchor
+            if self.length:
+                length = self.length.length(agree, available)
+            else:
+                length = min(self.max_copy, available)
+            main = tokens[anchor + 1 : anchor + 1 + min(length, budget)]
+            tree.add_chain(main, first_source=anchor + 1, kind=MAIN)
+            self._copy = (agree, len(main))
+
+        room = budget - len(main)
+        if self.branches and room > 0:
+            top = self.vocabulary.top_tokens(memory.hidden(self.final)[anchor], self.branches + 1)
+            branch_tokens = [t for t in top if not main or t != main[0]][: self.branches]
+            for token in branch_tokens[:room]:
+                room -= 1
+                node = tree.add(token, 0, kind=BRANCH)
+                if self.successor and room > 0:
+                    follow, _ = self._candidates(memory, token, last)
+                    if follow:
+                        position = self._rerank(memory, follow, anchor) + 1
+                        tree.add(tokens[position], node, source=position, kind=SUCCESSOR)
+                        room -= 1
+        return tree
+
+    def observe(self, tree: DraftTree, accepted: list[int]) -> None:
+        if self.length and self._copy:
+            agree, drafted = self._copy
+            on_main = sum(1 for node in accepted if tree.kind(node) == MAIN)
+            self.length.observe(agree, drafted, on_main)
+
+    def report(self) -> dict[str, int]:
+        return {f"retrieval_{k}": v for k, v in sorted(self.retrieval.items())}

@@ -1,0 +1,76 @@
+"""Adaptive draft length for the copy path (Pacer, training-free).
+
+The best draft length changes every step: inside an unchanged stretch a 64-token copy is
+accepted whole, right after an edit it is rejected at once, and on this CPU a rejected token is
+not free (a verify pass costs ~3 ms more per drafted token). So the copy is drafted in blocks of
+`block` tokens; a pre-verifier estimates each block's mean acceptance and drafting stops when it
+falls under a threshold that grows by `growth` per block, as in Pacer.
+
+The pre-verifier needs no training: it estimates the chance that one more copied token is
+accepted from how long the copy's context agrees with the current context (the number of tokens
+before the anchor that match the tokens before the current one), learned online on this
+document as accepted / tested counts per agreement bucket, with a prior. Draft token i of a copy
+survives with probability q ** i, which is what the block mean averages.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+
+AGREEMENT_EDGES = (1, 2, 4, 8, 16)  # buckets: 0, 1, 2-3, 4-7, 8-15, 16+
+PRIOR = ((0.70, 4), (0.80, 4), (0.88, 4), (0.93, 4), (0.96, 4), (0.98, 4))  # (mean, weight)
+
+
+def agreement(tokens: list[int], anchor: int, current: int, limit: int = 32) -> int:
+    """How many tokens before `anchor` equal the tokens before `current` (at most `limit`)."""
+    n = 0
+    while n < limit and anchor - 1 - n >= 0 and tokens[anchor - 1 - n] == tokens[current - 1 - n]:
+        n += 1
+    return n
+
+
+class AdaptiveLength:
+    """Chooses how many tokens of a copy to draft, and learns from what was accepted."""
+
+    def __init__(
+        self, block: int = 8, threshold: float = 0.35, growth: float = 1.05, max_length: int = 64
+    ) -> None:
+        self.block, self.threshold, self.growth, self.max_length = (
+            block,
+            threshold,
+            growth,
+            max_length,
+        )
+        self.accepted = [mean * weight for mean, weight in PRIOR]
+        self.tested = [float(weight) for _, weight in PRIOR]
+
+    @staticmethod
+    def bucket(agreement_length: int) -> int:
+        return bisect_right(AGREEMENT_EDGES, agreement_length)
+
+    def acceptance(self, agreement_length: int) -> float:
+        """Estimated chance that the next copied token is accepted, given the previous was."""
+        b = self.bucket(agreement_length)
+        return self.accepted[b] / self.tested[b]
+
+    def length(self, agreement_length: int, available: int) -> int:
+        """Draft length in whole blocks: draft a block, pre-verify it, and stop after the first
+        block whose mean estimated acceptance falls under the (growing) threshold."""
+        q = self.acceptance(agreement_length)
+        limit = min(available, self.max_length)
+        length, threshold = 0, self.threshold
+        while length < limit:
+            block = range(length + 1, min(length + self.block, limit) + 1)
+            length = block[-1]
+            if sum(q**i for i in block) / len(block) < threshold:
+                break
+            threshold *= self.growth
+        return length
+
+    def observe(self, agreement_length: int, drafted: int, accepted: int) -> None:
+        """Update the bucket with one copy: `accepted` of `drafted` tokens survived in order."""
+        if drafted <= 0:
+            return
+        b = self.bucket(agreement_length)
+        self.tested[b] += min(accepted + 1, drafted)  # tokens that were put to the test
+        self.accepted[b] += accepted

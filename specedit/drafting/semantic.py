@@ -1,0 +1,112 @@
+"""Vector look-ups over a model's vocabulary, with hnswlib indexes cached on disk.
+
+Two questions drafters ask about tokens, each with an exact answer (a full product with the
+vocabulary matrix) and a fast approximate one (an HNSW graph, as EvoSpec uses):
+
+- which tokens have an embedding close to this token's (the semantic fallback of AdaPLD);
+- which tokens would the model rank highest after a stored final hidden state (the top-K branch
+  tokens at an anchor): a maximum-inner-product search over the LM head.
+
+MIPS is turned into a nearest-neighbour search by the usual augmentation: every row w gets an
+extra coordinate sqrt(M^2 - |w|^2), the query gets 0, so the L2-nearest rows are the rows with the
+largest inner product. Indexes are keyed by a hash of the weights, so a changed model rebuilds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from specedit.models import cache_dir
+
+
+def _weights_key(matrix: torch.Tensor) -> str:
+    """A hash of the matrix's shape and every 61st row: cheap, and distinct across models."""
+    digest = hashlib.sha256(str((tuple(matrix.shape), matrix.dtype)).encode())
+    digest.update(matrix.detach()[::61].contiguous().cpu().view(torch.uint8).numpy().tobytes())
+    return digest.hexdigest()[:16]
+
+
+def _build(vectors: np.ndarray, space: str, path: Path, label: str):
+    """Load the HNSW index at `path`, or build it with a progress line and save it atomically."""
+    import hnswlib
+
+    index = hnswlib.Index(space=space, dim=vectors.shape[1])
+    if path.exists():
+        index.load_index(str(path), max_elements=len(vectors))
+    else:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        index.init_index(max_elements=len(vectors), ef_construction=80, M=16)
+        start, chunk = time.perf_counter(), 8192
+        for first in range(0, len(vectors), chunk):
+            done = min(first + chunk, len(vectors))
+            index.add_items(vectors[first:done], np.arange(first, done))
+            print(f"\rspecedit: building the {label} index {done}/{len(vectors)}", end="",
+                  file=sys.stderr, flush=True)  # fmt: skip
+        print(f" ({time.perf_counter() - start:.0f}s, once per model)", file=sys.stderr)
+        tmp = path.with_suffix(".tmp")
+        index.save_index(str(tmp))
+        tmp.replace(path)
+    index.set_ef(64)
+    return index
+
+
+class VocabularyIndex:
+    """Embedding neighbours and LM-head top-K for one model, exact or through HNSW."""
+
+    def __init__(self, model, use_hnsw: bool = True) -> None:
+        embeddings = model.get_input_embeddings().weight.detach()
+        head = model.get_output_embeddings().weight.detach()
+        self.use_hnsw = use_hnsw
+        self.embeddings = torch.nn.functional.normalize(embeddings.float(), dim=-1)
+        self.head = head  # kept in the model's dtype for the exact product
+        self._embedding_index = self._head_index = None
+        if use_hnsw:
+            folder = cache_dir() / "indexes"
+            emb_key, head_key = _weights_key(embeddings), _weights_key(head)
+            self._embedding_index = _build(
+                self.embeddings.numpy(), "cosine", folder / f"embed-{emb_key}.hnsw", "embedding"
+            )
+            head32 = head.float().numpy()
+            norms = np.linalg.norm(head32, axis=1)
+            extra = np.sqrt(np.maximum(norms.max() ** 2 - norms**2, 0))[:, None]
+            self._head_index = _build(
+                np.hstack([head32, extra]).astype(np.float32), "l2",
+                folder / f"head-{head_key}.hnsw", "LM-head",
+            )  # fmt: skip
+
+    def similar_tokens(self, token: int, threshold: float, limit: int = 32) -> list[int]:
+        """Tokens (other than `token`) whose embedding cosine with it is at least `threshold`."""
+        query = self.embeddings[token]
+        if self._embedding_index is not None:
+            labels, distances = self._embedding_index.knn_query(query.numpy(), k=limit + 1)
+            pairs = zip(labels[0].tolist(), (1 - distances[0]).tolist(), strict=True)
+        else:
+            scores = self.embeddings @ query
+            top = torch.topk(scores, limit + 1)
+            pairs = zip(top.indices.tolist(), top.values.tolist(), strict=True)
+        return [t for t, cos in pairs if t != token and cos >= threshold]
+
+    def top_tokens(self, hidden: torch.Tensor, k: int) -> list[int]:
+        """The k tokens with the largest logits after a final-layer hidden state."""
+        if self._head_index is not None:
+            query = np.append(hidden.float().numpy(), np.float32(0))[None, :]
+            labels, _ = self._head_index.knn_query(query, k=k)
+            return labels[0].tolist()
+        return torch.topk(self.head @ hidden.to(self.head.dtype), k).indices.tolist()
+
+
+_INDEXES: dict[tuple[int, bool], VocabularyIndex] = {}
+
+
+def vocabulary_index(model, use_hnsw: bool = True) -> VocabularyIndex:
+    """One index per loaded model (building or loading it is the slow part)."""
+    key = (id(model), use_hnsw)
+    if key not in _INDEXES:
+        _INDEXES[key] = VocabularyIndex(model, use_hnsw)
+    return _INDEXES[key]

@@ -1,0 +1,88 @@
+"""The command line: exit codes, errors on stderr, nothing on stdout unless the edit worked."""
+
+from __future__ import annotations
+
+import pytest
+from typer.testing import CliRunner
+
+from specedit import __version__
+from specedit.cli import app
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def source(tmp_path):
+    path = tmp_path / "code.py"
+    path.write_text("def add(a, b):\n    return a - b\n")
+    return path
+
+
+def _run(*args: str, stdin: str | None = None):
+    return runner.invoke(app, list(args), input=stdin)
+
+
+def test_version():
+    result = _run("--version")
+    assert result.exit_code == 0
+    assert __version__ in result.stdout
+
+
+@pytest.mark.parametrize(
+    "make_path,message",
+    [
+        (lambda d: d / "missing.py", "no such file"),
+        (lambda d: d, "is a directory"),
+    ],
+)
+def test_unreadable_inputs_exit_2(tmp_path, make_path, message):
+    result = _run("fix", str(make_path(tmp_path)), "fix it")
+    assert result.exit_code == 2
+    assert message in result.stderr
+    assert result.stdout == ""
+
+
+def test_binary_and_non_utf8_inputs_exit_2_with_the_offset(tmp_path):
+    binary = tmp_path / "image.bin"
+    binary.write_bytes(b"\x89PNG\0\0\0")
+    result = _run("edit", str(binary), "edit")
+    assert result.exit_code == 2 and "looks binary" in result.stderr
+    latin = tmp_path / "latin.txt"
+    latin.write_bytes("caf\xe9 ok".encode("latin-1"))
+    result = _run("edit", str(latin), "edit")
+    assert result.exit_code == 2
+    assert "not valid UTF-8: byte 0xe9 at offset 3" in result.stderr
+
+
+def test_empty_file_and_empty_instruction_exit_2(tmp_path, source):
+    empty = tmp_path / "empty.py"
+    empty.write_text("")
+    assert "is empty" in _run("fix", str(empty), "fix").stderr
+    result = _run("fix", str(source), "   ")
+    assert result.exit_code == 2 and "instruction is empty" in result.stderr
+
+
+def test_unknown_method_exits_2_and_unknown_model_exits_3(source):
+    result = _run("fix", str(source), "fix", "--method", "magic")
+    assert result.exit_code == 2 and "unknown method 'magic'" in result.stderr
+    result = _run("fix", str(source), "fix", "--model", "no-such-model")
+    assert result.exit_code == 3 and "unknown model" in result.stderr
+    assert result.stdout == ""
+
+
+def test_cut_off_edit_writes_nothing_and_says_why(source, tiny_model_dir):
+    result = _run(
+        "fix", str(source), "fix", "--model", str(tiny_model_dir), "--max-new-tokens", "5",
+        "--dtype", "fp32",
+    )  # fmt: skip
+    assert result.exit_code == 2
+    assert "cut off at the token limit" in result.stderr
+    assert result.stdout == ""
+
+
+def test_input_longer_than_the_context_says_both_lengths(tmp_path, tiny_model_dir):
+    long = tmp_path / "long.txt"
+    long.write_text("word " * 1200 + "\n")  # the tiny model's context is 1024 positions
+    result = _run("edit", str(long), "edit", "--model", str(tiny_model_dir), "--dtype", "fp32")
+    assert result.exit_code == 2
+    assert "too long for the model" in result.stderr and "holds 1024" in result.stderr

@@ -1,0 +1,62 @@
+"""Resolving --model: bundled names, folders, GGUF files, and clear errors."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from specedit import models
+
+
+def test_unknown_names_and_paths_fail_with_a_clear_message(tmp_path):
+    with pytest.raises(models.ModelError, match="unknown model"):
+        models.resolve("no-such-model")
+    with pytest.raises(models.ModelError, match="no such GGUF file"):
+        models.resolve(str(tmp_path / "missing.gguf"))
+    with pytest.raises(models.ModelError, match=r"holds no config\.json"):
+        models.resolve(str(tmp_path))
+    plain = tmp_path / "weights.bin"
+    plain.write_bytes(b"x")
+    with pytest.raises(models.ModelError, match="neither a model folder nor a"):
+        models.resolve(str(plain))
+
+
+def test_a_corrupt_gguf_file_is_reported_not_cached(tmp_path, monkeypatch):
+    monkeypatch.setenv("SPECEDIT_CACHE", str(tmp_path / "cache"))
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(b"GGUF" + b"\0" * 64)
+    with pytest.raises(models.ModelError, match="cannot read"):
+        models.resolve(str(broken))
+    assert not list((tmp_path / "cache" / "models").glob("broken*/config.json"))
+
+
+def test_hub_ids_pass_through_to_loading():
+    assert models.resolve("someone/some-model") == "someone/some-model"
+
+
+def test_bundled_model_is_converted_once_and_reused(bundled_model_dir):
+    assert (bundled_model_dir / "config.json").exists()
+    start = time.perf_counter()
+    assert models.resolve(models.DEFAULT_MODEL) == bundled_model_dir
+    assert time.perf_counter() - start < 1.0  # no second conversion
+
+
+def test_a_model_without_chat_template_is_refused(tmp_path, tiny_model_dir):
+    import shutil
+
+    folder = tmp_path / "no-template"
+    shutil.copytree(tiny_model_dir, folder)
+    (folder / "chat_template.jinja").unlink(missing_ok=True)
+    config = folder / "tokenizer_config.json"
+    config.write_text(config.read_text().replace('"chat_template"', '"unused_template"'))
+    with pytest.raises(models.ModelError, match="no chat template"):
+        models.load(str(folder), "fp32")
+
+
+def test_local_folder_loads_with_requested_dtype(tiny_model_dir):
+    import torch
+
+    loaded = models.load(str(tiny_model_dir), "fp32")
+    assert loaded.model.dtype == torch.float32
+    assert loaded.eos_token_ids
