@@ -1,22 +1,24 @@
-"""The `specedit` command: parse, read, call an edit, print. Nothing else lives here.
+"""The `specedit` command: parse options, load the model once, hand each file to jobs.
 
-Exit codes: 0 ok, 2 usage or input error, 3 model error, 130 interrupted.
+Exit codes: 0 ok, 1 changes found with --check, 2 usage or input error, 3 model error,
+130 interrupted (nothing is written then).
 """
 
 from __future__ import annotations
 
+import inspect
 import os
-import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, get_type_hints
 
 import typer
 
 from specedit import __version__
 from specedit.drafting import DEFAULT_METHOD, METHODS
+from specedit.jobs import EXIT_INPUT, EXIT_INTERRUPTED, EXIT_MODEL, error
 from specedit.models import DEFAULT_MODEL
-
-EXIT_INPUT, EXIT_MODEL, EXIT_INTERRUPTED = 2, 3, 130
 
 app = typer.Typer(
     help="Edit files with a local LLM, fast: the input is the draft (model-free speculative "
@@ -24,31 +26,215 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
 )
-
-Method = Annotated[str, typer.Option("--method", help=f"Drafting method: {', '.join(METHODS)}.")]
-Model = Annotated[
-    str,
-    typer.Option(
-        "--model", help="Bundled name, model folder, .gguf file or hub id.", envvar="SPECEDIT_MODEL"
-    ),
-]
-MaxNewTokens = Annotated[
-    int | None,
-    typer.Option("--max-new-tokens", help="Token limit for the answer [default: 1.5x the input]."),
-]
-Temperature = Annotated[float, typer.Option(help="0 is greedy (exact); above 0 samples.")]
-TopP = Annotated[float, typer.Option("--top-p", help="Nucleus sampling mass.")]
-TopK = Annotated[int, typer.Option("--top-k", help="Sample from the k likeliest (0: all).")]
-Seed = Annotated[int | None, typer.Option(help="Seed for sampling.")]
-Dtype = Annotated[str, typer.Option(help="auto (bf16 where the CPU has it), bf16, fp16 or fp32.")]
-Threads = Annotated[int | None, typer.Option(help="CPU threads [default: all cores].")]
-Device = Annotated[str, typer.Option(help="cpu, or an accelerate device map such as auto.")]
+models_app = typer.Typer(help="List, prepare and inspect models.", no_args_is_help=False)
+app.add_typer(models_app, name="models")
 
 
-def _fail(message: str, code: int) -> typer.Exit:
-    typer.echo(f"specedit: error: {message}", err=True)
-    return typer.Exit(code)
+def _opt(*names: str, help: str, env: str | None = None, **extra) -> typer.Option:
+    return typer.Option(*names, help=help, envvar=env and f"SPECEDIT_{env}", **extra)
+
+
+def _edit_options(
+    method: Annotated[
+        str, _opt("--method", help=f"Drafting method: {', '.join(METHODS)}.", env="METHOD")
+    ] = DEFAULT_METHOD,
+    model: Annotated[
+        str, _opt("--model", help="Bundled name, model folder, .gguf file or hub id.", env="MODEL")
+    ] = DEFAULT_MODEL,
+    in_place: Annotated[
+        bool, _opt("-i", "--in-place", help="Rewrite the file (atomically) instead of printing it.")
+    ] = False,
+    diff: Annotated[bool, _opt("--diff", help="Print a unified diff instead of the file.")] = False,
+    check: Annotated[
+        bool, _opt("--check", help="Write nothing; exit 1 if the edit would change the file.")
+    ] = False,
+    output: Annotated[
+        Path | None, _opt("-o", "--output", help="Write the edited text to this file.")
+    ] = None,
+    quiet: Annotated[
+        bool, _opt("-q", "--quiet", help="No dashboard, no stats line; errors only.")
+    ] = False,
+    stats: Annotated[
+        str, _opt("--stats", help="Stats on stderr: text or json.", env="STATS")
+    ] = "text",
+    stats_file: Annotated[
+        Path | None, _opt("--stats-file", help="Also write the stats as JSON to this file.")
+    ] = None,
+    attribution: Annotated[
+        Path | None,
+        _opt("--attribution", help="Write copied spans (output span <- input span) as JSON."),
+    ] = None,
+    max_new_tokens: Annotated[
+        int | None,
+        _opt(
+            "--max-new-tokens",
+            help="Token limit for the answer [default: 1.5x the input + 128].",
+            env="MAX_NEW_TOKENS",
+        ),
+    ] = None,
+    temperature: Annotated[
+        float, _opt("--temperature", help="0 is greedy (exact); above 0 samples.")
+    ] = 0.0,
+    top_p: Annotated[float, _opt("--top-p", help="Nucleus sampling mass.")] = 1.0,
+    top_k: Annotated[int, _opt("--top-k", help="Sample from the k likeliest tokens (0: all).")] = 0,
+    seed: Annotated[int | None, _opt("--seed", help="Seed for sampling.")] = None,
+    dtype: Annotated[
+        str,
+        _opt("--dtype", help="auto (bf16 where the CPU has it), bf16, fp16 or fp32.", env="DTYPE"),
+    ] = "auto",
+    threads: Annotated[
+        int | None, _opt("--threads", help="CPU threads [default: all cores].", env="THREADS")
+    ] = None,
+    device: Annotated[
+        str, _opt("--device", help="cpu, or an accelerate device map such as auto.", env="DEVICE")
+    ] = "cpu",
+) -> None:
+    """The options every editing command shares (declared once, see `_command`)."""  # fmt: skip
+
+
+def _run_edits(prompt: str, files: list[str], instruction: str, **options) -> None:
+    """Validate, load the model once, edit each file; exit with the worst file's code."""
+    import torch
+    from rich.console import Console
+
+    from specedit.edit import EditRequest
+    from specedit.engine.verify import Sampling
+    from specedit.jobs import Delivery, edit_file
+    from specedit.models import ModelError, load
+
+    problems = []
+    if options["method"] not in METHODS:
+        problems.append(f"unknown method {options['method']!r}: choose one of {', '.join(METHODS)}")
+    if not instruction.strip():
+        problems.append("the instruction is empty")
+    if options["stats"] not in ("text", "json"):
+        problems.append("--stats takes text or json")
+    if (
+        sum(map(bool, (options["in_place"], options["diff"], options["check"], options["output"])))
+        > 1
+    ):
+        problems.append("choose one of -i/--in-place, --diff, --check and -o")
+    if "-" in files and options["in_place"]:
+        problems.append("stdin cannot be edited in place")
+    if len(files) > 1 and not (options["in_place"] or options["diff"] or options["check"]):
+        problems.append("several files need -i/--in-place, --diff or --check")
+    try:
+        sampling = Sampling(
+            options["temperature"], options["top_k"], options["top_p"], options["seed"]
+        )
+    except ValueError as exc:
+        problems.append(str(exc))
+    if problems:
+        error(problems[0])
+        raise typer.Exit(EXIT_INPUT)
+
+    torch.set_num_threads(options["threads"] or os.cpu_count() or 1)
+    with _interruptible():
+        try:
+            lm = load(options["model"], options["dtype"], options["device"])
+        except ModelError as exc:
+            error(str(exc))
+            raise typer.Exit(EXIT_MODEL) from None
+    template = EditRequest(
+        "", instruction, prompt=prompt, method=options["method"],
+        max_new_tokens=options["max_new_tokens"], sampling=sampling,
+    )  # fmt: skip
+    delivery = Delivery(
+        in_place=options["in_place"], diff=options["diff"], check=options["check"],
+        output=options["output"], quiet=options["quiet"], stats=options["stats"],
+        stats_file=options["stats_file"], attribution=options["attribution"],
+    )  # fmt: skip
+    console = Console(stderr=True)
+    code = 0
+    with _interruptible():
+        for file in files:
+            code = max(code, edit_file(lm, file, template, delivery, console))
+    raise typer.Exit(code)
+
+
+@contextmanager
+def _interruptible() -> Iterator[None]:
+    """Ctrl-C ends with one line and code 130, no traceback; writes are atomic, so nothing
+    half-written is left behind."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        error("interrupted; nothing was written")
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+
+
+def _command(prompt: str, positional: list[inspect.Parameter], doc: str):
+    """A command function: its own arguments, then the shared options of `_edit_options`."""
+    shared = inspect.signature(_edit_options).parameters
+    hints = get_type_hints(_edit_options, include_extras=True) | {
+        p.name: p.annotation for p in positional
+    }
+
+    def command(**kwargs) -> None:
+        files = kwargs.pop("files", None) or [kwargs.pop("file")]
+        _run_edits(prompt, files, kwargs.pop("instruction"), **kwargs)
+
+    params = [p.replace(annotation=hints[p.name]) for p in (*positional, *shared.values())]
+    command.__signature__ = inspect.Signature(params)
+    command.__annotations__ = {p.name: hints[p.name] for p in params}
+    command.__doc__ = doc
+    return command
+
+
+def _arg(name: str, annotation) -> inspect.Parameter:
+    return inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=annotation)
+
+
+FILE = _arg("file", Annotated[str, typer.Argument(help="The file, or - for stdin.")])
+
+app.command("fix")(
+    _command(
+        "fix",
+        [FILE, _arg("instruction", Annotated[str, typer.Argument(help="What is wrong.")])],
+        """Fix a bug in FILE and print the fixed file.
+
+        \b
+        Examples:
+          specedit fix bug.py "the loop skips the last item"
+          specedit fix bug.py "off-by-one in the range" --diff
+          specedit fix bug.py "wrong operator in mean()" -i
+        """,
+    )
+)
+app.command("edit")(
+    _command(
+        "edit",
+        [FILE, _arg("instruction", Annotated[str, typer.Argument(help="The change to make.")])],
+        """Edit FILE (or stdin) as instructed and print the result.
+
+        \b
+        Examples:
+          cat notes.md | specedit edit - "make it formal" > formal.md
+          specedit edit app.py "add type hints to the function signatures" -o typed.py
+        """,
+    )
+)
+app.command("rewrite")(
+    _command(
+        "rewrite",
+        [
+            _arg("files", Annotated[list[str], typer.Argument(help="Files to rewrite.")]),
+            _arg(
+                "instruction",
+                Annotated[str, typer.Option("-m", "--instruction", help="How to rewrite them.")],
+            ),
+        ],
+        """Rewrite several documents with one instruction; the model is loaded once.
+
+        \b
+        Examples:
+          specedit rewrite docs/*.md -m "fix typos" -i
+          specedit rewrite README.md CHANGES.md -m "fix typos" --check
+        """,
+    )
+)
 
 
 def _version(value: bool) -> None:
@@ -59,143 +245,50 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def main(
+    ctx: typer.Context,
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version.")
     ] = False,
 ) -> None:
-    """Edit files with a local LLM, fast."""
+    """Settings come from [tool.specedit] in pyproject.toml or a .specedit.toml, then SPECEDIT_*
+    environment variables, then flags."""
+    from specedit.settings import SettingsError, default_map, find_settings
 
-
-def _run(
-    prompt: str,
-    file: str,
-    instruction: str,
-    method: str,
-    model: str,
-    max_new_tokens: int | None,
-    temperature: float,
-    top_p: float,
-    top_k: int,
-    seed: int | None,
-    dtype: str,
-    threads: int | None,
-    device: str,
-) -> None:
-    """Read, edit, print the edited text and one stats line; map failures to exit codes."""
-    import torch
-
-    from specedit.edit import EditError, EditRequest, run_edit
-    from specedit.engine.verify import Sampling
-    from specedit.files import InputError, read_text
-    from specedit.models import ModelError, load
-    from specedit.prompts import PromptError, language_for
-
+    commands = {name: {p.name for p in cmd.params} for name, cmd in ctx.command.commands.items()}
     try:
-        if method not in METHODS:
-            raise InputError(f"unknown method {method!r}: choose one of {', '.join(METHODS)}")
-        if not instruction.strip():
-            raise InputError("the instruction is empty")
-        text = read_text(file)
-        if not text.strip():
-            raise InputError(f"{'stdin' if file == '-' else file} is empty")
-        sampling = Sampling(temperature, top_k, top_p, seed)
-        torch.set_num_threads(threads or os.cpu_count() or 1)
-        lm = load(model, dtype, device)
-        request = EditRequest(
-            text,
-            instruction,
-            prompt=prompt,
-            language=language_for(None if file == "-" else file),
-            method=method,
-            max_new_tokens=max_new_tokens,
-            sampling=sampling,
-        )
-        result = run_edit(lm, request)
-    except (InputError, EditError, PromptError, ValueError) as exc:
-        raise _fail(str(exc), EXIT_INPUT) from None
-    except ModelError as exc:
-        raise _fail(str(exc), EXIT_MODEL) from None
-    except KeyboardInterrupt:
-        raise _fail("interrupted; nothing was written", EXIT_INTERRUPTED) from None
-    sys.stdout.write(result.text)
-    sys.stdout.flush()
-    stats = result.generation.stats
-    typer.echo(
-        f"specedit: {stats.new_tokens} tokens in {stats.total_seconds:.1f}s "
-        f"({stats.tokens_per_second:.1f} tok/s), {stats.forward_passes} forward passes, "
-        f"{stats.mean_accepted:.2f} tokens/pass, method {method}"
-        + ("" if result.changed else ", no change"),
-        err=True,
-    )
-
-
-@app.command()
-def fix(
-    file: Annotated[str, typer.Argument(help="File to fix, or - for stdin.")],
-    instruction: Annotated[str, typer.Argument(help="What is wrong, in your words.")],
-    method: Method = DEFAULT_METHOD,
-    model: Model = DEFAULT_MODEL,
-    max_new_tokens: MaxNewTokens = None,
-    temperature: Temperature = 0.0,
-    top_p: TopP = 1.0,
-    top_k: TopK = 0,
-    seed: Seed = None,
-    dtype: Dtype = "auto",
-    threads: Threads = None,
-    device: Device = "cpu",
-) -> None:
-    """Fix a bug in FILE and print the fixed file.
-
-    Example: specedit fix examples/buggy_stats.py "the median of an even-length list is wrong"
-    """
-    _run("fix", file, instruction, method, model, max_new_tokens, temperature, top_p, top_k,
-         seed, dtype, threads, device)  # fmt: skip
-
-
-@app.command()
-def edit(
-    file: Annotated[str, typer.Argument(help="File to edit, or - for stdin.")],
-    instruction: Annotated[str, typer.Argument(help="The change to make.")],
-    method: Method = DEFAULT_METHOD,
-    model: Model = DEFAULT_MODEL,
-    max_new_tokens: MaxNewTokens = None,
-    temperature: Temperature = 0.0,
-    top_p: TopP = 1.0,
-    top_k: TopK = 0,
-    seed: Seed = None,
-    dtype: Dtype = "auto",
-    threads: Threads = None,
-    device: Device = "cpu",
-) -> None:
-    """Edit FILE (or stdin) as instructed and print the result.
-
-    Example: cat notes.md | specedit edit - "make it formal"
-    """
-    _run("edit", file, instruction, method, model, max_new_tokens, temperature, top_p, top_k,
-         seed, dtype, threads, device)  # fmt: skip
+        settings, source = find_settings()
+        ctx.default_map = default_map(settings, commands, source)
+    except SettingsError as exc:
+        error(str(exc))
+        raise typer.Exit(EXIT_INPUT) from None
 
 
 @app.command()
 def bench(
     methods: Annotated[
         str, typer.Option(help="Comma-separated methods; hf-pld is transformers' prompt lookup.")
-    ] = "ar,hf-pld,pld,pldplus",
+    ] = "ar,hf-pld,pld,pldplus,adapld",
     tasks: Annotated[
-        str | None, typer.Option(help="Comma-separated task ids (default: all).")
+        str | None, typer.Option(help="Comma-separated task ids [default: all].")
     ] = None,
     tasks_file: Annotated[
         Path | None, typer.Option("--tasks-file", help="Your own tasks, one JSON object a line.")
     ] = None,
-    model: Model = DEFAULT_MODEL,
-    dtype: Dtype = "auto",
+    model: Annotated[str, _opt("--model", help="Model to measure.", env="MODEL")] = DEFAULT_MODEL,
+    dtype: Annotated[str, _opt("--dtype", help="auto, bf16, fp16 or fp32.", env="DTYPE")] = "auto",
     repeat: Annotated[int, typer.Option(help="Runs per task and method; the fastest counts.")] = 1,
-    max_new_tokens: MaxNewTokens = None,
+    max_new_tokens: Annotated[int | None, typer.Option(help="Token limit per task.")] = None,
     json_file: Annotated[Path | None, typer.Option("--json", help="Write results as JSON.")] = None,
-    threads: Threads = None,
+    threads: Annotated[int | None, _opt("--threads", help="CPU threads.", env="THREADS")] = None,
 ) -> None:
-    """Measure methods side by side on a task suite: speed against plain decoding, MAL, exactness.
+    """Measure methods side by side on a task suite: speed against plain greedy decoding and
+    transformers' prompt lookup, mean accepted tokens per pass, exactness, edit quality.
 
-    Example: specedit bench --methods ar,hf-pld,pldplus --tasks fix-bisect-offbyone
+    \b
+    Examples:
+      specedit bench --json bench.json
+      specedit bench --methods ar,hf-pld,adapld --tasks fix-bisect-offbyone
+      specedit bench --tasks-file my_tasks.jsonl
     """
     import torch
 
@@ -203,20 +296,77 @@ def bench(
     from specedit.models import ModelError, load
 
     torch.set_num_threads(threads or os.cpu_count() or 1)
+    with _interruptible():
+        try:
+            lm = load(model, dtype, "cpu")
+            run_bench(
+                lm,
+                methods=[m.strip() for m in methods.split(",") if m.strip()],
+                task_ids=tasks.split(",") if tasks else None,
+                tasks_file=tasks_file,
+                repeat=repeat,
+                max_new_tokens=max_new_tokens,
+                json_file=json_file,
+            )
+        except BenchError as exc:
+            error(str(exc))
+            raise typer.Exit(EXIT_INPUT) from None
+        except ModelError as exc:
+            error(str(exc))
+            raise typer.Exit(EXIT_MODEL) from None
+
+
+@models_app.callback(invoke_without_command=True)
+def models_list(ctx: typer.Context) -> None:
+    """List the bundled models and the prepared ones in the cache."""
+    if ctx.invoked_subcommand:
+        return
+    from specedit import models
+
+    prepared = models.cache_dir() / "models"
+    for name, bundled in models.BUNDLED.items():
+        state = "prepared" if (prepared / name / "config.json").exists() else "not prepared"
+        typer.echo(f"{name:22} {state:13} {bundled.description}")
+    others = sorted(p.name for p in prepared.glob("*") if p.name not in models.BUNDLED)
+    for name in others:
+        typer.echo(f"{name:22} {'prepared':13} converted from a .gguf file")
+
+
+@models_app.command("prepare")
+def models_prepare(
+    name: Annotated[str, typer.Argument(help="Bundled name or .gguf file.")],
+) -> None:
+    """Join, check and convert a model ahead of time."""
+    from specedit import models
+
     try:
-        lm = load(model, dtype, "cpu")
-        run_bench(
-            lm,
-            methods=[m.strip() for m in methods.split(",") if m.strip()],
-            task_ids=tasks.split(",") if tasks else None,
-            tasks_file=tasks_file,
-            repeat=repeat,
-            max_new_tokens=max_new_tokens,
-            json_file=json_file,
-        )
-    except BenchError as exc:
-        raise _fail(str(exc), EXIT_INPUT) from None
-    except ModelError as exc:
-        raise _fail(str(exc), EXIT_MODEL) from None
-    except KeyboardInterrupt:
-        raise _fail("interrupted", EXIT_INTERRUPTED) from None
+        typer.echo(str(models.resolve(name)))
+    except models.ModelError as exc:
+        error(str(exc))
+        raise typer.Exit(EXIT_MODEL) from None
+
+
+@models_app.command("info")
+def models_info(
+    name: Annotated[str, typer.Argument(help="Model name, folder or .gguf file.")],
+) -> None:
+    """Show a model's architecture, size and context length."""
+    from transformers import AutoConfig
+
+    from specedit import models
+
+    try:
+        source = models.resolve(name)
+        config = AutoConfig.from_pretrained(source)
+    except (models.ModelError, OSError) as exc:
+        error(str(exc))
+        raise typer.Exit(EXIT_MODEL) from None
+    typer.echo(f"source         {source}")
+    for key in (
+        "model_type",
+        "num_hidden_layers",
+        "hidden_size",
+        "vocab_size",
+        "max_position_embeddings",
+    ):
+        typer.echo(f"{key:14} {getattr(config, key, '?')}")  # fmt: skip

@@ -47,9 +47,16 @@ def default_token_limit(input_tokens: int) -> int:
     return int(input_tokens * 1.5) + 128
 
 
-def run_edit(
-    lm: LoadedModel, request: EditRequest, on_step: Callable[[Step], None] | None = None
-) -> EditResult:
+@dataclass(frozen=True)
+class PreparedEdit:
+    """A request turned into a prompt and a token limit, checked against the model's context."""
+
+    request: EditRequest
+    prompt: prompts.EditPrompt
+    max_new_tokens: int
+
+
+def prepare(lm: LoadedModel, request: EditRequest) -> PreparedEdit:
     if not request.instruction.strip():
         raise EditError("the instruction is empty")
     if not request.text.strip():
@@ -61,18 +68,25 @@ def run_edit(
     input_tokens = prompt.input_end - prompt.input_start
     limit = request.max_new_tokens or default_token_limit(input_tokens)
     room = lm.context_length - len(prompt.ids)
-    if room < input_tokens + 16 or room <= 0:
+    if room < input_tokens + 16:
         raise EditError(
             f"the input is too long for the model: the prompt takes {len(prompt.ids)} tokens "
             f"({input_tokens} of them the input) and the answer needs about as many again, but "
             f"the model's context holds {lm.context_length}"
         )
-    drafter = make_drafter(request.method, lm.model)
+    return PreparedEdit(request, prompt, min(limit, room))
+
+
+def execute(
+    lm: LoadedModel, prepared: PreparedEdit, on_step: Callable[[Step], None] | None = None
+) -> EditResult:
+    """Generate the edit; raises EditError when the answer was cut off (nothing to write)."""
+    request, prompt = prepared.request, prepared.prompt
     generation = generate(
         lm.model,
         prompt.ids,
-        drafter,
-        max_new_tokens=min(limit, room),
+        make_drafter(request.method, lm.model),
+        max_new_tokens=prepared.max_new_tokens,
         sampling=request.sampling,
         eos_token_ids=lm.eos_token_ids,
         stop=prompts.FenceStop(lm.tokenizer, prompt.fence),
@@ -85,3 +99,10 @@ def run_edit(
             "raise --max-new-tokens"
         )
     return EditResult(text, generation, prompt)
+
+
+def run_edit(
+    lm: LoadedModel, request: EditRequest, on_step: Callable[[Step], None] | None = None
+) -> EditResult:
+    """Prepare and execute in one call."""
+    return execute(lm, prepare(lm, request), on_step)

@@ -19,7 +19,7 @@ from specedit.drafting.base import Drafter
 from specedit.drafting.memory import Memory
 from specedit.engine.cache import keep_path
 from specedit.engine.tree import DraftTree
-from specedit.engine.verify import GREEDY, Sampling, Verifier
+from specedit.engine.verify import GREEDY, STRICT, Sampling, Verification, Verifier
 
 
 @dataclass
@@ -31,6 +31,7 @@ class Step:
     sources: list[int | None]
     kinds: list[str | None]
     drafted: int  # drafted tokens verified in this pass
+    relaxed: list[bool] = field(default_factory=list)  # accepted only by conditional verification
 
 
 @dataclass
@@ -42,6 +43,7 @@ class Stats:
     forward_passes: int = 0  # verify passes (each also yields one token); prefill excluded
     drafted_tokens: int = 0
     accepted_tokens: int = 0  # drafted tokens that were accepted
+    relaxed_tokens: int = 0  # of those, accepted only by conditional verification (lossy)
     accepted_lengths: Counter = field(default_factory=Counter)  # drafts accepted per pass
     accepted_paths: Counter = field(default_factory=Counter)  # which draft path each pass took
     drafting: dict[str, int] = field(default_factory=dict)  # the drafter's own counters
@@ -71,6 +73,7 @@ class Stats:
             "mean_accepted": round(self.mean_accepted, 3),
             "drafted_tokens": self.drafted_tokens,
             "accepted_tokens": self.accepted_tokens,
+            "relaxed_tokens": self.relaxed_tokens,
             "accepted_lengths": dict(sorted(self.accepted_lengths.items())),
             "accepted_paths": dict(sorted(self.accepted_paths.items())),
             "drafted_per_accepted": round(self.drafted_tokens / max(self.accepted_tokens, 1), 3),
@@ -118,17 +121,19 @@ def generate(
     *,
     max_new_tokens: int,
     sampling: Sampling = GREEDY,
+    verification: Verification = STRICT,
     eos_token_ids: set[int] = frozenset(),
     max_draft: int = 64,
     stop: StopCondition | None = None,
     on_step: Callable[[Step], None] | None = None,
 ) -> Generation:
-    """Generate up to `max_new_tokens` after `prompt`, exactly as plain decoding would."""
+    """Generate up to `max_new_tokens` after `prompt`, exactly as plain decoding would (unless
+    `verification` is conditional, which is lossy on purpose)."""
     if not prompt:
         raise ValueError("the prompt is empty")
     started = time.perf_counter()
     stats = Stats(prompt_tokens=len(prompt))
-    verifier = Verifier(sampling)
+    verifier = Verifier(sampling, verification)
     memory = Memory(prompt, drafter.hidden_layers)
     cache = DynamicCache(config=model.config)
 
@@ -155,7 +160,7 @@ def generate(
         stats.forward_passes += 1
         stats.drafted_tokens += len(tree) - 1
 
-        acceptance = verifier.walk(tree, out.logits[0])
+        acceptance = verifier.walk(tree, out.logits[0], eos_token_ids)
         drafter.observe(tree, acceptance.path)
         kept = [0, *acceptance.path]
         keep_path(cache, prefix_length, kept)
@@ -166,10 +171,12 @@ def generate(
             sources=[tree.source(n) for n in acceptance.path] + [None],
             kinds=[tree.kind(n) for n in acceptance.path] + [None],
             drafted=len(tree) - 1,
+            relaxed=[*acceptance.relaxed, False],
         )
         stop_reason = _commit(step, new_tokens, max_new_tokens, eos_token_ids, stop)
         memory.extend(step.tokens)
         stats.accepted_tokens += min(len(acceptance.path), len(step.tokens))
+        stats.relaxed_tokens += sum(step.relaxed[: len(step.tokens)])
         stats.accepted_lengths[len(acceptance.path)] += 1
         stats.accepted_paths[_path_kind(tree, acceptance.path)] += 1
         if on_step:
@@ -212,5 +219,6 @@ def _commit(
             reason = "length"
         if reason:
             del step.tokens[i + 1 :], step.sources[i + 1 :], step.kinds[i + 1 :]
+            del step.relaxed[i + 1 :]
             return reason
     return None

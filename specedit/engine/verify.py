@@ -1,14 +1,20 @@
 """Decide which drafted path the model accepts.
 
-Drafts are deterministic copies (their draft distribution is one-hot), so exact speculative
-sampling needs no draft probabilities: at a node, draw y from the model's distribution; if y is a
-child, descend into it, else y is the model's own token and the step ends. Greedy is the same
-walk with y = argmax. Both give exactly the tokens (or distribution) of plain decoding.
+Strict (the default, exact): drafts are deterministic copies (their draft distribution is
+one-hot), so exact speculative sampling needs no draft probabilities: at a node, draw y from the
+model's distribution; if y is a child, descend into it, else y is the model's own token and the
+step ends. Greedy is the same walk with y = argmax. Both give exactly the tokens (or the
+distribution) of plain decoding.
+
+Conditional (CASD, lossy on purpose): a drafted token x is also accepted when the model finds it
+plausible enough, p(x) > max(delta, p(eos)), and in "mixed" mode only if x is also among the
+model's top-k. The longest accepted path wins; the token after it is the model's own. Tokens the
+model would not have chosen itself are "relaxed" acceptances, reported so they can be shown.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
@@ -35,6 +41,28 @@ class Sampling:
 
 GREEDY = Sampling()
 
+VERIFY_MODES = ("strict", "conditional", "mixed")
+
+
+@dataclass(frozen=True)
+class Verification:
+    """How strictly drafted tokens are checked; only "strict" is exact."""
+
+    mode: str = "strict"
+    delta: float = 0.1
+    top_k: int = 5
+
+    def __post_init__(self) -> None:
+        if self.mode not in VERIFY_MODES:
+            raise ValueError(
+                f"unknown verification {self.mode!r}: choose {', '.join(VERIFY_MODES)}"
+            )
+        if not 0 <= self.delta <= 1 or self.top_k < 1:
+            raise ValueError("need 0 <= delta <= 1 and a verification top-k of at least 1")
+
+
+STRICT = Verification()
+
 
 def probabilities(logits: torch.Tensor, sampling: Sampling) -> torch.Tensor:
     """The distribution plain sampling draws from: temperature, then top-k, then top-p."""
@@ -57,13 +85,14 @@ class Acceptance:
 
     path: list[int]  # accepted tree nodes, root excluded, in order
     next_token: int  # the model's own token after the path
+    relaxed: list[bool] = field(default_factory=list)  # per path node: not the model's choice
 
 
 class Verifier:
     """Walks a draft tree with the model's choices (greedy or sampled)."""
 
-    def __init__(self, sampling: Sampling) -> None:
-        self.sampling = sampling
+    def __init__(self, sampling: Sampling, verification: Verification = STRICT) -> None:
+        self.sampling, self.verification = sampling, verification
         self.generator = torch.Generator()
         if sampling.seed is not None:
             self.generator.manual_seed(sampling.seed)
@@ -77,7 +106,44 @@ class Verifier:
         probs = probabilities(logits, self.sampling)
         return int(torch.multinomial(probs.cpu(), 1, generator=self.generator))
 
-    def walk(self, tree: DraftTree, logits: torch.Tensor) -> Acceptance:
+    def walk(self, tree: DraftTree, logits: torch.Tensor, eos: set[int]) -> Acceptance:
+        """Accept a path of the tree: strictly, or conditionally (see the module docstring)."""
+        if self.verification.mode == "strict" or len(tree) == 1:
+            return self._strict(tree, logits)
+        return self._conditional(tree, logits, eos)
+
+    def _conditional(self, tree: DraftTree, logits: torch.Tensor, eos: set[int]) -> Acceptance:
+        """The deepest node whose every ancestor edge passes the CASD condition."""
+        rule = self.verification
+        probs = logits.float().softmax(-1)
+        own = probs.argmax(-1).tolist()
+        eos_ids = sorted(eos)
+        p_eos = probs[:, eos_ids].max(-1).values if eos_ids else torch.zeros(len(tree))
+        floor = p_eos.clamp(min=rule.delta).tolist()  # max(delta, p(eos)) at each node
+        top = probs.topk(rule.top_k, -1).indices.tolist() if rule.mode == "mixed" else None
+        depth = tree.depths()
+        accepted = [True] + [False] * (len(tree) - 1)
+        best = 0
+        for node in range(1, len(tree)):
+            parent, token = tree.parent(node), tree.token(node)
+            if not accepted[parent]:
+                continue
+            plausible = float(probs[parent, token]) > floor[parent]
+            if plausible and top is not None:
+                plausible = token in top[parent]
+            accepted[node] = token == own[parent] or plausible
+            if accepted[node] and depth[node] > depth[best]:
+                best = node
+        path = []
+        node = best
+        while node > 0:
+            path.append(node)
+            node = tree.parent(node)
+        path.reverse()
+        relaxed = [tree.token(n) != own[tree.parent(n)] for n in path]
+        return Acceptance(path, self.choose(logits[best]), relaxed)
+
+    def _strict(self, tree: DraftTree, logits: torch.Tensor) -> Acceptance:
         """Descend from the root while the model's token is a drafted child."""
         children = tree.children()
         greedy = logits.argmax(-1).tolist() if self.sampling.greedy else None
@@ -86,6 +152,6 @@ class Verifier:
             token = greedy[node] if greedy is not None else self.choose(logits[node])
             child = next((c for c in children[node] if tree.token(c) == token), None)
             if child is None:
-                return Acceptance(path, token)
+                return Acceptance(path, token, [False] * len(path))
             path.append(child)
             node = child

@@ -1,0 +1,143 @@
+"""Where each piece of the output came from: a copy of the input, or the model's own text.
+
+Speculative decoding with the input as the draft knows, for every accepted token, the memory
+position it was copied from. Consecutive tokens copied from consecutive positions make one copied
+span; a run of the model's own tokens makes one generated span. Output offsets are characters of
+the decoded output. They come from decoding a short window of tokens incrementally, because a
+byte-level BPE token can hold part of a UTF-8 character, and decoding tokens one by one would
+garble it (and would drop SentencePiece's leading spaces).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from itertools import chain, repeat
+
+from specedit.engine.session import Step
+from specedit.prompts import EditPrompt
+
+RELAXED = "relaxed"  # a drafted token that a lossy (CASD) rule accepted against the model's choice
+GENERATED = "generated"  # how counts and the dashboard name the model's own tokens (kind None)
+_CONTEXT = 4  # settled tokens decoded before the new ones, so context-dependent decoding is right
+
+
+def step_kinds(step: Step) -> list[str | None]:
+    """The step's kinds with relaxed acceptances marked; `relaxed` is optional on a Step."""
+    relaxed = chain(getattr(step, "relaxed", None) or (), repeat(False))
+    return [RELAXED if lossy else kind for kind, lossy in zip(step.kinds, relaxed)]
+
+
+@dataclass(slots=True)
+class Span:
+    """Output characters from one origin. `input` is the copied character span of the input (only
+    for source "input"); source is "input", "prompt" (elsewhere in the prompt), "output" (earlier
+    output) or None (the model's own tokens)."""
+
+    output: tuple[int, int]
+    input: tuple[int, int] | None
+    source: str | None
+    kind: str | None  # main, branch, successor, pool, relaxed; None for the model's own tokens
+    tokens: int
+
+    def as_dict(self) -> dict:
+        return {
+            "output": list(self.output),
+            "input": list(self.input) if self.input else None,
+            "source": self.source,
+            "kind": self.kind,
+            "tokens": self.tokens,
+        }
+
+
+class Attribution:
+    """Collects Steps into merged spans; feed it as (or from) `on_step`.
+
+    `decode` turns token ids into text, as the answer is read (e.g. skipping special tokens).
+    Tokens that end inside a character wait until a later token completes it, so `text` and
+    `spans` cover the settled tokens; the last span may still grow.
+    """
+
+    def __init__(self, prompt: EditPrompt, decode: Callable[[list[int]], str]) -> None:
+        self.prompt = prompt
+        self.decode = decode
+        self.tokens: list[int] = []
+        self.text = ""
+        self.spans: list[Span] = []
+        self.sources: Counter[str] = Counter()  # tokens by source, "generated" for the model's
+        self.kinds: Counter[str] = Counter()  # tokens by kind, "generated" for the model's
+        self._pending: list[tuple[int | None, str | None]] = []  # (source, kind) not yet settled
+        self._next: int | None = None  # the memory position that would extend the last span
+
+    @property
+    def copied_share(self) -> float:
+        """Fraction of output tokens copied from the input text."""
+        return self.sources["input"] / len(self.tokens) if self.tokens else 0.0
+
+    def origin(self, position: int | None) -> str | None:
+        """The source name of a memory position."""
+        if position is None:
+            return None
+        if position >= len(self.prompt.ids):
+            return "output"
+        return "input" if self.prompt.input_span(position) is not None else "prompt"
+
+    def add(self, step: Step) -> None:
+        for token, source, kind in zip(step.tokens, step.sources, step_kinds(step)):
+            self.tokens.append(token)
+            self._pending.append((source, kind))
+            self.sources[self.origin(source) or GENERATED] += 1
+            self.kinds[kind or GENERATED] += 1
+        self._settle()
+
+    def _settle(self) -> None:
+        """Decode the pending tokens after a little context; each token that completes its
+        characters settles with the tokens before it (which get empty output spans)."""
+        settled = len(self.tokens) - len(self._pending)
+        anchor = max(settled - _CONTEXT, 0)
+        done = len(self.decode(self.tokens[anchor:settled]))
+        for k in range(settled, len(self.tokens)):
+            piece = self.decode(self.tokens[anchor : k + 1])
+            if piece.endswith("\ufffd"):  # ends inside a character: wait for the rest
+                continue
+            group, self._pending = (
+                self._pending[: k + 1 - settled],
+                self._pending[k + 1 - settled :],
+            )
+            settled = k + 1
+            start = len(self.text)
+            self.text += piece[done:]
+            done = len(piece)
+            for i, (source, kind) in enumerate(group):
+                end = len(self.text) if i == len(group) - 1 else start
+                self._extend(source, kind, start, end)
+
+    def _extend(self, source: int | None, kind: str | None, start: int, end: int) -> None:
+        origin = self.origin(source)
+        chars = self.prompt.input_span(source) if origin == "input" else None
+        last = self.spans[-1] if self.spans else None
+        if last and (last.kind, last.source) == (kind, origin) and source == self._next:
+            last.output = (last.output[0], end)
+            if chars and last.input:
+                last.input = (last.input[0], max(last.input[1], chars[1]))
+            last.tokens += 1
+        else:
+            self.spans.append(Span((start, end), chars, origin, kind, 1))
+        self._next = None if source is None else source + 1
+
+    def to_json(self) -> str:
+        """The record `--attribution FILE` writes: the decoded output and its spans."""
+        return json.dumps(
+            {
+                "output": self.text,
+                "tokens": len(self.tokens),
+                "copied_share": round(self.copied_share, 4),
+                "tokens_by_source": dict(self.sources),
+                "tokens_by_kind": dict(self.kinds),
+                "spans": [span.as_dict() for span in self.spans],
+            },
+            ensure_ascii=False,
+            indent=1,
+        )
