@@ -80,6 +80,32 @@ def _edit_options(
     top_p: Annotated[float, _opt("--top-p", help="Nucleus sampling mass.")] = 1.0,
     top_k: Annotated[int, _opt("--top-k", help="Sample from the k likeliest tokens (0: all).")] = 0,
     seed: Annotated[int | None, _opt("--seed", help="Seed for sampling.")] = None,
+    verify: Annotated[
+        str,
+        _opt(
+            "--verify",
+            help="strict (exact); conditional or mixed also accept plausible drafts (lossy).",
+            env="VERIFY",
+        ),
+    ] = "strict",
+    delta: Annotated[
+        float,
+        _opt(
+            "--delta",
+            help="Conditional verification: accept a drafted token x if p(x) > max(delta, p(eos)).",
+        ),
+    ] = 0.1,
+    verify_top_k: Annotated[
+        int,
+        _opt("--verify-top-k", help="Mixed verification: x must also be among the model's top k."),
+    ] = 5,
+    reference: Annotated[
+        list[Path] | None,
+        _opt(
+            "--reference",
+            help="A file that feeds only the draft pool (repeatable); needs --method pool.",
+        ),
+    ] = None,
     dtype: Annotated[
         str,
         _opt("--dtype", help="auto (bf16 where the CPU has it), bf16, fp16 or fp32.", env="DTYPE"),
@@ -100,7 +126,8 @@ def _run_edits(prompt: str, files: list[str], instruction: str, **options) -> No
     from rich.console import Console
 
     from specedit.edit import EditRequest
-    from specedit.engine.verify import Sampling
+    from specedit.engine.verify import Sampling, Verification
+    from specedit.files import InputError, read_text
     from specedit.jobs import Delivery, edit_file
     from specedit.models import ModelError, load
 
@@ -120,11 +147,15 @@ def _run_edits(prompt: str, files: list[str], instruction: str, **options) -> No
         problems.append("stdin cannot be edited in place")
     if len(files) > 1 and not (options["in_place"] or options["diff"] or options["check"]):
         problems.append("several files need -i/--in-place, --diff or --check")
+    if options["reference"] and options["method"] != "pool":
+        problems.append("--reference feeds the draft pool: add --method pool")
     try:
         sampling = Sampling(
             options["temperature"], options["top_k"], options["top_p"], options["seed"]
         )
-    except ValueError as exc:
+        verification = Verification(options["verify"], options["delta"], options["verify_top_k"])
+        references = tuple(read_text(str(path)) for path in options["reference"] or ())
+    except (ValueError, InputError) as exc:
         problems.append(str(exc))
     if problems:
         error(problems[0])
@@ -140,6 +171,7 @@ def _run_edits(prompt: str, files: list[str], instruction: str, **options) -> No
     template = EditRequest(
         "", instruction, prompt=prompt, method=options["method"],
         max_new_tokens=options["max_new_tokens"], sampling=sampling,
+        verification=verification, references=references,
     )  # fmt: skip
     delivery = Delivery(
         in_place=options["in_place"], diff=options["diff"], check=options["check"],
@@ -280,6 +312,9 @@ def bench(
     max_new_tokens: Annotated[int | None, typer.Option(help="Token limit per task.")] = None,
     json_file: Annotated[Path | None, typer.Option("--json", help="Write results as JSON.")] = None,
     threads: Annotated[int | None, _opt("--threads", help="CPU threads.", env="THREADS")] = None,
+    verify: Annotated[
+        str, typer.Option(help="Comma-separated verification modes: strict, conditional, mixed.")
+    ] = "strict",
 ) -> None:
     """Measure methods side by side on a task suite: speed against plain greedy decoding and
     transformers' prompt lookup, mean accepted tokens per pass, exactness, edit quality.
@@ -307,6 +342,7 @@ def bench(
                 repeat=repeat,
                 max_new_tokens=max_new_tokens,
                 json_file=json_file,
+                verify=[v.strip() for v in verify.split(",") if v.strip()],
             )
         except BenchError as exc:
             error(str(exc))

@@ -10,9 +10,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from specedit import prompts
-from specedit.drafting import DEFAULT_METHOD, make_drafter
+from specedit.drafting import DEFAULT_METHOD, DraftSources, make_drafter
 from specedit.engine.session import Generation, Step, generate
-from specedit.engine.verify import GREEDY, Sampling
+from specedit.engine.verify import GREEDY, STRICT, Sampling, Verification
 from specedit.models import LoadedModel
 
 
@@ -29,6 +29,8 @@ class EditRequest:
     method: str = DEFAULT_METHOD
     max_new_tokens: int | None = None  # None: enough for the input plus a margin
     sampling: Sampling = GREEDY
+    verification: Verification = STRICT  # anything but strict is lossy on purpose
+    references: tuple[str, ...] = ()  # texts that feed only the draft pool
 
 
 @dataclass
@@ -77,28 +79,41 @@ def prepare(lm: LoadedModel, request: EditRequest) -> PreparedEdit:
     return PreparedEdit(request, prompt, min(limit, room))
 
 
-def execute(
+def generate_edit(
     lm: LoadedModel, prepared: PreparedEdit, on_step: Callable[[Step], None] | None = None
-) -> EditResult:
-    """Generate the edit; raises EditError when the answer was cut off (nothing to write)."""
+) -> Generation:
+    """Run the engine on a prepared edit with the request's method and verification."""
     request, prompt = prepared.request, prepared.prompt
-    generation = generate(
+    sources = DraftSources(
+        prompt.input_start,
+        prompt.ids[prompt.input_start : prompt.input_end],
+        [lm.tokenizer(text, add_special_tokens=False)["input_ids"] for text in request.references],
+    )
+    return generate(
         lm.model,
         prompt.ids,
-        make_drafter(request.method, lm.model),
+        make_drafter(request.method, lm.model, sources),
         max_new_tokens=prepared.max_new_tokens,
         sampling=request.sampling,
+        verification=request.verification,
         eos_token_ids=lm.eos_token_ids,
         stop=prompts.FenceStop(lm.tokenizer, prompt.fence),
         on_step=on_step,
     )
-    text = prompts.extract(lm.tokenizer, generation.tokens, prompt)
+
+
+def execute(
+    lm: LoadedModel, prepared: PreparedEdit, on_step: Callable[[Step], None] | None = None
+) -> EditResult:
+    """Generate the edit; raises EditError when the answer was cut off (nothing to write)."""
+    generation = generate_edit(lm, prepared, on_step)
+    text = prompts.extract(lm.tokenizer, generation.tokens, prepared.prompt)
     if text is None:
         raise EditError(
             f"the edit was cut off at the token limit ({len(generation.tokens)} new tokens); "
             "raise --max-new-tokens"
         )
-    return EditResult(text, generation, prompt)
+    return EditResult(text, generation, prepared.prompt)
 
 
 def run_edit(

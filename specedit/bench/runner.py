@@ -14,7 +14,7 @@ import platform
 import statistics
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import torch
@@ -25,8 +25,9 @@ from transformers import StoppingCriteria, StoppingCriteriaList
 from specedit import prompts
 from specedit.bench.tasks import Task, TaskError, load_tasks
 from specedit.drafting import METHODS, make_drafter
-from specedit.edit import default_token_limit
+from specedit.edit import EditRequest, PreparedEdit, generate_edit, prepare
 from specedit.engine.session import generate
+from specedit.engine.verify import STRICT, Verification
 from specedit.models import LoadedModel
 
 BASELINES = {"ar": None, "hf-pld": 10}  # method -> transformers' prompt_lookup_num_tokens
@@ -49,6 +50,8 @@ class Row:
     speedup: float | None = None  # tokens/s over `ar`
     exact_match: bool | None = None  # edited text == ground truth
     similarity: float | None = None
+    unrequested: int | None = None  # input lines changed outside the planted edit
+    relaxed: int = 0  # tokens accepted only by conditional verification
 
     @property
     def tokens_per_second(self) -> float:
@@ -94,45 +97,59 @@ def _cut(tokens: list[int], stop: Callable[[int], bool], eos: set[int]) -> list[
     return tokens
 
 
-def _run_once(lm: LoadedModel, prompt: prompts.EditPrompt, method: str, limit: int):
-    """Generate once; returns (tokens, seconds, forward passes that produced tokens)."""
-    model, eos = lm.model, lm.eos_token_ids
-    stop = prompts.FenceStop(lm.tokenizer, prompt.fence)
+def _run_once(lm: LoadedModel, prepared: PreparedEdit, method: str):
+    """Generate once: (tokens, seconds, forward passes that produced tokens, relaxed tokens)."""
+    model, eos, prompt = lm.model, lm.eos_token_ids, prepared.prompt
+    start = time.perf_counter()
+    if method not in BASELINES:
+        generation = generate_edit(lm, prepared)
+        stats = generation.stats
+        return (
+            generation.tokens,
+            time.perf_counter() - start,
+            stats.forward_passes,
+            stats.relaxed_tokens,
+        )
     counter = _ForwardCounter(model)
     try:
-        start = time.perf_counter()
-        if method in BASELINES:
-            ids = torch.tensor([prompt.ids], device=model.device)
-            out = model.generate(
-                ids,
-                attention_mask=torch.ones_like(ids),
-                max_new_tokens=limit,
-                do_sample=False,
-                prompt_lookup_num_tokens=BASELINES[method],
-                stopping_criteria=StoppingCriteriaList([_FenceCriteria(stop, len(prompt.ids))]),
-                pad_token_id=lm.tokenizer.pad_token_id or next(iter(eos)),
-            )
-            seconds = time.perf_counter() - start
-            tokens = out[0, len(prompt.ids) :].tolist()
-            passes = counter.calls  # the prefill pass yields the first token
-            tokens = _cut(tokens, prompts.FenceStop(lm.tokenizer, prompt.fence), eos)
-        else:
-            drafter = make_drafter(method, model)
-            result = generate(
-                model, prompt.ids, drafter, max_new_tokens=limit, eos_token_ids=eos, stop=stop
-            )
-            seconds = time.perf_counter() - start
-            tokens, passes = result.tokens, result.stats.forward_passes
+        ids = torch.tensor([prompt.ids], device=model.device)
+        stop = prompts.FenceStop(lm.tokenizer, prompt.fence)
+        out = model.generate(
+            ids,
+            attention_mask=torch.ones_like(ids),
+            max_new_tokens=prepared.max_new_tokens,
+            do_sample=False,
+            prompt_lookup_num_tokens=BASELINES[method],
+            stopping_criteria=StoppingCriteriaList([_FenceCriteria(stop, len(prompt.ids))]),
+            pad_token_id=lm.tokenizer.pad_token_id or next(iter(eos)),
+        )
+        seconds = time.perf_counter() - start
     finally:
         counter.close()
-    return tokens, seconds, passes
+    tokens = out[0, len(prompt.ids) :].tolist()
+    tokens = _cut(tokens, prompts.FenceStop(lm.tokenizer, prompt.fence), eos)
+    return tokens, seconds, counter.calls, 0  # the prefill pass yields the first token
+
+
+def _changed_lines(before: str, after: str) -> set[int]:
+    """Indices of `before`'s lines that a line diff replaces, deletes or inserts at."""
+    matcher = difflib.SequenceMatcher(None, before.splitlines(), after.splitlines())
+    changed: set[int] = set()
+    for tag, i1, i2, _, _ in matcher.get_opcodes():
+        if tag != "equal":
+            changed.update(range(i1, max(i2, i1 + 1)))
+    return changed
 
 
 def _score(row: Row, text: str | None, task: Task) -> None:
+    """Edit quality against the ground truth; unrequested = input lines changed that the
+    planted edit did not touch."""
     if task.expected is None or text is None:
         return
     row.exact_match = text == task.expected
     row.similarity = round(difflib.SequenceMatcher(None, text, task.expected).ratio(), 4)
+    requested = _changed_lines(task.input, task.expected)
+    row.unrequested = len(_changed_lines(task.input, text) - requested)
 
 
 def run_bench(
@@ -143,37 +160,47 @@ def run_bench(
     repeat: int = 1,
     max_new_tokens: int | None = None,
     json_file: Path | None = None,
+    verify: list[str] | None = None,
     console: Console | None = None,
 ) -> list[Row]:
+    """Run every (method, verification) on every task; a label is the method, with
+    `~mode` appended for a lossy verification mode (transformers' baselines are strict only)."""
     known = [*BASELINES, *METHODS]
     unknown = [m for m in methods if m not in known]
     if unknown:
         raise BenchError(f"unknown methods {', '.join(unknown)}: choose from {', '.join(known)}")
-    if "ar" not in methods:
-        methods = ["ar", *methods]  # the reference for speed and exactness
     try:
+        modes = [Verification(mode) for mode in verify or ["strict"]]
         tasks = load_tasks(tasks_file, task_ids)
-    except TaskError as exc:
+    except (TaskError, ValueError) as exc:
         raise BenchError(str(exc)) from None
+    runs = [("ar", STRICT)] + [
+        (method, mode)
+        for method in methods
+        for mode in modes
+        if method != "ar" and (mode.mode == "strict" or method not in BASELINES)
+    ]
+    labels = [m if v.mode == "strict" else f"{m}~{v.mode}" for m, v in runs]
     console = console or Console(width=max(Console().width, 110))
     _warm_up(lm)
     rows: list[Row] = []
     for task in tasks:
-        template = prompts.load_template(task.kind)
-        prompt = prompts.build(lm.tokenizer, template, task.input, task.instruction, task.language)
-        limit = max_new_tokens or default_token_limit(prompt.input_end - prompt.input_start)
-        reference: list[int] | None = None
-        for method in methods:
-            runs = [_run_once(lm, prompt, method, limit) for _ in range(max(repeat, 1))]
-            tokens, seconds, passes = min(runs, key=lambda r: r[1])
-            row = Row(task.id, method, len(tokens), seconds, passes)
-            if method == "ar":
-                reference = tokens
+        request = EditRequest(task.input, task.instruction, prompt=task.kind,
+                              language=task.language, max_new_tokens=max_new_tokens)  # fmt: skip
+        prepared = prepare(lm, request)
+        reference: list[int] = []
+        for label, (method, mode) in zip(labels, runs, strict=True):
+            run = replace(prepared, request=replace(request, method=method, verification=mode))
+            tokens, seconds, passes, relaxed = min(
+                (_run_once(lm, run, method) for _ in range(max(repeat, 1))), key=lambda r: r[1]
+            )
+            row = Row(task.id, label, len(tokens), seconds, passes, relaxed=relaxed)
+            reference = reference or tokens  # "ar" runs first
             row.identical = tokens == reference
-            _score(row, prompts.extract(lm.tokenizer, tokens, prompt), task)
+            _score(row, prompts.extract(lm.tokenizer, tokens, prepared.prompt), task)
             rows.append(row)
             console.print(
-                f"[dim]{task.id:32} {method:10} {row.new_tokens:5d} tok "
+                f"[dim]{task.id:32} {label:20} {row.new_tokens:5d} tok "
                 f"{row.tokens_per_second:7.1f} tok/s  MAL {row.mean_accepted:5.2f}[/dim]",
                 highlight=False,
             )
@@ -181,8 +208,8 @@ def run_bench(
         for row in rows:
             if row.task == task.id:
                 row.speedup = row.tokens_per_second / base.tokens_per_second
-    summary = _summary(rows, methods)
-    _print(console, rows, summary, methods)
+    summary = _summary(rows, labels)
+    _print(console, rows, summary, labels)
     if json_file:
         json_file.write_text(json.dumps(_report(lm, rows, summary), indent=2) + "\n")
     return rows
@@ -190,8 +217,7 @@ def run_bench(
 
 def _warm_up(lm: LoadedModel) -> None:
     ids = lm.tokenizer("def warm_up():\n    return 1\n", add_special_tokens=False)["input_ids"]
-    generate(lm.model, ids, make_drafter("pld", lm.model),
-             max_new_tokens=8)  # fmt: skip
+    generate(lm.model, ids, make_drafter("pld", lm.model), max_new_tokens=8)
 
 
 def _summary(rows: list[Row], methods: list[str]) -> dict[str, dict]:
@@ -206,6 +232,11 @@ def _summary(rows: list[Row], methods: list[str]) -> dict[str, dict]:
             "mean_accepted": round(statistics.fmean(r.mean_accepted for r in mine), 3),
             "identical": f"{sum(bool(r.identical) for r in mine)}/{len(mine)}",
             "exact_match": f"{sum(bool(r.exact_match) for r in scored)}/{len(scored)}",
+            "mean_similarity": round(statistics.fmean(r.similarity for r in scored), 4)
+            if scored
+            else None,
+            "unrequested_lines": sum(r.unrequested or 0 for r in scored),
+            "relaxed_tokens": sum(r.relaxed for r in mine),
         }
     if "hf-pld" in summary:
         for method in methods:
@@ -239,7 +270,8 @@ def _print(console: Console, rows: list[Row], summary: dict, methods: list[str])
         )  # fmt: skip
     console.print(table)
     totals = Table(title="summary over tasks")
-    for column in ("method", "median speedup", "geomean", "vs hf-pld", "MAL", "= ar", "exact"):
+    for column in ("method", "median speedup", "geomean", "vs hf-pld", "MAL", "= ar", "exact",
+                   "similar", "unrequested"):  # fmt: skip
         totals.add_column(column, justify="left" if column == "method" else "right")
     for method in methods:
         s = summary[method]
@@ -247,6 +279,8 @@ def _print(console: Console, rows: list[Row], summary: dict, methods: list[str])
             method, f"{s['median_speedup']:.2f}x", f"{s['geomean_speedup']:.2f}x",
             f"{s['median_over_hf_pld']:.2f}x" if "median_over_hf_pld" in s else "-",
             f"{s['mean_accepted']:.2f}", s["identical"], s["exact_match"],
+            "-" if s["mean_similarity"] is None else f"{s['mean_similarity']:.3f}",
+            str(s["unrequested_lines"]),
         )  # fmt: skip
     console.print(totals)
 

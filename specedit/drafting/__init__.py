@@ -3,33 +3,55 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from functools import partial
 
 from specedit.drafting.adapld import AdaPLD
 from specedit.drafting.base import Drafter
 from specedit.drafting.pld import PromptLookup
 from specedit.drafting.pldplus import PldPlus
+from specedit.drafting.pool import PoolDrafter
 
-# Each factory takes the model (drafters size themselves to it) and returns a fresh drafter.
+
+@dataclass(frozen=True)
+class DraftSources:
+    """Texts a drafter may copy from besides memory: where the input lies in the prompt, and
+    reference documents that feed only the draft pool, never the prompt."""
+
+    input_start: int = 0
+    input_tokens: list[int] = field(default_factory=list)
+    references: list[list[int]] = field(default_factory=list)
+
+
+def _pool(model, sources: DraftSources) -> PoolDrafter:
+    return PoolDrafter([sources.input_tokens, *sources.references], sources.input_start)
+
+
+def _adapld(model, sources: DraftSources, **options) -> AdaPLD:
+    return AdaPLD(model, **options)
+
+
+# Each factory takes the model (drafters size themselves to it) and the draft sources.
 METHODS: dict[str, Callable[..., Drafter]] = {
-    "ar": lambda model: Drafter(),
-    "pld": lambda model: PromptLookup(),
-    "pldplus": lambda model: PldPlus(model.config.num_hidden_layers),
-    "adapld": AdaPLD,
+    "ar": lambda model, sources: Drafter(),
+    "pld": lambda model, sources: PromptLookup(),
+    "pldplus": lambda model, sources: PldPlus(model.config.num_hidden_layers),
+    "adapld": _adapld,
+    "pool": _pool,
     # ablations of adapld, for the benchmark
-    "adapld-no-semantic": partial(AdaPLD, semantic=False),
-    "adapld-no-branch": partial(AdaPLD, branch=False),
-    "adapld-no-successor": partial(AdaPLD, successor=False),
-    "adapld-fixed-length": partial(AdaPLD, adaptive=False),
-    "adapld-exact-head": partial(AdaPLD, hnsw=False),
+    "adapld-no-semantic": partial(_adapld, semantic=False),
+    "adapld-no-branch": partial(_adapld, branch=False),
+    "adapld-no-successor": partial(_adapld, successor=False),
+    "adapld-fixed-length": partial(_adapld, adaptive=False),
+    "adapld-exact-head": partial(_adapld, hnsw=False),
 }
 DEFAULT_METHOD = "pldplus"
 
 
-def make_drafter(method: str, model) -> Drafter:
+def make_drafter(method: str, model, sources: DraftSources | None = None) -> Drafter:
     """A fresh drafter for `model` (drafters keep per-document state, so one per generation)."""
     try:
         factory = METHODS[method]
     except KeyError:
         raise ValueError(f"unknown method {method!r}: choose one of {', '.join(METHODS)}") from None
-    return factory(model)
+    return factory(model, sources or DraftSources())
