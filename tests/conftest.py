@@ -36,6 +36,28 @@ def tiny_model(
     return model_class(config).eval()
 
 
+def repeating_prompt(seed: int, vocab: int = 96) -> list[int]:
+    """A prompt with repeats, so lookup drafters find matches."""
+    g = torch.Generator().manual_seed(seed)
+    base = torch.randint(0, vocab, (24,), generator=g).tolist()
+    noise = torch.randint(0, vocab, (6,), generator=g).tolist()
+    return base + base[:12] + noise + base
+
+
+def greedy_reference(model, prompt: list[int], max_new_tokens: int, eos: int | None = None):
+    """Plain greedy `generate`: the tokens every strict method must reproduce."""
+    ids = torch.tensor([prompt])
+    out = model.generate(
+        ids,
+        attention_mask=torch.ones_like(ids),  # token 0 is no padding here
+        max_new_tokens=max_new_tokens,
+        do_sample=False,
+        eos_token_id=eos,
+        pad_token_id=eos if eos is not None else 0,
+    )
+    return out[0, len(prompt) :].tolist()
+
+
 @pytest.fixture(scope="session")
 def qwen_tiny():
     return tiny_model("qwen2")

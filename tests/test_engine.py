@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import tiny_model
+from conftest import greedy_reference, repeating_prompt, tiny_model
 from transformers import DynamicCache
 
 from specedit.drafting import METHODS, make_drafter
@@ -13,27 +13,6 @@ from specedit.drafting.memory import Memory
 from specedit.engine.cache import keep_path
 from specedit.engine.session import generate
 from specedit.engine.tree import BRANCH, DraftTree
-
-
-def _prompt(seed: int, vocab: int = 96) -> list[int]:
-    """A prompt with repeats, so lookup drafters find matches."""
-    g = torch.Generator().manual_seed(seed)
-    base = torch.randint(0, vocab, (24,), generator=g).tolist()
-    noise = torch.randint(0, vocab, (6,), generator=g).tolist()
-    return base + base[:12] + noise + base
-
-
-def _reference(model, prompt: list[int], max_new_tokens: int, eos: int | None = None) -> list[int]:
-    ids = torch.tensor([prompt])
-    out = model.generate(
-        ids,
-        attention_mask=torch.ones_like(ids),  # token 0 is no padding here
-        max_new_tokens=max_new_tokens,
-        do_sample=False,
-        eos_token_id=eos,
-        pad_token_id=eos if eos is not None else 0,
-    )
-    return out[0, len(prompt) :].tolist()
 
 
 class OracleDrafter(Drafter):
@@ -92,7 +71,7 @@ def _path(tree: DraftTree, node: int) -> list[int]:
 @pytest.mark.parametrize("kind,attn", [("qwen2", "sdpa"), ("llama", "eager")])
 def test_tree_pass_matches_each_path_run_alone(kind, attn):
     model = tiny_model(kind, attn=attn)
-    prefix = _prompt(1)[:10]
+    prefix = repeating_prompt(1)[:10]
     tree = _branchy_tree(root=3)
     logits, _ = _run_pass(model, prefix, tree)
     for node in range(len(tree)):
@@ -102,7 +81,7 @@ def test_tree_pass_matches_each_path_run_alone(kind, attn):
 
 
 def test_compacted_cache_equals_cache_of_accepted_sequence(qwen_tiny):
-    prefix = _prompt(2)[:10]
+    prefix = repeating_prompt(2)[:10]
     tree = _branchy_tree(root=3)
     _, cache = _run_pass(qwen_tiny, prefix, tree)
     accepted = [0, 3, 4]  # root, then node 3 (token 7 under 6 under 5)? no: follow real parents
@@ -119,7 +98,7 @@ def test_compacted_cache_equals_cache_of_accepted_sequence(qwen_tiny):
 
 def test_compaction_of_a_non_prefix_path_moves_entries(qwen_tiny):
     """Accepting the second branch needs a real gather, not just a crop."""
-    prefix = _prompt(3)[:8]
+    prefix = repeating_prompt(3)[:8]
     tree = _branchy_tree(root=3)
     _, cache = _run_pass(qwen_tiny, prefix, tree)
     accepted = _path(tree, 6)  # root -> 9 -> 10: nodes 0, 5, 6
@@ -135,8 +114,8 @@ def test_compaction_of_a_non_prefix_path_moves_entries(qwen_tiny):
 @pytest.mark.parametrize("method", sorted(METHODS))
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_greedy_lookup_drafters_equal_generate(qwen_tiny, method, seed):
-    prompt = _prompt(seed)
-    reference = _reference(qwen_tiny, prompt, 48)
+    prompt = repeating_prompt(seed)
+    reference = greedy_reference(qwen_tiny, prompt, 48)
     result = generate(qwen_tiny, prompt, make_drafter(method, qwen_tiny), max_new_tokens=48)
     assert result.tokens == reference
     assert result.stop_reason == "length"
@@ -147,8 +126,8 @@ def test_greedy_lookup_drafters_equal_generate(qwen_tiny, method, seed):
 @pytest.mark.parametrize("seed", [0, 4])
 def test_greedy_tree_drafts_equal_generate_and_accept_long_paths(request, model_name, seed):
     model = request.getfixturevalue(model_name)
-    prompt = _prompt(seed)
-    reference = _reference(model, prompt, 80)
+    prompt = repeating_prompt(seed)
+    reference = greedy_reference(model, prompt, 80)
     drafter = OracleDrafter(reference, len(prompt))
     result = generate(model, prompt, drafter, max_new_tokens=80)
     assert result.tokens == reference
@@ -157,11 +136,11 @@ def test_greedy_tree_drafts_equal_generate_and_accept_long_paths(request, model_
 
 
 def test_eos_inside_an_accepted_draft_stops_there(qwen_tiny):
-    prompt = _prompt(5)
-    free_run = _reference(qwen_tiny, prompt, 60)
+    prompt = repeating_prompt(5)
+    free_run = greedy_reference(qwen_tiny, prompt, 60)
     eos = free_run[21]  # a token the model emits mid-draft
     first = free_run.index(eos)
-    reference = _reference(qwen_tiny, prompt, 60, eos=eos)
+    reference = greedy_reference(qwen_tiny, prompt, 60, eos=eos)
     assert reference == free_run[: first + 1]
     drafter = OracleDrafter(free_run, len(prompt), length=30)  # drafts run past the EOS
     result = generate(qwen_tiny, prompt, drafter, max_new_tokens=60, eos_token_ids={eos})
@@ -171,9 +150,9 @@ def test_eos_inside_an_accepted_draft_stops_there(qwen_tiny):
 
 @pytest.mark.parametrize("limit", [1, 2, 17, 37])
 def test_token_limit_inside_a_draft_is_never_exceeded(qwen_tiny, limit):
-    prompt = _prompt(6)
-    reference = _reference(qwen_tiny, prompt, limit)
-    drafter = OracleDrafter(_reference(qwen_tiny, prompt, 80), len(prompt), length=16)
+    prompt = repeating_prompt(6)
+    reference = greedy_reference(qwen_tiny, prompt, limit)
+    drafter = OracleDrafter(greedy_reference(qwen_tiny, prompt, 80), len(prompt), length=16)
     result = generate(qwen_tiny, prompt, drafter, max_new_tokens=limit)
     assert result.tokens == reference
     assert len(result.tokens) == limit
@@ -181,8 +160,8 @@ def test_token_limit_inside_a_draft_is_never_exceeded(qwen_tiny, limit):
 
 
 def test_stop_condition_cuts_the_step_and_events_match_output(qwen_tiny):
-    prompt = _prompt(7)
-    reference = _reference(qwen_tiny, prompt, 60)
+    prompt = repeating_prompt(7)
+    reference = greedy_reference(qwen_tiny, prompt, 60)
     target = reference[25]
     steps = []
     result = generate(
@@ -201,7 +180,7 @@ def test_stop_condition_cuts_the_step_and_events_match_output(qwen_tiny):
 
 
 def test_lookup_sources_point_at_the_copied_tokens(qwen_tiny):
-    prompt = _prompt(8)
+    prompt = repeating_prompt(8)
     steps = []
     generate(
         qwen_tiny, prompt, make_drafter("pld", qwen_tiny), max_new_tokens=40, on_step=steps.append

@@ -7,7 +7,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
-import torch
+from conftest import greedy_reference, repeating_prompt
 
 from specedit.drafting.memory import Memory
 from specedit.drafting.pool import DraftPool, PoolDrafter, suffix_array
@@ -180,30 +180,10 @@ def test_no_match_drafts_nothing():
     assert len(PoolDrafter([]).propose(Memory([1, 2]), 64)) == 1
 
 
-def _prompt(seed: int, vocab: int = 96) -> list[int]:
-    """A prompt with repeats, so lookups find matches."""
-    g = torch.Generator().manual_seed(seed)
-    base = torch.randint(0, vocab, (24,), generator=g).tolist()
-    noise = torch.randint(0, vocab, (6,), generator=g).tolist()
-    return base + base[:12] + noise + base
-
-
-def _reference(model, prompt: list[int], max_new_tokens: int) -> list[int]:
-    ids = torch.tensor([prompt])
-    out = model.generate(
-        ids,
-        attention_mask=torch.ones_like(ids),  # token 0 is no padding here
-        max_new_tokens=max_new_tokens,
-        do_sample=False,
-        pad_token_id=0,
-    )
-    return out[0, len(prompt) :].tolist()
-
-
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_greedy_output_equals_generate(qwen_tiny, seed):
-    prompt = _prompt(seed)
-    reference = _reference(qwen_tiny, prompt, 48)
+    prompt = repeating_prompt(seed)
+    reference = greedy_reference(qwen_tiny, prompt, 48)
     text = prompt[2:-3]  # the "input" inside the prompt
     drafter = PoolDrafter([text, prompt[-8:] + reference[:30], [5, 6, 7] * 20], input_offset=2)
     steps = []

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import tiny_model
-from test_engine import OracleDrafter, _prompt, _reference
+from conftest import greedy_reference, repeating_prompt, tiny_model
+from test_engine import OracleDrafter
 
 from specedit.engine.session import generate
 from specedit.engine.tree import DraftTree
@@ -91,8 +91,8 @@ def test_the_longest_accepted_path_wins_and_a_rejected_parent_blocks_its_childre
 
 @pytest.mark.parametrize("seed", [0, 3])
 def test_delta_one_equals_strict_greedy(qwen_tiny, seed):
-    prompt = _prompt(seed)
-    reference = _reference(qwen_tiny, prompt, 60)
+    prompt = repeating_prompt(seed)
+    reference = greedy_reference(qwen_tiny, prompt, 60)
     results = [
         generate(qwen_tiny, prompt, OracleDrafter(reference, len(prompt)), max_new_tokens=60,
                  verification=Verification(mode, delta=1.0))
@@ -106,7 +106,7 @@ def test_delta_one_equals_strict_greedy(qwen_tiny, seed):
 def test_lower_delta_relaxes_and_counts_it():
     model = tiny_model(vocab=VOCAB + 6, seed=2, init=0.05)  # flat logits: many plausible tokens
     prompt = [1, 2, 3, 4, 5, 6, 7, 8, 1, 2, 3, 4, 5, 6, 7, 8, 1, 2, 3]
-    reference = _reference(model, prompt, 30)
+    reference = greedy_reference(model, prompt, 30)
     copy = OracleDrafter(prompt[3:] * 3, 0, length=8)  # drafts the repetition, not the model
     copy.propose = lambda memory, budget: _repeat_draft(memory, budget)
     strict = generate(model, prompt, copy, max_new_tokens=30)

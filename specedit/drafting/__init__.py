@@ -42,10 +42,10 @@ METHODS: dict[str, Callable[..., Drafter]] = {
     "adapld-no-semantic": partial(_adapld, semantic=False),
     "adapld-no-branch": partial(_adapld, branch=False),
     "adapld-no-successor": partial(_adapld, successor=False),
-    "adapld-fixed-length": partial(_adapld, adaptive=False),
+    "adapld-adaptive-length": partial(_adapld, adaptive=True),
     "adapld-exact-head": partial(_adapld, hnsw=False),
 }
-DEFAULT_METHOD = "pldplus"
+DEFAULT_METHOD = "adapld"
 
 
 def make_drafter(method: str, model, sources: DraftSources | None = None) -> Drafter:

@@ -33,7 +33,7 @@ class AdaptiveLength:
     """Chooses how many tokens of a copy to draft, and learns from what was accepted."""
 
     def __init__(
-        self, block: int = 8, threshold: float = 0.35, growth: float = 1.05, max_length: int = 64
+        self, block: int = 8, threshold: float = 0.2, growth: float = 1.03, max_length: int = 64
     ) -> None:
         self.block, self.threshold, self.growth, self.max_length = (
             block,
