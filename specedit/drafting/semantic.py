@@ -17,6 +17,8 @@ from __future__ import annotations
 import hashlib
 import sys
 import time
+from collections.abc import Callable
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -32,21 +34,23 @@ def _weights_key(matrix: torch.Tensor) -> str:
     return digest.hexdigest()[:16]
 
 
-def _build(vectors: np.ndarray, space: str, path: Path, label: str):
-    """Load the HNSW index at `path`, or build it with a progress line and save it atomically."""
+def _index(vectors: Callable[[], np.ndarray], dim: int, space: str, path: Path, label: str):
+    """Load the HNSW index at `path`, or build it from `vectors()` (made only then: it is a
+    large copy) with a progress line, and save it atomically."""
     import hnswlib
 
-    index = hnswlib.Index(space=space, dim=vectors.shape[1])
+    index = hnswlib.Index(space=space, dim=dim)
     if path.exists():
-        index.load_index(str(path), max_elements=len(vectors))
+        index.load_index(str(path))
     else:
+        data = vectors()
         path.parent.mkdir(parents=True, exist_ok=True)
-        index.init_index(max_elements=len(vectors), ef_construction=80, M=16)
+        index.init_index(max_elements=len(data), ef_construction=80, M=16)
         start, chunk = time.perf_counter(), 8192
-        for first in range(0, len(vectors), chunk):
-            done = min(first + chunk, len(vectors))
-            index.add_items(vectors[first:done], np.arange(first, done))
-            print(f"\rspecedit: building the {label} index {done}/{len(vectors)}", end="",
+        for first in range(0, len(data), chunk):
+            done = min(first + chunk, len(data))
+            index.add_items(data[first:done], np.arange(first, done))
+            print(f"\rspecedit: building the {label} index {done}/{len(data)}", end="",
                   file=sys.stderr, flush=True)  # fmt: skip
         print(f" ({time.perf_counter() - start:.0f}s, once per model)", file=sys.stderr)
         tmp = path.with_suffix(".tmp")
@@ -56,38 +60,45 @@ def _build(vectors: np.ndarray, space: str, path: Path, label: str):
     return index
 
 
+def _augmented_head(head: torch.Tensor) -> np.ndarray:
+    """LM-head rows with the MIPS-to-L2 coordinate appended (see the module docstring)."""
+    rows = head.float().numpy()
+    norms = np.linalg.norm(rows, axis=1)
+    extra = np.sqrt(np.maximum(norms.max() ** 2 - norms**2, 0))[:, None]
+    return np.hstack([rows, extra]).astype(np.float32)
+
+
 class VocabularyIndex:
     """Embedding neighbours and LM-head top-K for one model, exact or through HNSW."""
 
     def __init__(self, model, use_hnsw: bool = True) -> None:
-        embeddings = model.get_input_embeddings().weight.detach()
-        head = model.get_output_embeddings().weight.detach()
-        self.use_hnsw = use_hnsw
-        self.embeddings = torch.nn.functional.normalize(embeddings.float(), dim=-1)
-        self.head = head  # kept in the model's dtype for the exact product
+        self.embeddings = model.get_input_embeddings().weight.detach()
+        self.head = model.get_output_embeddings().weight.detach()
         self._embedding_index = self._head_index = None
         if use_hnsw:
-            folder = cache_dir() / "indexes"
-            emb_key, head_key = _weights_key(embeddings), _weights_key(head)
-            self._embedding_index = _build(
-                self.embeddings.numpy(), "cosine", folder / f"embed-{emb_key}.hnsw", "embedding"
-            )
-            head32 = head.float().numpy()
-            norms = np.linalg.norm(head32, axis=1)
-            extra = np.sqrt(np.maximum(norms.max() ** 2 - norms**2, 0))[:, None]
-            self._head_index = _build(
-                np.hstack([head32, extra]).astype(np.float32), "l2",
-                folder / f"head-{head_key}.hnsw", "LM-head",
+            folder, dim = cache_dir() / "indexes", self.embeddings.shape[1]
+            self._embedding_index = _index(
+                lambda: self._unit_embeddings.numpy(),
+                dim, "cosine", folder / f"embed-{_weights_key(self.embeddings)}.hnsw", "embedding",
             )  # fmt: skip
+            self._head_index = _index(
+                lambda: _augmented_head(self.head), dim + 1, "l2",
+                folder / f"head-{_weights_key(self.head)}.hnsw", "LM-head",
+            )  # fmt: skip
+
+    @cached_property
+    def _unit_embeddings(self) -> torch.Tensor:
+        """Row-normalised fp32 embeddings, for the exact path only (a large copy)."""
+        return torch.nn.functional.normalize(self.embeddings.float(), dim=-1)
 
     def similar_tokens(self, token: int, threshold: float, limit: int = 32) -> list[int]:
         """Tokens (other than `token`) whose embedding cosine with it is at least `threshold`."""
-        query = self.embeddings[token]
+        query = torch.nn.functional.normalize(self.embeddings[token].float(), dim=-1)
         if self._embedding_index is not None:
             labels, distances = self._embedding_index.knn_query(query.numpy(), k=limit + 1)
             pairs = zip(labels[0].tolist(), (1 - distances[0]).tolist(), strict=True)
         else:
-            scores = self.embeddings @ query
+            scores = self._unit_embeddings @ query
             top = torch.topk(scores, limit + 1)
             pairs = zip(top.indices.tolist(), top.values.tolist(), strict=True)
         return [t for t, cos in pairs if t != token and cos >= threshold]
