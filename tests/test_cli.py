@@ -86,3 +86,24 @@ def test_input_longer_than_the_context_says_both_lengths(tmp_path, tiny_model_di
     result = _run("edit", str(long), "edit", "--model", str(tiny_model_dir), "--dtype", "fp32")
     assert result.exit_code == 2
     assert "too long for the model" in result.stderr and "holds 1024" in result.stderr
+
+
+def test_models_lists_bundled_models_and_reports_unknown_ones(bundled_model_dir):
+    result = _run("models")
+    assert result.exit_code == 0
+    assert "qwen2.5-coder-0.5b" in result.stdout and "prepared" in result.stdout
+    assert "smollm2-135m" in result.stdout
+    info = _run("models", "info", "qwen2.5-coder-0.5b")
+    assert info.exit_code == 0 and "num_hidden_layers" in info.stdout and "24" in info.stdout
+    assert _run("models", "prepare", "no-such-model").exit_code == 3
+    assert _run("models", "info", "no-such-model").exit_code == 3
+
+
+def test_bench_rejects_unknown_methods_and_tasks(tiny_model_dir):
+    args = ("bench", "--model", str(tiny_model_dir), "--dtype", "fp32")
+    result = _run(*args, "--methods", "warp-drive")
+    assert result.exit_code == 2 and "unknown methods warp-drive" in result.stderr
+    result = _run(*args, "--tasks", "no-such-task")
+    assert result.exit_code == 2 and "unknown task ids: no-such-task" in result.stderr
+    result = _run(*args, "--verify", "loose")
+    assert result.exit_code == 2 and "unknown verification" in result.stderr
