@@ -328,6 +328,7 @@ def bench(
     import torch
 
     from specedit.bench.runner import BenchError, run_bench
+    from specedit.drafting.heads import CalibrationMissing
     from specedit.models import ModelError, load
 
     torch.set_num_threads(threads or os.cpu_count() or 1)
@@ -344,12 +345,40 @@ def bench(
                 json_file=json_file,
                 verify=[v.strip() for v in verify.split(",") if v.strip()],
             )
-        except BenchError as exc:
+        except (BenchError, CalibrationMissing) as exc:
             error(str(exc))
             raise typer.Exit(EXIT_INPUT) from None
         except ModelError as exc:
             error(str(exc))
             raise typer.Exit(EXIT_MODEL) from None
+
+
+@app.command()
+def calibrate(
+    model: Annotated[str, _opt("--model", help="Model to calibrate.", env="MODEL")] = DEFAULT_MODEL,
+    dtype: Annotated[str, _opt("--dtype", help="auto, bf16, fp16 or fp32.", env="DTYPE")] = "auto",
+    threads: Annotated[int | None, _opt("--threads", help="CPU threads.", env="THREADS")] = None,
+) -> None:
+    """Find the model's induction heads for pldplus-attn (and train the pre-verifier) on the
+    bench suite, and cache them; a few minutes, once per model.
+
+    \b
+    Example:
+      specedit calibrate && specedit fix bug.py "..." --method pldplus-attn
+    """
+    import torch
+
+    from specedit.drafting.heads import calibrate as calibrate_heads
+    from specedit.models import ModelError, load
+
+    torch.set_num_threads(threads or os.cpu_count() or 1)
+    with _interruptible():
+        try:
+            lm = load(model, dtype, "cpu")
+        except ModelError as exc:
+            error(str(exc))
+            raise typer.Exit(EXIT_MODEL) from None
+        calibrate_heads(lm)
 
 
 @models_app.callback(invoke_without_command=True)

@@ -111,7 +111,8 @@ def test_compaction_of_a_non_prefix_path_moves_entries(qwen_tiny):
         torch.testing.assert_close(mine.keys, theirs.keys, atol=1e-5, rtol=1e-5)
 
 
-@pytest.mark.parametrize("method", sorted(METHODS))
+# pldplus-attn needs calibrated heads; test_heads.py checks it with explicit ones.
+@pytest.mark.parametrize("method", sorted(set(METHODS) - {"pldplus-attn"}))
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_greedy_lookup_drafters_equal_generate(qwen_tiny, method, seed):
     prompt = repeating_prompt(seed)

@@ -95,7 +95,7 @@ def test_calibration_counts_what_the_eager_attentions_show():
     assert calibrate_heads(model, sequences, top=2) == ranked[:2]
 
 
-@pytest.mark.parametrize("kind,seed", [("qwen2", 0), ("qwen2", 2), ("llama", 1)])
+@pytest.mark.parametrize("kind,seed", [("qwen2", 0), ("llama", 1)])
 def test_greedy_output_equals_generate(kind, seed):
     model = tiny_model(kind, seed=seed)
     prompt = repeating_prompt(seed)

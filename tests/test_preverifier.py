@@ -5,10 +5,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from specedit.drafting.base import Drafter
+from specedit.drafting.adapld import AdaPLD
 from specedit.drafting.length import AdaptiveLength, agreement
 from specedit.drafting.memory import Memory
+from specedit.drafting.pldplus import PldPlus
 from specedit.drafting.preverifier import (
+    CANDIDATES,
     EXTRA,
     SCALARS,
     AgreementLength,
@@ -16,16 +18,17 @@ from specedit.drafting.preverifier import (
     PreVerifierNet,
     Recorder,
     TrainedLength,
+    as_of,
     copy_length,
     evaluate,
     features,
     fit,
     load_preverifier,
-    record,
     rerank_layer,
     save,
+    select,
 )
-from specedit.engine.tree import DraftTree
+from specedit.engine.session import generate
 
 HIDDEN = 8
 
@@ -68,38 +71,63 @@ def test_features_have_the_documented_shape_and_columns():
         features(memory, 1, anchor=60, count=20, recent=0.5)  # past the last token
 
 
-class _Copy(Drafter):
-    """Copies `length` tokens after a fixed anchor."""
-
-    hidden_layers = (1,)
-
-    def __init__(self, anchor: int, length: int) -> None:
-        self.anchor, self.length = anchor, length
-
-    def propose(self, memory: Memory, budget: int) -> DraftTree:
-        tree = DraftTree(root=memory.tokens[-1])
-        start = self.anchor + 1
-        tree.add_chain(memory.tokens[start : start + self.length], first_source=start)
-        return tree
-
-
-@pytest.mark.parametrize(("accepted", "labels"), [(3, [1, 1, 1, 0]), (8, [1] * 8), (0, [0])])
-def test_recorder_labels_only_tested_tokens(accepted, labels):
-    memory = _memory()
-    recorder = Recorder(_Copy(anchor=20, length=8), layer=1)
-    tree = recorder.propose(memory, budget=64)
-    recorder.observe(tree, list(range(1, accepted + 1)))
-    x, y = recorder.dataset()
-    assert y.tolist() == labels and x.shape == (len(labels), 2 * HIDDEN + EXTRA)
+def _copy_memory(keep: float) -> tuple[Memory, Recorder]:
+    """A prompt of 30 distinct tokens; the output copies 10 of them, makes one edit, copies 4
+    more. A recorder around PLD+ saw the first pass; the generation then went on to the end."""
+    g = torch.Generator().manual_seed(0)
+    prompt = torch.randperm(50, generator=g)[:30].tolist()
+    output = prompt[5:15] + [60] + prompt[16:20]
+    memory = Memory(prompt, hidden_layers=(1,))
+    memory.extend(output)
+    fed = len(memory) - 1
+    memory.store_hidden(tuple(torch.randn(1, fed, HIDDEN, generator=g) for _ in range(3)),
+                        list(range(fed)))  # fmt: skip
+    recorder = Recorder(PldPlus(2, layer=1), layer=1, keep=keep)
+    tree = recorder.propose(as_of(memory, len(prompt) - 1), budget=64)
+    recorder.observe(tree, [])
+    recorder.memory = memory
+    return memory, recorder
 
 
-def test_record_on_a_tiny_model(qwen_tiny):
-    g = torch.Generator().manual_seed(3)
+def test_hindsight_labels_every_output_position():
+    memory, recorder = _copy_memory(keep=1.0)
+    x, y, w = recorder.dataset()
+    # positions 30..39 copy into the edit: 10 + 9 + ... + 1 tested tokens, each run ends in a
+    # rejection; 40 (the edit) has no earlier occurrence; then 3 + 2 + 1 accepted, then unknown
+    expected: list[float] = []
+    for accepted in range(9, -1, -1):
+        expected += [1.0] * accepted + [0.0]
+    expected += [1.0] * 6
+    assert y.tolist() == expected and torch.all(w == 1)
+    assert x.shape == (len(expected), 2 * HIDDEN + EXTRA)
+    assert torch.equal(x[0, :HIDDEN], memory.hidden(1)[5])  # first copy: anchor 5, row 5
+    assert torch.equal(x[0, HIDDEN : 2 * HIDDEN], memory.hidden(1)[29])  # query row: last - 1
+    assert recorder.passes[0].start == 29 and recorder.passes[0].drafted == 0
+
+
+def test_hindsight_subsamples_accepted_tokens_with_weights():
+    _, recorder = _copy_memory(keep=0.3)
+    _, y, w = recorder.dataset()
+    assert int((y == 0).sum()) == 10 and torch.all(w[y == 0] == 1)  # every rejection kept
+    assert 0 < int((y == 1).sum()) < 51 and torch.allclose(w[y == 1], torch.tensor(1 / 0.3))
+
+
+def test_hindsight_agrees_with_the_passes_on_a_tiny_model(qwen_tiny):
+    g = torch.Generator().manual_seed(2)
     base = torch.randint(0, 96, (24,), generator=g).tolist()
-    x, y = record(qwen_tiny, base + base[:12] + base, max_new_tokens=30)
-    assert rerank_layer(qwen_tiny.config.num_hidden_layers) == 1
+    drafter = AdaPLD(qwen_tiny, adaptive=False, branch=False, semantic=False)
+    recorder = Recorder(drafter, rerank_layer(qwen_tiny.config.num_hidden_layers), keep=1.0)
+    generate(qwen_tiny, base + base[:12] + base, recorder, max_new_tokens=40)
+    tokens = recorder.memory.tokens
+    checked = [p for p in recorder.passes if p.drafted]  # the budget keeps drafts in the output
+    assert any(p.accepted for p in checked)
+    for p in checked:
+        _, draft = recorder.copy_at(p.start)
+        truth = tokens[p.start + 1 : p.start + 1 + p.drafted]
+        accepted = next((i for i, (a, b) in enumerate(zip(draft, truth)) if a != b), p.drafted)
+        assert accepted == p.accepted
+    x, y, _ = recorder.dataset()
     assert x.shape == (len(y), 2 * qwen_tiny.config.hidden_size + EXTRA) and len(y) > 0
-    assert set(y.tolist()) <= {0.0, 1.0}
     assert not x.is_inference()  # fit can train on it
 
 
@@ -114,11 +142,20 @@ def _separable(n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
 
 def test_training_separates_a_separable_dataset():
     x, y = _separable(1500, seed=1)
-    net = fit(x, y, hidden_size=HIDDEN, layer=1, epochs=150, lr=1e-2)
+    net = fit(x, y, hidden_size=HIDDEN, layer=1, epochs=150)
     metrics = evaluate(net, *_separable(1000, seed=2))
     assert 0.7 < metrics.acceptance < 0.9
     assert metrics.accuracy > 0.93 and metrics.balanced_accuracy > 0.9 and metrics.auc > 0.97
     assert metrics.log_loss < metrics.base_log_loss / 2  # calibrated, not just well ranked
+
+
+def test_cross_validation_keeps_the_features_that_carry_the_signal():
+    x, y = _separable(900, seed=3)
+    folds = torch.arange(len(y)) % 3
+    groups, width, scores = select(x, y, torch.ones_like(y), folds, hidden_size=HIDDEN,
+                                   layer=1, epochs=100)  # fmt: skip
+    assert (groups, width) in CANDIDATES and "states" in groups
+    assert len(scores) == len(CANDIDATES) and min(scores.values()) < 0.2
 
 
 def test_weights_round_trip_under_the_cache(qwen_tiny, tmp_path, monkeypatch):

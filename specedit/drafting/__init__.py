@@ -8,6 +8,7 @@ from functools import partial
 
 from specedit.drafting.adapld import AdaPLD
 from specedit.drafting.base import Drafter
+from specedit.drafting.heads import PldPlusAttention
 from specedit.drafting.pld import PromptLookup
 from specedit.drafting.pldplus import PldPlus
 from specedit.drafting.pool import PoolDrafter
@@ -36,6 +37,7 @@ METHODS: dict[str, Callable[..., Drafter]] = {
     "ar": lambda model, sources: Drafter(),
     "pld": lambda model, sources: PromptLookup(),
     "pldplus": lambda model, sources: PldPlus(model.config.num_hidden_layers),
+    "pldplus-attn": lambda model, sources: PldPlusAttention(model),  # needs `specedit calibrate`
     "adapld": _adapld,
     "pool": _pool,
     # ablations of adapld, for the benchmark

@@ -229,72 +229,99 @@ def calibrate(
     return heads
 
 
+class _LayerHeads(NamedTuple):
+    """What one layer needs to score its chosen heads, with projections in fp32."""
+
+    norm: torch.nn.Module
+    q_weight: torch.Tensor  # the chosen heads' rows of q_proj only
+    q_bias: torch.Tensor | None
+    k_weight: torch.Tensor
+    k_bias: torch.Tensor | None
+    groups: list[tuple[int, torch.Tensor, torch.Tensor]]  # kv head, its heads' query, out rows
+
+
+def _rows_of(linear: torch.nn.Linear, rows: torch.Tensor | slice):
+    """Rows of a projection's weight and bias, in fp32."""
+    bias = None if linear.bias is None else linear.bias.detach()[rows].float()
+    return linear.weight.detach()[rows].float(), bias
+
+
 class HeadAttention:
     """Attention rows of chosen heads, recomputed from their layers' stored inputs.
 
-    For query position n - 1 over keys 0 .. n - 1, exactly as eager attention computes them: the
-    layer's input norm, q/k projections with bias, the model's rotary embedding, GQA sharing and
-    scaling, then a softmax over all keys. Rotated keys are kept, so each call only projects the
-    positions stored since the last one.
+    For query position n - 1 over keys 0 .. n - 1, as eager attention computes them: the layer's
+    input norm, q/k projections with bias, the model's rotary embedding, GQA sharing and scaling,
+    then a softmax over all keys. Rotated keys are kept, so a call projects only the positions
+    stored since the last one and costs O(chosen heads x positions) on top.
     """
 
     def __init__(self, model, heads: Sequence[tuple[int, int]]) -> None:
         self.heads = list(heads)
-        self.layers = sorted({layer for layer, _ in heads})
-        decoder = model.model
-        self._modules = {layer: decoder.layers[layer] for layer in self.layers}
+        self.layers = sorted({layer for layer, _ in self.heads})
+        decoder, config = model.model, model.config
+        first = decoder.layers[self.layers[0]].self_attn
+        self._apply_rotary = importlib.import_module(type(first).__module__).apply_rotary_pos_emb
         self._rotary = decoder.rotary_emb
-        attention = self._modules[self.layers[0]].self_attn
-        self._apply_rotary = importlib.import_module(
-            type(attention).__module__
-        ).apply_rotary_pos_emb
-        config = model.config
-        self.num_heads = config.num_attention_heads
+        self.head_dim, self.scaling = first.head_dim, first.scaling
+        self.device = first.q_proj.weight.device
         self.num_kv_heads = config.num_key_value_heads
-        self.head_dim = attention.head_dim
-        self.scaling = attention.scaling
+        group = config.num_attention_heads // self.num_kv_heads
+        self._parts: dict[int, _LayerHeads] = {}
+        for layer in self.layers:
+            module = decoder.layers[layer]
+            chosen = [(row, h) for row, (lay, h) in enumerate(self.heads) if lay == layer]
+            q_rows = torch.tensor(
+                [h * self.head_dim + i for _, h in chosen for i in range(self.head_dim)]
+            )
+            groups = []
+            for kv in sorted({h // group for _, h in chosen}):
+                mine = [(i, row) for i, (row, h) in enumerate(chosen) if h // group == kv]
+                groups.append((kv, *(torch.tensor(column) for column in zip(*mine, strict=True))))
+            self._parts[layer] = _LayerHeads(
+                module.input_layernorm,
+                *_rows_of(module.self_attn.q_proj, q_rows),
+                *_rows_of(module.self_attn.k_proj, slice(None)),
+                groups,
+            )
         self._keys: dict[int, torch.Tensor] = {}  # layer -> [kv heads, capacity, head_dim], fp32
         self._filled = 0
-        # Row of each chosen head in a [layers, heads, n] stack of all heads of the chosen layers.
-        self._rows = torch.tensor([self.layers.index(lay) * self.num_heads + h for lay, h in heads])
 
-    def _rotate(self, x: torch.Tensor, start: int) -> torch.Tensor:
-        """Rotate [1, heads, n, head_dim] as positions start ..; the model's function rotates a
-        (q, k) pair with the same positions, so x goes in as both."""
-        positions = torch.arange(start, start + x.shape[2], device=x.device)[None]
-        cos, sin = self._rotary(x, positions)
+    def _rotate(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+        """The model's own rotary function; it rotates a (q, k) pair, so x goes in as both."""
         return self._apply_rotary(x, x, cos, sin)[0]
 
-    def _extend_keys(self, memory: Memory, end: int) -> None:
-        for layer, module in self._modules.items():
-            hidden = module.input_layernorm(memory.hidden(layer)[self._filled : end])
-            keys = module.self_attn.k_proj(hidden).view(1, -1, self.num_kv_heads, self.head_dim)
-            keys = self._rotate(keys.transpose(1, 2), self._filled)[0].float()
-            store = self._keys.get(layer)
-            if store is None or store.shape[1] < end:
-                grown = keys.new_empty(self.num_kv_heads, max(2 * end, 256), self.head_dim)
-                if store is not None:
-                    grown[:, : self._filled] = store[:, : self._filled]
-                store = self._keys[layer] = grown
-            store[:, self._filled : end] = keys
-        self._filled = end
+    def _store(self, layer: int, keys: torch.Tensor, start: int, end: int) -> torch.Tensor:
+        store = self._keys.get(layer)
+        if store is None or store.shape[1] < end:
+            grown = keys.new_empty(self.num_kv_heads, max(2 * end, 256), self.head_dim)
+            if store is not None:
+                grown[:, :start] = store[:, :start]
+            store = self._keys[layer] = grown
+        store[:, start:end] = keys
+        return store[:, :end]
 
     @torch.inference_mode()
     def rows(self, memory: Memory) -> torch.Tensor:
         """[chosen heads, n] attention of the last stored position n - 1 over positions 0..n-1."""
         n = len(memory.hidden(self.layers[0]))
-        if n > self._filled:
-            self._extend_keys(memory, n)
-        group = self.num_heads // self.num_kv_heads
-        weights = []
-        for layer, module in self._modules.items():
-            hidden = module.input_layernorm(memory.hidden(layer)[n - 1 : n])
-            query = module.self_attn.q_proj(hidden).view(1, 1, self.num_heads, self.head_dim)
-            query = self._rotate(query.transpose(1, 2), n - 1)[0, :, 0].float()
-            keys = self._keys[layer][:, :n]  # [kv heads, n, head_dim]
-            scores = query.view(self.num_kv_heads, group, 1, self.head_dim) @ keys.mT[:, None]
-            weights.append(torch.softmax(scores.view(self.num_heads, n) * self.scaling, dim=-1))
-        return torch.cat(weights)[self._rows]
+        start = min(self._filled, n - 1)  # the query's position is always projected anew
+        positions = torch.arange(start, n, device=self.device)[None]
+        probe = torch.empty(0, device=self.device)  # the rotary module reads only its dtype, device
+        cos, sin = self._rotary(probe, positions)
+        out = torch.empty(len(self.heads), n, device=self.device)
+        for layer, part in self._parts.items():
+            hidden = part.norm(memory.hidden(layer)[start:n]).float()
+            keys = torch.nn.functional.linear(hidden, part.k_weight, part.k_bias)
+            keys = keys.view(1, n - start, self.num_kv_heads, self.head_dim).transpose(1, 2)
+            keys = self._store(layer, self._rotate(keys, cos, sin)[0], start, n)
+            query = torch.nn.functional.linear(hidden[-1:], part.q_weight, part.q_bias)
+            query = query.view(1, 1, -1, self.head_dim).transpose(1, 2)
+            query = self._rotate(query, cos[:, -1:], sin[:, -1:])[0, :, 0]  # [chosen, head_dim]
+            for kv, q_rows, out_rows in part.groups:
+                scores = query[q_rows] @ keys[kv].T * self.scaling
+                out[out_rows] = torch.softmax(scores, dim=-1)
+        self._filled = n
+        return out
 
 
 class PldPlusAttention(Drafter):
