@@ -329,6 +329,7 @@ def bench(
 
     from specedit.bench.runner import BenchError, run_bench
     from specedit.drafting.heads import CalibrationMissing
+    from specedit.drafting.preverifier import CalibrationError
     from specedit.models import ModelError, load
 
     torch.set_num_threads(threads or os.cpu_count() or 1)
@@ -345,7 +346,7 @@ def bench(
                 json_file=json_file,
                 verify=[v.strip() for v in verify.split(",") if v.strip()],
             )
-        except (BenchError, CalibrationMissing) as exc:
+        except (BenchError, CalibrationMissing, CalibrationError) as exc:
             error(str(exc))
             raise typer.Exit(EXIT_INPUT) from None
         except ModelError as exc:
@@ -368,7 +369,9 @@ def calibrate(
     """
     import torch
 
+    from specedit.bench.tasks import load_tasks
     from specedit.drafting.heads import calibrate as calibrate_heads
+    from specedit.drafting.preverifier import train_preverifier
     from specedit.models import ModelError, load
 
     torch.set_num_threads(threads or os.cpu_count() or 1)
@@ -379,6 +382,7 @@ def calibrate(
             error(str(exc))
             raise typer.Exit(EXIT_MODEL) from None
         calibrate_heads(lm)
+        train_preverifier(lm, load_tasks())
 
 
 @models_app.callback(invoke_without_command=True)

@@ -18,6 +18,7 @@ from rich.console import Console
 from specedit.attribution import Attribution
 from specedit.dashboard import Dashboard, dashboard_enabled
 from specedit.drafting.heads import CalibrationMissing
+from specedit.drafting.preverifier import CalibrationError
 from specedit.edit import EditError, EditRequest, EditResult, execute, prepare
 from specedit.files import InputError, read_text, write_atomic
 from specedit.models import LoadedModel
@@ -65,7 +66,7 @@ def edit_file(
         else:
             attribution = Attribution(prepared.prompt, decode)
             result = execute(lm, prepared, attribution.add)
-    except (InputError, EditError, PromptError, CalibrationMissing) as exc:
+    except (InputError, EditError, PromptError, CalibrationMissing, CalibrationError) as exc:
         error(str(exc))
         return EXIT_INPUT
     return _deliver(path, name, result, attribution, delivery, request.method, live)

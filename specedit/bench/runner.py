@@ -13,6 +13,7 @@ import math
 import platform
 import statistics
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -26,7 +27,7 @@ from specedit import prompts
 from specedit.bench.tasks import Task, TaskError, load_tasks
 from specedit.drafting import METHODS, make_drafter
 from specedit.edit import EditRequest, PreparedEdit, generate_edit, prepare
-from specedit.engine.session import generate
+from specedit.engine.session import Stats, generate
 from specedit.engine.verify import STRICT, Verification
 from specedit.models import LoadedModel
 
@@ -52,6 +53,7 @@ class Row:
     similarity: float | None = None
     unrequested: int | None = None  # input lines changed outside the planted edit
     relaxed: int = 0  # tokens accepted only by conditional verification
+    reuse: dict | None = None  # the engine's reuse counters (drafted, accepted, paths, ...)
 
     @property
     def tokens_per_second(self) -> float:
@@ -97,19 +99,21 @@ def _cut(tokens: list[int], stop: Callable[[int], bool], eos: set[int]) -> list[
     return tokens
 
 
-def _run_once(lm: LoadedModel, prepared: PreparedEdit, method: str):
-    """Generate once: (tokens, seconds, forward passes that produced tokens, relaxed tokens)."""
+@dataclass
+class _Run:
+    tokens: list[int]
+    seconds: float
+    passes: int  # forward passes that produced tokens
+    stats: Stats | None = None  # the engine's counters (None for transformers' baselines)
+
+
+def _run_once(lm: LoadedModel, prepared: PreparedEdit, method: str) -> _Run:
     model, eos, prompt = lm.model, lm.eos_token_ids, prepared.prompt
     start = time.perf_counter()
     if method not in BASELINES:
         generation = generate_edit(lm, prepared)
-        stats = generation.stats
-        return (
-            generation.tokens,
-            time.perf_counter() - start,
-            stats.forward_passes,
-            stats.relaxed_tokens,
-        )
+        seconds = time.perf_counter() - start
+        return _Run(generation.tokens, seconds, generation.stats.forward_passes, generation.stats)
     counter = _ForwardCounter(model)
     try:
         ids = torch.tensor([prompt.ids], device=model.device)
@@ -128,7 +132,7 @@ def _run_once(lm: LoadedModel, prepared: PreparedEdit, method: str):
         counter.close()
     tokens = out[0, len(prompt.ids) :].tolist()
     tokens = _cut(tokens, prompts.FenceStop(lm.tokenizer, prompt.fence), eos)
-    return tokens, seconds, counter.calls, 0  # the prefill pass yields the first token
+    return _Run(tokens, seconds, counter.calls)  # the prefill pass yields the first token
 
 
 def _changed_lines(before: str, after: str) -> set[int]:
@@ -190,11 +194,24 @@ def run_bench(
         prepared = prepare(lm, request)
         reference: list[int] = []
         for label, (method, mode) in zip(labels, runs, strict=True):
-            run = replace(prepared, request=replace(request, method=method, verification=mode))
-            tokens, seconds, passes, relaxed = min(
-                (_run_once(lm, run, method) for _ in range(max(repeat, 1))), key=lambda r: r[1]
+            job = replace(prepared, request=replace(request, method=method, verification=mode))
+            run = min(
+                (_run_once(lm, job, method) for _ in range(max(repeat, 1))),
+                key=lambda r: r.seconds,
             )
-            row = Row(task.id, label, len(tokens), seconds, passes, relaxed=relaxed)
+            tokens = run.tokens
+            row = Row(task.id, label, len(tokens), run.seconds, run.passes)
+            if run.stats:
+                row.relaxed = run.stats.relaxed_tokens
+                row.reuse = {
+                    "drafted": run.stats.drafted_tokens,
+                    "accepted": run.stats.accepted_tokens,
+                    "paths": dict(run.stats.accepted_paths),
+                    "accepted_lengths": dict(run.stats.accepted_lengths),
+                    "drafting": run.stats.drafting,
+                    "draft_seconds": round(run.stats.draft_seconds, 4),
+                    "verify_seconds": round(run.stats.verify_seconds, 4),
+                }
             reference = reference or tokens  # "ar" runs first
             row.identical = tokens == reference
             _score(row, prompts.extract(lm.tokenizer, tokens, prepared.prompt), task)
@@ -237,6 +254,27 @@ def _summary(rows: list[Row], methods: list[str]) -> dict[str, dict]:
             else None,
             "unrequested_lines": sum(r.unrequested or 0 for r in scored),
             "relaxed_tokens": sum(r.relaxed for r in mine),
+        }
+    for method in methods:
+        engine_rows = [r.reuse for r in rows if r.method == method and r.reuse]
+        if not engine_rows:
+            continue
+        paths: Counter[str] = Counter()
+        retrieval: Counter[str] = Counter()
+        for reuse in engine_rows:
+            paths.update(reuse["paths"])
+            retrieval.update(reuse["drafting"])
+        drafted = sum(r["drafted"] for r in engine_rows)
+        accepted = sum(r["accepted"] for r in engine_rows)
+        summary[method]["reuse"] = {
+            "drafted_per_accepted": round(drafted / max(accepted, 1), 3),
+            "paths": dict(paths.most_common()),
+            "retrieval": dict(retrieval.most_common()),
+            "draft_share_of_verify": round(
+                sum(r["draft_seconds"] for r in engine_rows)
+                / max(sum(r["verify_seconds"] for r in engine_rows), 1e-9),
+                4,
+            ),
         }
     if "hf-pld" in summary:
         for method in methods:
@@ -283,6 +321,19 @@ def _print(console: Console, rows: list[Row], summary: dict, methods: list[str])
             str(s["unrequested_lines"]),
         )  # fmt: skip
     console.print(totals)
+    reuse = Table(title="reuse: where accepted tokens came from (passes by accepted path)")
+    for column in ("method", "drafted/accepted", "draft/verify time", "accepted paths",
+                   "retrieval"):  # fmt: skip
+        reuse.add_column(column)
+    for method in methods:
+        r = summary[method].get("reuse")
+        if r:
+            reuse.add_row(
+                method, f"{r['drafted_per_accepted']:.2f}", f"{r['draft_share_of_verify']:.1%}",
+                ", ".join(f"{k} {v}" for k, v in r["paths"].items()),
+                ", ".join(f"{k[10:]} {v}" for k, v in r["retrieval"].items()) or "-",
+            )  # fmt: skip
+    console.print(reuse)
 
 
 def _report(lm: LoadedModel, rows: list[Row], summary: dict) -> dict:

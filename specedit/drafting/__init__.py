@@ -45,6 +45,7 @@ METHODS: dict[str, Callable[..., Drafter]] = {
     "adapld-no-branch": partial(_adapld, branch=False),
     "adapld-no-successor": partial(_adapld, successor=False),
     "adapld-adaptive-length": partial(_adapld, adaptive=True),
+    "adapld-trained-length": partial(_adapld, adaptive=True, pre_verifier="trained"),
     "adapld-exact-head": partial(_adapld, hnsw=False),
 }
 DEFAULT_METHOD = "adapld"

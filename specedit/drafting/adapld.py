@@ -14,9 +14,9 @@ from collections import Counter
 import torch
 
 from specedit.drafting.base import Drafter
-from specedit.drafting.length import AdaptiveLength, agreement
 from specedit.drafting.memory import Memory
 from specedit.drafting.pldplus import PldPlus
+from specedit.drafting.preverifier import copy_length
 from specedit.drafting.semantic import vocabulary_index
 from specedit.engine.tree import BRANCH, MAIN, SUCCESSOR, DraftTree
 
@@ -39,6 +39,7 @@ class AdaPLD(Drafter):
         branch: bool = True,
         successor: bool = True,
         adaptive: bool = False,
+        pre_verifier: str = "free",
         hnsw: bool = True,
         branch_below: int = 16,
     ) -> None:
@@ -50,9 +51,9 @@ class AdaPLD(Drafter):
         self.tau, self.max_copy, self.branch_below = tau, max_copy, branch_below
         self.semantic, self.successor = semantic, successor and branch
         self.vocabulary = vocabulary_index(model, hnsw) if (semantic or branch) else None
-        self.length = AdaptiveLength(max_length=max_copy) if adaptive else None
+        self.length = copy_length(pre_verifier, model, max_copy) if adaptive else None
         self.retrieval: Counter[str] = Counter()
-        self._copy: tuple[int, int] | None = None  # (agreement, main length) of the last draft
+        self._copy = 0  # main length of the last draft
 
     def _candidates(self, memory: Memory, token: int, before: int) -> tuple[list[int], str]:
         """Positions j in 1..before-1 holding `token`, else a semantically similar token."""
@@ -81,7 +82,7 @@ class AdaPLD(Drafter):
     def propose(self, memory: Memory, budget: int) -> DraftTree:
         tokens, last = memory.tokens, len(memory.tokens) - 1
         tree = DraftTree(root=tokens[last])
-        self._copy = None
+        self._copy = 0
         candidates, outcome = self._candidates(memory, tokens[last], last)
         self.retrieval[outcome] += 1
         if not candidates:
@@ -90,15 +91,14 @@ class AdaPLD(Drafter):
 
         main: list[int] = []
         if outcome == "lexical":  # a semantic anchor has no continuation worth copying
-            agree = agreement(tokens, anchor, last)
             available = last - anchor
             if self.length:
-                length = self.length.length(agree, available)
+                length = self.length.length(memory, anchor, available)
             else:
                 length = min(self.max_copy, available)
             main = tokens[anchor + 1 : anchor + 1 + min(length, budget)]
             tree.add_chain(main, first_source=anchor + 1, kind=MAIN)
-            self._copy = (agree, len(main))
+            self._copy = len(main)
 
         # Branch only where the copy is unsure: on this CPU every drafted node costs ~3 ms of
         # verify compute, and a long confident copy rarely leaves room for an alternative.
@@ -119,9 +119,8 @@ class AdaPLD(Drafter):
 
     def observe(self, tree: DraftTree, accepted: list[int]) -> None:
         if self.length and self._copy:
-            agree, drafted = self._copy
             on_main = sum(1 for node in accepted if tree.kind(node) == MAIN)
-            self.length.observe(agree, drafted, on_main)
+            self.length.observe(self._copy, on_main)
 
     def report(self) -> dict[str, int]:
         return {f"retrieval_{k}": v for k, v in sorted(self.retrieval.items())}

@@ -90,7 +90,7 @@ def features(
     """
     last = len(memory) - 1 if last is None else last
     if not 0 <= anchor < anchor + count <= last:
-        raise ValueError(f"cannot copy {count} tokens after {anchor} with {last} before the last")
+        raise ValueError(f"cannot copy {count} tokens after {anchor} when the current is {last}")
     hidden = memory.hidden(layer)
     source = hidden[anchor : anchor + count].float()
     query = hidden[last - 1].float()
