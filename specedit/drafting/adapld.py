@@ -11,11 +11,9 @@ from __future__ import annotations
 
 from collections import Counter
 
-import torch
-
 from specedit.drafting.base import Drafter
 from specedit.drafting.memory import Memory
-from specedit.drafting.pldplus import PldPlus
+from specedit.drafting.pldplus import PldPlus, rerank
 from specedit.drafting.preverifier import copy_length
 from specedit.drafting.semantic import vocabulary_index
 from specedit.engine.tree import BRANCH, MAIN, SUCCESSOR, DraftTree
@@ -69,16 +67,6 @@ class AdaPLD(Drafter):
                 return found[-MAX_CANDIDATES:], "semantic"
         return [], "none"
 
-    def _rerank(self, memory: Memory, candidates: list[int], query_row: int) -> int:
-        """The candidate whose preceding hidden state is closest (cosine) to the query's."""
-        if len(candidates) == 1:
-            return candidates[0]
-        hidden = memory.hidden(self.layer)
-        scores = torch.nn.functional.cosine_similarity(
-            hidden[[j - 1 for j in candidates]].float(), hidden[query_row].float()[None], dim=-1
-        )
-        return candidates[int(scores.argmax())]
-
     def propose(self, memory: Memory, budget: int) -> DraftTree:
         tokens, last = memory.tokens, len(memory.tokens) - 1
         tree = DraftTree(root=tokens[last])
@@ -87,7 +75,7 @@ class AdaPLD(Drafter):
         self.retrieval[outcome] += 1
         if not candidates:
             return tree
-        anchor = self._rerank(memory, candidates, last - 1)
+        anchor = rerank(memory, self.layer, candidates, last - 1)
 
         main: list[int] = []
         if outcome == "lexical":  # a semantic anchor has no continuation worth copying
@@ -112,7 +100,7 @@ class AdaPLD(Drafter):
                 if self.successor and room > 0:
                     follow, _ = self._candidates(memory, token, last)
                     if follow:
-                        position = self._rerank(memory, follow, anchor) + 1
+                        position = rerank(memory, self.layer, follow, anchor) + 1
                         tree.add(tokens[position], node, source=position, kind=SUCCESSOR)
                         room -= 1
         return tree

@@ -21,6 +21,21 @@ AGREEMENT_EDGES = (1, 2, 4, 8, 16)  # buckets: 0, 1, 2-3, 4-7, 8-15, 16+
 PRIOR = ((0.70, 4), (0.80, 4), (0.88, 4), (0.93, 4), (0.96, 4), (0.98, 4))  # (mean, weight)
 
 
+def blockwise_length(survival: list[float], block: int, threshold: float, growth: float) -> int:
+    """Pacer's rule: draft a block, pre-verify it, stop after the first block whose mean
+    survival estimate falls under the threshold, which grows by `growth` per block.
+
+    `survival[i]` estimates the chance that draft token i+1 and all before it are accepted.
+    """
+    length = 0
+    while length < len(survival):
+        start, length = length, min(length + block, len(survival))
+        if sum(survival[start:length]) / (length - start) < threshold:
+            break
+        threshold *= growth
+    return length
+
+
 def agreement(tokens: list[int], anchor: int, current: int, limit: int = 32) -> int:
     """How many tokens before `anchor` equal the tokens before `current` (at most `limit`)."""
     n = 0
@@ -57,15 +72,8 @@ class AdaptiveLength:
         """Draft length in whole blocks: draft a block, pre-verify it, and stop after the first
         block whose mean estimated acceptance falls under the (growing) threshold."""
         q = self.acceptance(agreement_length)
-        limit = min(available, self.max_length)
-        length, threshold = 0, self.threshold
-        while length < limit:
-            block = range(length + 1, min(length + self.block, limit) + 1)
-            length = block[-1]
-            if sum(q**i for i in block) / len(block) < threshold:
-                break
-            threshold *= self.growth
-        return length
+        survival = [q**i for i in range(1, min(available, self.max_length) + 1)]
+        return blockwise_length(survival, self.block, self.threshold, self.growth)
 
     def observe(self, agreement_length: int, drafted: int, accepted: int) -> None:
         """Update the bucket with one copy: `accepted` of `drafted` tokens survived in order."""

@@ -10,6 +10,18 @@ from specedit.drafting.memory import Memory
 from specedit.engine.tree import DraftTree
 
 
+def rerank(memory: Memory, layer: int, candidates: list[int], query_row: int) -> int:
+    """The candidate j whose preceding hidden state H[j-1] has the highest cosine with
+    H[query_row] at `layer` (PLD+ (h)'s ranking, which AdaPLD reuses)."""
+    if len(candidates) == 1:
+        return candidates[0]
+    hidden = memory.hidden(layer)
+    scores = torch.nn.functional.cosine_similarity(
+        hidden[[j - 1 for j in candidates]].float(), hidden[query_row].float()[None], dim=-1
+    )
+    return candidates[int(scores.argmax())]
+
+
 class PldPlus(Drafter):
     """Candidates j hold the last token x_t; rank them by cos(H_l[j-1], H_l[t-1]).
 
@@ -30,16 +42,10 @@ class PldPlus(Drafter):
     def propose(self, memory: Memory, budget: int) -> DraftTree:
         tokens, last = memory.tokens, len(memory.tokens) - 1
         tree = DraftTree(root=tokens[last])
-        candidates = [j for j in memory.positions[tokens[last]] if 1 <= j < last]
-        if not candidates or last < 1:
+        candidates = [j for j in memory.positions.get(tokens[last], ()) if 1 <= j < last]
+        if not candidates:
             return tree
-        best = candidates[0]
-        if len(candidates) > 1:
-            hidden = memory.hidden(self.layer)
-            scores = torch.nn.functional.cosine_similarity(
-                hidden[[j - 1 for j in candidates]].float(), hidden[last - 1].float(), dim=-1
-            )
-            best = candidates[int(scores.argmax())]
+        best = rerank(memory, self.layer, candidates, last - 1)
         length = min(budget, self.draft_length)
         tree.add_chain(tokens[best + 1 : best + 1 + length], first_source=best + 1)
         return tree

@@ -33,7 +33,7 @@ import torch
 from torch import nn
 
 from specedit.drafting.base import Drafter
-from specedit.drafting.length import AdaptiveLength, agreement
+from specedit.drafting.length import AdaptiveLength, agreement, blockwise_length
 from specedit.drafting.memory import Memory
 from specedit.drafting.pldplus import PldPlus
 from specedit.drafting.semantic import _weights_key
@@ -529,13 +529,7 @@ class TrainedLength:
         if limit <= 0:
             return 0
         survival = torch.cumprod(self.estimates(memory, anchor, limit), 0).tolist()
-        length, threshold = 0, self.threshold
-        while length < limit:
-            start, length = length, min(length + self.block, limit)
-            if sum(survival[start:length]) / (length - start) < threshold:
-                break
-            threshold *= self.growth
-        return length
+        return blockwise_length(survival, self.block, self.threshold, self.growth)
 
     def observe(self, drafted: int, accepted: int) -> None:
         self.recent.update(drafted, accepted)
