@@ -122,14 +122,12 @@ def _edit_options(
 
 def _run_edits(prompt: str, files: list[str], instruction: str, **options) -> None:
     """Validate, load the model once, edit each file; exit with the worst file's code."""
-    import torch
     from rich.console import Console
 
     from specedit.edit import EditRequest
     from specedit.engine.verify import Sampling, Verification
     from specedit.files import InputError, read_text
     from specedit.jobs import Delivery, edit_file
-    from specedit.models import ModelError, load
 
     problems = []
     if options["method"] not in METHODS:
@@ -161,13 +159,7 @@ def _run_edits(prompt: str, files: list[str], instruction: str, **options) -> No
         error(problems[0])
         raise typer.Exit(EXIT_INPUT)
 
-    torch.set_num_threads(options["threads"] or os.cpu_count() or 1)
-    with _interruptible():
-        try:
-            lm = load(options["model"], options["dtype"], options["device"])
-        except ModelError as exc:
-            error(str(exc))
-            raise typer.Exit(EXIT_MODEL) from None
+    lm = _load(options["model"], options["dtype"], options["threads"], options["device"])
     template = EditRequest(
         "", instruction, prompt=prompt, method=options["method"],
         max_new_tokens=options["max_new_tokens"], sampling=sampling,
@@ -184,6 +176,21 @@ def _run_edits(prompt: str, files: list[str], instruction: str, **options) -> No
         for file in files:
             code = max(code, edit_file(lm, file, template, delivery, console))
     raise typer.Exit(code)
+
+
+def _load(model: str, dtype: str, threads: int | None, device: str = "cpu"):
+    """Pin the CPU threads and load the model once; a model error exits with code 3."""
+    import torch
+
+    from specedit.models import ModelError, load
+
+    torch.set_num_threads(threads or os.cpu_count() or 1)
+    with _interruptible():
+        try:
+            return load(model, dtype, device)
+        except ModelError as exc:
+            error(str(exc))
+            raise typer.Exit(EXIT_MODEL) from None
 
 
 @contextmanager
@@ -325,17 +332,14 @@ def bench(
       specedit bench --methods ar,hf-pld,adapld --tasks fix-bisect-offbyone
       specedit bench --tasks-file my_tasks.jsonl
     """
-    import torch
 
     from specedit.bench.runner import BenchError, run_bench
     from specedit.drafting.heads import CalibrationMissing
     from specedit.drafting.preverifier import CalibrationError
-    from specedit.models import ModelError, load
 
-    torch.set_num_threads(threads or os.cpu_count() or 1)
+    lm = _load(model, dtype, threads)
     with _interruptible():
         try:
-            lm = load(model, dtype, "cpu")
             run_bench(
                 lm,
                 methods=[m.strip() for m in methods.split(",") if m.strip()],
@@ -349,9 +353,6 @@ def bench(
         except (BenchError, CalibrationMissing, CalibrationError) as exc:
             error(str(exc))
             raise typer.Exit(EXIT_INPUT) from None
-        except ModelError as exc:
-            error(str(exc))
-            raise typer.Exit(EXIT_MODEL) from None
 
 
 @app.command()
@@ -367,20 +368,13 @@ def calibrate(
     Example:
       specedit calibrate && specedit fix bug.py "..." --method pldplus-attn
     """
-    import torch
 
     from specedit.bench.tasks import load_tasks
     from specedit.drafting.heads import calibrate as calibrate_heads
     from specedit.drafting.preverifier import train_preverifier
-    from specedit.models import ModelError, load
 
-    torch.set_num_threads(threads or os.cpu_count() or 1)
+    lm = _load(model, dtype, threads)
     with _interruptible():
-        try:
-            lm = load(model, dtype, "cpu")
-        except ModelError as exc:
-            error(str(exc))
-            raise typer.Exit(EXIT_MODEL) from None
         calibrate_heads(lm)
         train_preverifier(lm, load_tasks())
 

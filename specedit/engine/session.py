@@ -99,8 +99,11 @@ class Generation:
 StopCondition = Callable[[int], bool]  # sees each committed token; True stops after it
 
 
-def _forward(model, cache: DynamicCache, tree: DraftTree, prefix_length: int, logits: int = 0):
-    """One pass over the tree's nodes; `logits` > 0 keeps only the last that many logits."""
+def _forward(
+    model, cache: DynamicCache, tree: DraftTree, prefix_length: int, hidden: bool, logits: int = 0
+):
+    """One pass over the tree's nodes; `hidden` returns every layer's states (for drafters that
+    keep some); `logits` > 0 keeps only the last that many logits."""
     ids, positions, mask = tree.inputs(prefix_length, model.dtype, model.device)
     return model(
         input_ids=ids,
@@ -108,7 +111,7 @@ def _forward(model, cache: DynamicCache, tree: DraftTree, prefix_length: int, lo
         attention_mask=mask,
         past_key_values=cache,
         use_cache=True,
-        output_hidden_states=True,
+        output_hidden_states=hidden,
         logits_to_keep=logits,
     )
 
@@ -136,12 +139,13 @@ def generate(
     verifier = Verifier(sampling, verification)
     memory = Memory(prompt, drafter.hidden_layers)
     cache = DynamicCache(config=model.config)
+    hidden = bool(drafter.hidden_layers)
 
     # Prefill: all prompt tokens but the last, which becomes the first tree's root.
     if len(prompt) > 1:
         prefix = DraftTree(root=prompt[0])
         prefix.add_chain(prompt[1:-1])
-        out = _forward(model, cache, prefix, 0, logits=1)  # its logits are never used
+        out = _forward(model, cache, prefix, 0, hidden, logits=1)  # its logits are never used
         memory.store_hidden(out.hidden_states, list(range(len(prompt) - 1)))
     stats.prefill_seconds = time.perf_counter() - started
 
@@ -153,7 +157,7 @@ def generate(
         budget = min(max_draft, max_new_tokens - len(new_tokens) - 1)
         tree = drafter.propose(memory, budget) if budget > 0 else DraftTree(memory.tokens[-1])
         t1 = time.perf_counter()
-        out = _forward(model, cache, tree, prefix_length)
+        out = _forward(model, cache, tree, prefix_length, hidden)
         t2 = time.perf_counter()
         stats.draft_seconds += t1 - t0
         stats.verify_seconds += t2 - t1
