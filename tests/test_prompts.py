@@ -55,10 +55,25 @@ def test_markdown_with_inner_fences_is_not_cut_at_the_first_one(tokenizer):
     built = prompts.build(tokenizer, prompts.load_template("rewrite"), text, "fix", "markdown")
     assert built.fence == "````"
     answer = _answer(tokenizer, text + "````\n")
-    stop = prompts.FenceStop(tokenizer, built.fence)
+    stop = prompts.FenceStop(tokenizer, built)
     stops = [i for i, token in enumerate(answer) if stop(token)]
     assert stops == [len(answer) - 1]  # only the real closing fence stops
     assert prompts.extract(tokenizer, answer, built) == text
+
+
+def test_a_plain_fence_after_the_inputs_own_blocks_closes_the_answer(tokenizer):
+    """The runaway seen on a README with code blocks: the model closed with ``` (shorter than
+    our ````) and went on writing until the token limit."""
+    text = "# Title\n\n```python\nprint(1)\n```\n\nMore txet.\n"
+    fixed = text.replace("txet", "text")
+    built = prompts.build(tokenizer, prompts.load_template("rewrite"), text, "fix", "markdown")
+    answer = _answer(tokenizer, fixed + "```\n\nI fixed the typo.\n")
+    stop = prompts.FenceStop(tokenizer, built)
+    first = next(i for i, token in enumerate(answer) if stop(token))
+    assert tokenizer.decode(answer[: first + 1]).rstrip("\n").endswith("More text.\n```")
+    assert prompts.extract(tokenizer, answer[: first + 1], built) == fixed
+    # an answer that reproduces only the input's own fence lines is still open
+    assert prompts.extract(tokenizer, _answer(tokenizer, fixed), built) is None
 
 
 @pytest.mark.parametrize(
@@ -80,3 +95,28 @@ def test_eos_closes_the_answer_with_or_without_a_fence(tokenizer):
     built = prompts.build(tokenizer, prompts.load_template("edit"), "a\n", "edit", "")
     assert prompts.extract(tokenizer, _answer(tokenizer, "b\n```", eos=True), built) == "b\n"
     assert prompts.extract(tokenizer, _answer(tokenizer, "b\n", eos=True), built) == "b\n"
+
+
+def test_a_statement_template_asks_first_then_opens_the_fence(tokenizer, tmp_path):
+    path = tmp_path / "state.toml"
+    path.write_text(
+        'system = "s"\nuser = "{instruction}\\n\\n{fence}{language}\\n{text}{fence}"\n'
+        'statement = "The fix:"\n'
+    )
+    template = prompts.load_template(str(path))
+    text = "x = 1\n"
+    asking = prompts.build(tokenizer, template, text, "fix it", "python")
+    assert asking.asks_statement
+    assert tokenizer.decode(asking.ids).endswith("<|im_start|>assistant\nThe fix:")
+    answered = prompts.build(tokenizer, template, text, "fix it", "python", "x should be 2.")
+    assert not answered.asks_statement
+    assert tokenizer.decode(answered.ids).endswith("The fix: x should be 2.\n\n```python\n")
+    assert tokenizer.decode(answered.ids[answered.input_start : answered.input_end]) == text
+
+
+def test_the_instruction_may_follow_the_file(tokenizer, tmp_path):
+    path = tmp_path / "after.toml"
+    path.write_text('system = "s"\nuser = "{fence}{language}\\n{text}{fence}\\n\\n{instruction}"\n')
+    text = "def f():\n    return 1\n"
+    built = prompts.build(tokenizer, prompts.load_template(str(path)), text, "return 2", "python")
+    assert tokenizer.decode(built.ids[built.input_start : built.input_end]) == text

@@ -1,8 +1,11 @@
-"""`specedit bench`: methods side by side, in one process, on the same prompts.
+"""`specedit bench`: setups side by side, in one process, on the same tasks: speed and quality.
 
 Baselines come from transformers itself: `ar` is plain greedy `generate`, the reference for
 speed and for exactness, and `hf-pld` is `generate(prompt_lookup_num_tokens=10)`. Every other
 method is a specedit drafter run through the engine. All stop at the same closing fence.
+
+Quality: a task with `tests` passes when its tests pass after the edited text (run in a child
+process, never here); a task with only `expected` passes when the output equals it.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import statistics
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import torch
@@ -25,11 +28,14 @@ from transformers import StoppingCriteria, StoppingCriteriaList
 
 from specedit import prompts
 from specedit.bench.tasks import Task, TaskError, load_tasks
+from specedit.checks import CheckResult, run_program
 from specedit.drafting import METHODS, make_drafter
-from specedit.edit import EditRequest, PreparedEdit, generate_edit, prepare
+from specedit.edit import EditRequest, PreparedEdit, attempt_edits, generate_edit, prepare
 from specedit.engine.session import Stats, generate
 from specedit.engine.verify import STRICT, Verification
 from specedit.models import LoadedModel
+from specedit.runaway import RUNAWAY
+from specedit.safety import dropped_lines
 
 BASELINES = {"ar": None, "hf-pld": 10}  # method -> transformers' prompt_lookup_num_tokens
 
@@ -40,13 +46,21 @@ class BenchError(Exception):
 
 @dataclass
 class Row:
-    """One task run by one method (the fastest of --repeat runs)."""
+    """One task run by one setup (the fastest of --repeat runs)."""
 
     task: str
-    method: str
+    method: str  # the setup's label: method, ~verification, @prompts, xattempts
     new_tokens: int
-    seconds: float
+    seconds: float  # generation only (prefill included)
     forward_passes: int
+    group: str = ""
+    stop: str = ""  # why generation ended: stop (the fence), eos, length (cut off), runaway
+    wall_seconds: float = 0.0  # the whole edit: prompt, generation, extraction, every attempt
+    passed: bool | None = None  # the task's tests (or the expected text); None: uncheckable
+    check: str = ""  # the check's one-line summary
+    attempts: int = 1
+    unchanged: bool | None = None  # output == input
+    dropped: int | None = None  # input lines without a counterpart in the output
     identical: bool | None = None  # same tokens as `ar`
     speedup: float | None = None  # tokens/s over `ar`
     exact_match: bool | None = None  # edited text == ground truth
@@ -54,6 +68,12 @@ class Row:
     unrequested: int | None = None  # input lines changed outside the planted edit
     relaxed: int = 0  # tokens accepted only by conditional verification
     reuse: dict | None = None  # the engine's reuse counters (drafted, accepted, paths, ...)
+    tokens: list[int] = field(default_factory=list, repr=False)  # compared with `ar`'s
+
+    @property
+    def cut_off(self) -> bool:
+        """The answer never closed: token limit or a runaway stop."""
+        return self.stop in ("length", RUNAWAY)
 
     @property
     def tokens_per_second(self) -> float:
@@ -91,12 +111,14 @@ class _FenceCriteria(StoppingCriteria):
         return torch.full((input_ids.shape[0],), done, dtype=torch.bool, device=input_ids.device)
 
 
-def _cut(tokens: list[int], stop: Callable[[int], bool], eos: set[int]) -> list[int]:
-    """Tokens up to and including the first stop: what the engine would have committed."""
+def _cut(tokens: list[int], stop: Callable[[int], bool], eos: set[int]) -> tuple[list[int], str]:
+    """Tokens up to and including the first stop, and the engine's name for why it stopped."""
     for i, token in enumerate(tokens):
-        if token in eos or stop(token):
-            return tokens[: i + 1]
-    return tokens
+        if token in eos:
+            return tokens[: i + 1], "eos"
+        if stop(token):
+            return tokens[: i + 1], "stop"
+    return tokens, "length"
 
 
 @dataclass
@@ -104,6 +126,7 @@ class _Run:
     tokens: list[int]
     seconds: float
     passes: int  # forward passes that produced tokens
+    stop: str
     stats: Stats | None = None  # the engine's counters (None for transformers' baselines)
 
 
@@ -113,11 +136,12 @@ def _run_once(lm: LoadedModel, prepared: PreparedEdit, method: str) -> _Run:
     if method not in BASELINES:
         generation = generate_edit(lm, prepared)
         seconds = time.perf_counter() - start
-        return _Run(generation.tokens, seconds, generation.stats.forward_passes, generation.stats)
+        stats = generation.stats
+        return _Run(generation.tokens, seconds, stats.forward_passes, generation.stop_reason, stats)
     counter = _ForwardCounter(model)
     try:
         ids = torch.tensor([prompt.ids], device=model.device)
-        stop = prompts.FenceStop(lm.tokenizer, prompt.fence)
+        stop = prompts.FenceStop(lm.tokenizer, prompt)
         out = model.generate(
             ids,
             attention_mask=torch.ones_like(ids),
@@ -131,8 +155,8 @@ def _run_once(lm: LoadedModel, prepared: PreparedEdit, method: str) -> _Run:
     finally:
         counter.close()
     tokens = out[0, len(prompt.ids) :].tolist()
-    tokens = _cut(tokens, prompts.FenceStop(lm.tokenizer, prompt.fence), eos)
-    return _Run(tokens, seconds, counter.calls)  # the prefill pass yields the first token
+    tokens, stop = _cut(tokens, prompts.FenceStop(lm.tokenizer, prompt), eos)
+    return _Run(tokens, seconds, counter.calls, stop)  # the prefill pass yields the first token
 
 
 def _changed_lines(before: str, after: str) -> set[int]:
@@ -145,15 +169,58 @@ def _changed_lines(before: str, after: str) -> set[int]:
     return changed
 
 
-def _score(row: Row, text: str | None, task: Task) -> None:
-    """Edit quality against the ground truth; unrequested = input lines changed that the
-    planted edit did not touch."""
-    if task.expected is None or text is None:
+def check_task(task: Task, text: str | None) -> CheckResult | None:
+    """Whether `text` is a right edit for `task`: its tests pass after it (in a child process),
+    or, for a task without tests, it equals the expected text. None: nothing to check against."""
+    if text is None:
+        return CheckResult(False, 1, "no edited text (the answer was cut off)", 0.0)
+    if task.tests is not None:
+        return run_program(text + "\n" + task.tests)
+    if task.expected is not None:
+        same = text == task.expected
+        return CheckResult(same, 0 if same else 1, "" if same else "differs from expected", 0.0)
+    return None
+
+
+def _score(row: Row, text: str | None, task: Task, check: CheckResult | None) -> None:
+    """Edit quality: the check, and against the input and the ground truth; unrequested =
+    input lines changed that the planted edit did not touch."""
+    if check is not None:
+        row.passed, row.check = check.passed, check.summary()
+    if text is None:
+        return
+    row.unchanged = text == task.input
+    row.dropped = dropped_lines(task.input, text)
+    if task.expected is None:
         return
     row.exact_match = text == task.expected
     row.similarity = round(difflib.SequenceMatcher(None, text, task.expected).ratio(), 4)
     requested = _changed_lines(task.input, task.expected)
     row.unrequested = len(_changed_lines(task.input, text) - requested)
+
+
+@dataclass(frozen=True)
+class Setup:
+    """One column of the comparison: how a task is edited."""
+
+    method: str
+    verification: Verification = STRICT
+    prompts: str = ""  # a folder of <kind>.toml templates; "" = the shipped ones
+    attempts: int = 1  # > 1: retry with the task's tests as the check (the --test loop)
+
+    @property
+    def label(self) -> str:
+        label = self.method
+        if self.verification.mode != "strict":
+            label += f"~{self.verification.mode}"
+        if self.prompts:
+            label += f"@{Path(self.prompts).name}"
+        if self.attempts > 1:
+            label += f"x{self.attempts}"
+        return label
+
+    def prompt_for(self, task: Task) -> str:
+        return str(Path(self.prompts) / f"{task.kind}.toml") if self.prompts else task.kind
 
 
 def run_bench(
@@ -165,71 +232,121 @@ def run_bench(
     max_new_tokens: int | None = None,
     json_file: Path | None = None,
     verify: list[str] | None = None,
+    prompt_sets: list[str] | None = None,
+    attempts: int = 1,
     console: Console | None = None,
 ) -> list[Row]:
-    """Run every (method, verification) on every task; a label is the method, with
-    `~mode` appended for a lossy verification mode (transformers' baselines are strict only)."""
+    """Run every setup (method x verification x prompt set) on every task. transformers'
+    baselines run strict, on the shipped prompts, once; `ar` is the reference for speed and
+    exactness when it is among the methods."""
     known = [*BASELINES, *METHODS]
     unknown = [m for m in methods if m not in known]
     if unknown:
         raise BenchError(f"unknown methods {', '.join(unknown)}: choose from {', '.join(known)}")
+    prompt_sets = ["" if d == "default" else d for d in prompt_sets or [""]]
+    missing = [d for d in prompt_sets if d and not Path(d).is_dir()]
+    if missing:
+        raise BenchError(f"prompt sets must be folders of <kind>.toml files: {missing[0]}")
     try:
         modes = [Verification(mode) for mode in verify or ["strict"]]
         tasks = load_tasks(tasks_file, task_ids)
     except (TaskError, ValueError) as exc:
         raise BenchError(str(exc)) from None
-    runs = [("ar", STRICT)] + [
-        (method, mode)
-        for method in methods
+    setups = [
+        Setup(method, mode, folder, 1 if method in BASELINES else attempts)
+        for method in dict.fromkeys(methods)
         for mode in modes
-        if method != "ar" and (mode.mode == "strict" or method not in BASELINES)
+        for folder in prompt_sets
+        if method not in BASELINES or (mode.mode == "strict" and not folder)
     ]
-    labels = [m if v.mode == "strict" else f"{m}~{v.mode}" for m, v in runs]
+    setups.sort(key=lambda setup: setup.method != "ar")  # the reference runs first
+    labels = [setup.label for setup in setups]
     console = console or Console(width=max(Console().width, 110))
     _warm_up(lm)
     rows: list[Row] = []
     for task in tasks:
-        request = EditRequest(task.input, task.instruction, prompt=task.kind,
-                              language=task.language, max_new_tokens=max_new_tokens)  # fmt: skip
-        prepared = prepare(lm, request)
-        reference: list[int] = []
-        for label, (method, mode) in zip(labels, runs, strict=True):
-            job = replace(prepared, request=replace(request, method=method, verification=mode))
-            run = min(
-                (_run_once(lm, job, method) for _ in range(max(repeat, 1))),
-                key=lambda r: r.seconds,
+        for setup in setups:
+            request = EditRequest(
+                task.input, task.instruction, prompt=setup.prompt_for(task),
+                language=task.language, method=setup.method, max_new_tokens=max_new_tokens,
+                verification=setup.verification,
+            )  # fmt: skip
+            row = min(
+                (_run_setup(lm, task, request, setup) for _ in range(max(repeat, 1))),
+                key=lambda r: r.wall_seconds,
             )
-            tokens = run.tokens
-            row = Row(task.id, label, len(tokens), run.seconds, run.passes)
-            if run.stats:
-                row.relaxed = run.stats.relaxed_tokens
-                row.reuse = {
-                    "drafted": run.stats.drafted_tokens,
-                    "accepted": run.stats.accepted_tokens,
-                    "paths": dict(run.stats.accepted_paths),
-                    "accepted_lengths": dict(run.stats.accepted_lengths),
-                    "drafting": run.stats.drafting,
-                    "draft_seconds": round(run.stats.draft_seconds, 4),
-                    "verify_seconds": round(run.stats.verify_seconds, 4),
-                }
-            reference = reference or tokens  # "ar" runs first
-            row.identical = tokens == reference
-            _score(row, prompts.extract(lm.tokenizer, tokens, prepared.prompt), task)
             rows.append(row)
             console.print(
-                f"[dim]{task.id:32} {label:20} {row.new_tokens:5d} tok "
-                f"{row.tokens_per_second:7.1f} tok/s  MAL {row.mean_accepted:5.2f}[/dim]",
+                f"[dim]{task.id:32} {row.method:24} {row.new_tokens:5d} tok "
+                f"{row.tokens_per_second:7.1f} tok/s  MAL {row.mean_accepted:5.2f}  "
+                f"{_verdict(row)}[/dim]",
                 highlight=False,
             )
-        base = next(r for r in rows if r.task == task.id and r.method == "ar")
-        for row in rows:
-            if row.task == task.id:
-                row.speedup = row.tokens_per_second / base.tokens_per_second
+        _compare_with_reference([r for r in rows if r.task == task.id])
     summary = _summary(rows, labels)
     _print(console, rows, summary, labels)
     if json_file:
         json_file.write_text(json.dumps(_report(lm, rows, summary), indent=2) + "\n")
     return rows
+
+
+def _verdict(row: Row) -> str:
+    if row.passed is None:
+        return "-"
+    return "pass" if row.passed else ("cut off" if row.cut_off else "FAIL")
+
+
+def _run_setup(lm: LoadedModel, task: Task, request: EditRequest, setup: Setup) -> Row:
+    """One task by one setup, timed from the request to the checked text."""
+    start = time.perf_counter()
+    if setup.attempts > 1 and task.checkable:
+        tries = attempt_edits(lm, request, lambda text: check_task(task, text), setup.attempts)
+        wall = time.perf_counter() - start
+        done = [t.result for t in tries if t.result]
+        row = Row(
+            task.id, setup.label,
+            sum(len(r.generation.tokens) for r in done),
+            sum(r.generation.stats.total_seconds for r in done),
+            sum(r.generation.stats.forward_passes for r in done),
+            group=task.group, wall_seconds=wall, attempts=len(tries),
+            stop=done[-1].generation.stop_reason if done else RUNAWAY,
+        )  # fmt: skip
+        last = tries[-1]
+        text = last.result.text if last.result else None
+        _score(row, text, task, last.check or check_task(task, None))
+        return row
+    prepared = prepare(lm, request)
+    run = _run_once(lm, prepared, setup.method)
+    text = prompts.extract(lm.tokenizer, run.tokens, prepared.prompt)
+    if run.stop == RUNAWAY:
+        text = None
+    wall = time.perf_counter() - start
+    row = Row(task.id, setup.label, len(run.tokens), run.seconds, run.passes, group=task.group,
+              stop=run.stop, wall_seconds=wall)  # fmt: skip
+    row.tokens = run.tokens
+    if run.stats:
+        row.relaxed = run.stats.relaxed_tokens
+        row.reuse = {
+            "drafted": run.stats.drafted_tokens,
+            "accepted": run.stats.accepted_tokens,
+            "paths": dict(run.stats.accepted_paths),
+            "accepted_lengths": dict(run.stats.accepted_lengths),
+            "drafting": run.stats.drafting,
+            "draft_seconds": round(run.stats.draft_seconds, 4),
+            "verify_seconds": round(run.stats.verify_seconds, 4),
+        }
+    _score(row, text, task, check_task(task, text))
+    return row
+
+
+def _compare_with_reference(rows: list[Row]) -> None:
+    """Speedup and token identity against `ar`, when it ran."""
+    base = next((r for r in rows if r.method == "ar"), None)
+    if base is None:
+        return
+    for row in rows:
+        row.speedup = row.tokens_per_second / base.tokens_per_second
+        row.identical = row.tokens == base.tokens if row.tokens else None
 
 
 def _warm_up(lm: LoadedModel) -> None:
@@ -241,11 +358,31 @@ def _summary(rows: list[Row], methods: list[str]) -> dict[str, dict]:
     summary = {}
     for method in methods:
         mine = [r for r in rows if r.method == method]
-        speedups = [r.speedup for r in mine]
+        speedups = [r.speedup for r in mine if r.speedup]
         scored = [r for r in mine if r.exact_match is not None]
+        checked = [r for r in mine if r.passed is not None]
         summary[method] = {
-            "median_speedup": round(statistics.median(speedups), 3),
-            "geomean_speedup": round(math.exp(statistics.fmean(map(math.log, speedups))), 3),
+            "pass": f"{sum(bool(r.passed) for r in checked)}/{len(checked)}",
+            "pass_rate": round(sum(bool(r.passed) for r in checked) / max(len(checked), 1), 3),
+            "pass_by_group": {
+                group: f"{sum(bool(r.passed) for r in members)}/{len(members)}"
+                for group in sorted({r.group for r in checked})
+                for members in [[r for r in checked if r.group == group]]
+            },
+            "unchanged": sum(bool(r.unchanged) for r in mine),
+            "cut_off": sum(r.stop == "length" for r in mine),
+            "runaway": sum(r.stop == RUNAWAY for r in mine),
+            "dropped_lines": sum(r.dropped or 0 for r in mine),
+            "mean_attempts": round(statistics.fmean(r.attempts for r in mine), 2),
+            "median_tokens_per_second": round(
+                statistics.median(r.tokens_per_second for r in mine), 2
+            ),
+            "median_wall_seconds": round(statistics.median(r.wall_seconds for r in mine), 2),
+            "total_wall_seconds": round(sum(r.wall_seconds for r in mine), 1),
+            "median_speedup": round(statistics.median(speedups), 3) if speedups else None,
+            "geomean_speedup": round(math.exp(statistics.fmean(map(math.log, speedups))), 3)
+            if speedups
+            else None,
             "mean_accepted": round(statistics.fmean(r.mean_accepted for r in mine), 3),
             "identical": f"{sum(bool(r.identical) for r in mine)}/{len(mine)}",
             "exact_match": f"{sum(bool(r.exact_match) for r in scored)}/{len(scored)}",
@@ -277,48 +414,47 @@ def _summary(rows: list[Row], methods: list[str]) -> dict[str, dict]:
             ),
         }
     if "hf-pld" in summary:
+        by_task = {r.task: r for r in rows if r.method == "hf-pld"}
         for method in methods:
-            by_task = {r.task: r for r in rows if r.method == "hf-pld"}
             ratios = [r.tokens_per_second / by_task[r.task].tokens_per_second
                       for r in rows if r.method == method]  # fmt: skip
             summary[method]["median_over_hf_pld"] = round(statistics.median(ratios), 3)
     return summary
 
 
+def _x(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}x"
+
+
 def _print(console: Console, rows: list[Row], summary: dict, methods: list[str]) -> None:
     table = Table(title="specedit bench (speedup = tokens/s over plain greedy `ar`)")
-    for column in (
-        "task",
-        "method",
-        "tokens",
-        "tok/s",
-        "speedup",
-        "MAL",
-        "passes",
-        "= ar",
-        "exact",
-    ):
-        table.add_column(column, justify="left" if column in ("task", "method") else "right")
+    for column in ("task", "setup", "check", "stop", "tokens", "tok/s", "speedup", "MAL",
+                   "passes", "wall s", "= ar", "unrequested", "dropped"):  # fmt: skip
+        table.add_column(column, justify="left" if column in ("task", "setup") else "right")
     for row in rows:
         table.add_row(
-            row.task, row.method, str(row.new_tokens), f"{row.tokens_per_second:.1f}",
-            f"{row.speedup:.2f}x", f"{row.mean_accepted:.2f}", str(row.forward_passes),
-            "yes" if row.identical else "NO",
-            "-" if row.exact_match is None else ("yes" if row.exact_match else "no"),
+            row.task, row.method, _verdict(row), row.stop, str(row.new_tokens),
+            f"{row.tokens_per_second:.1f}", _x(row.speedup), f"{row.mean_accepted:.2f}",
+            str(row.forward_passes), f"{row.wall_seconds:.1f}",
+            "-" if row.identical is None else ("yes" if row.identical else "NO"),
+            "-" if row.unrequested is None else str(row.unrequested),
+            "-" if row.dropped is None else str(row.dropped),
         )  # fmt: skip
     console.print(table)
     totals = Table(title="summary over tasks")
-    for column in ("method", "median speedup", "geomean", "vs hf-pld", "MAL", "= ar", "exact",
-                   "similar", "unrequested"):  # fmt: skip
-        totals.add_column(column, justify="left" if column == "method" else "right")
+    for column in ("setup", "pass@1", "by group", "unchanged", "cut off", "runaway",
+                   "unrequested", "dropped", "median tok/s", "median wall s", "speedup",
+                   "vs hf-pld", "MAL", "= ar"):  # fmt: skip
+        totals.add_column(column, justify="left" if column == "setup" else "right")
     for method in methods:
         s = summary[method]
         totals.add_row(
-            method, f"{s['median_speedup']:.2f}x", f"{s['geomean_speedup']:.2f}x",
-            f"{s['median_over_hf_pld']:.2f}x" if "median_over_hf_pld" in s else "-",
-            f"{s['mean_accepted']:.2f}", s["identical"], s["exact_match"],
-            "-" if s["mean_similarity"] is None else f"{s['mean_similarity']:.3f}",
-            str(s["unrequested_lines"]),
+            method, s["pass"], " ".join(f"{g} {v}" for g, v in s["pass_by_group"].items()),
+            str(s["unchanged"]), str(s["cut_off"]), str(s["runaway"]),
+            str(s["unrequested_lines"]), str(s["dropped_lines"]),
+            f"{s['median_tokens_per_second']:.1f}", f"{s['median_wall_seconds']:.1f}",
+            _x(s["median_speedup"]), _x(s.get("median_over_hf_pld")),
+            f"{s['mean_accepted']:.2f}", s["identical"],
         )  # fmt: skip
     console.print(totals)
     reuse = Table(title="reuse: where accepted tokens came from (passes by accepted path)")
@@ -344,7 +480,8 @@ def _report(lm: LoadedModel, rows: list[Row], summary: dict) -> dict:
         "machine": platform.machine(),
         "python": platform.python_version(),
         "torch": torch.__version__,
-        "rows": [asdict(r) | {"tokens_per_second": round(r.tokens_per_second, 2),
-                              "mean_accepted": round(r.mean_accepted, 3)} for r in rows],
+        "rows": [{k: v for k, v in asdict(r).items() if k != "tokens"}
+                 | {"tokens_per_second": round(r.tokens_per_second, 2),
+                    "mean_accepted": round(r.mean_accepted, 3)} for r in rows],
         "summary": summary,
     }  # fmt: skip

@@ -1,5 +1,9 @@
 """Benchmark tasks: the shipped suite (tasks.jsonl, built by tools/make_bench_tasks.py from
-standard-library code and package documentation) or a user's own JSONL file."""
+standard-library code and package documentation) or a user's own JSONL file.
+
+A line is a JSON object: id, kind (a prompt name), instruction, input, and optionally language,
+expected (the right answer), group, and tests (Python code that must pass after the output).
+"""
 
 from __future__ import annotations
 
@@ -21,6 +25,14 @@ class Task:
     input: str
     language: str = ""
     expected: str | None = None
+    group: str = ""  # bug, feature or doc: what the bench's quality table is split by
+    # Python run after the edited text (program = output + "\n" + tests); passing = exit 0.
+    tests: str | None = None
+
+    @property
+    def checkable(self) -> bool:
+        """Whether pass/fail is known: by the tests, else by the expected text."""
+        return self.tests is not None or self.expected is not None
 
 
 def load_tasks(path: Path | None = None, ids: list[str] | None = None) -> list[Task]:
@@ -46,6 +58,8 @@ def load_tasks(path: Path | None = None, ids: list[str] | None = None) -> list[T
                     input=str(data["input"]),
                     language=str(data.get("language") or ""),
                     expected=data.get("expected"),
+                    group=str(data.get("group") or data["kind"]),
+                    tests=data.get("tests"),
                 )
             )
         except (json.JSONDecodeError, KeyError, TypeError) as exc:

@@ -589,7 +589,7 @@ def train_preverifier(
             prepared.prompt.ids,
             max_new_tokens=prepared.max_new_tokens,
             eos_token_ids=lm.eos_token_ids,
-            stop=prompts.FenceStop(lm.tokenizer, prepared.prompt.fence),
+            stop=prompts.FenceStop(lm.tokenizer, prepared.prompt),
         )
         if log:
             _, labels, weights = data[task.id]

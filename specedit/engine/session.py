@@ -92,11 +92,12 @@ class Stats:
 @dataclass
 class Generation:
     tokens: list[int]  # new tokens, including a final EOS if the model produced one
-    stop_reason: str  # "eos", "stop" (the caller's stop condition) or "length"
+    stop_reason: str  # "eos", "length", or the caller's stop condition's reason ("stop" for True)
     stats: Stats
 
 
-StopCondition = Callable[[int], bool]  # sees each committed token; True stops after it
+# Sees each committed token; a truthy result stops after it: a string names the reason.
+StopCondition = Callable[[int], bool | str | None]
 
 
 def _forward(
@@ -210,15 +211,15 @@ def _commit(
 ) -> str | None:
     """Append the step's tokens one at a time, cutting the step at the first stop.
 
-    Returns why generation must stop ("eos", "stop", "length"), or None to go on.
+    Returns why generation must stop ("eos", "length", the stop condition's reason), or None.
     """
     for i, token in enumerate(step.tokens):
         new_tokens.append(token)
         reason = None
         if token in eos_token_ids:
             reason = "eos"
-        elif stop is not None and stop(token):
-            reason = "stop"
+        elif stop is not None and (said := stop(token)):
+            reason = said if isinstance(said, str) else "stop"
         elif len(new_tokens) >= max_new_tokens:
             reason = "length"
         if reason:

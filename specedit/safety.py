@@ -1,0 +1,138 @@
+"""Checks before an edit is written: the file still parses, and no large part of it vanished.
+
+Like black's --safe: a fast wrong edit must never cost the user code. These checks compare the
+input with the edited text only; they know nothing about how the edit was made.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import json
+import re
+import tomllib
+import warnings
+import xml.etree.ElementTree as ElementTree
+
+import yaml
+
+# An edit that drops more than this share of the input's non-blank lines, and at least
+# DROP_MIN_LINES of them, is refused unless the instruction asks to remove something. A fix or
+# a change rarely removes a fifth of a file; a small model that loses its place does: it stops
+# early, leaves out a function, or answers with only the part it changed. The minimum keeps
+# short inputs editable (in a 6-line file one merged line is already 17%).
+DROP_SHARE = 0.2
+DROP_MIN_LINES = 3
+
+# Instructions that ask for less text: with one of these verbs (whole words, any case) a large
+# deletion is what the user wanted: remove, delete, drop, strip, trim, shorten (and "shorter"),
+# simplify, condense, summarize, cut, clean up, get rid of, prune, dedupe/deduplicate. Their
+# inflections count too ("removes", "trimmed"); nouns such as "removal" do not.
+REMOVAL_WORDS = re.compile(
+    r"\b(?:remov(?:e|es|ed|ing)|delet(?:e|es|ed|ing)|drop(?:s|ped|ping)?"
+    r"|strip(?:s|ped|ping)?|trim(?:s|med|ming)?|shorten(?:s|ed|ing)?|shorter"
+    r"|simplif(?:y|ies|ied|ying)|condens(?:e|es|ed|ing)|summari[sz](?:e|es|ed|ing)"
+    r"|cut(?:s|ting)?|clean(?:s|ed|ing)?[ -]?up|get rid of|prun(?:e|es|ed|ing)"
+    r"|dedup(?:e|licate)?)\b",
+    re.IGNORECASE,
+)
+
+
+def dropped_lines(before: str, after: str) -> int:
+    """How many of `before`'s non-blank lines have no counterpart in `after` (deleted, or
+    replaced by fewer lines)."""
+    old, new = before.splitlines(), after.splitlines()
+    matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
+    dropped = 0
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag in ("delete", "replace"):
+            gone = sum(1 for line in old[i1:i2] if line.strip())
+            kept = sum(1 for line in new[j1:j2] if line.strip())
+            dropped += max(gone - kept, 0)
+    return dropped
+
+
+def _python(text: str) -> None:
+    with warnings.catch_warnings():  # invalid escapes and the like are not our business
+        warnings.simplefilter("ignore")
+        ast.parse(text)
+
+
+def _yaml(text: str) -> None:
+    for _ in yaml.safe_load_all(text):
+        pass
+
+
+PARSERS = {
+    "python": ("Python", _python),
+    "json": ("JSON", json.loads),
+    "toml": ("TOML", tomllib.loads),
+    "yaml": ("YAML", _yaml),
+    "xml": ("XML", ElementTree.fromstring),
+}
+
+
+def _describe(exc: Exception) -> str:
+    """The parser's message with its line, in one line."""
+    if isinstance(exc, SyntaxError) and not isinstance(exc, ElementTree.ParseError):
+        return f"{exc.msg} (line {exc.lineno})"
+    if isinstance(exc, json.JSONDecodeError):
+        return f"{exc.msg} (line {exc.lineno}, column {exc.colno})"
+    if isinstance(exc, yaml.MarkedYAMLError) and exc.problem_mark is not None:
+        what = exc.problem or exc.context or "invalid YAML"
+        return f"{what} (line {exc.problem_mark.line + 1}, column {exc.problem_mark.column + 1})"
+    return " ".join(str(exc).split())  # TOML and XML name the line in their message
+
+
+def syntax_error(text: str, language: str) -> str | None:
+    """The parser's complaint about `text` in `language`, or None if it parses (or there is no
+    parser for the language)."""
+    if language not in PARSERS:
+        return None
+    try:
+        PARSERS[language][1](text)
+    except (SyntaxError, ValueError, yaml.YAMLError, ElementTree.ParseError) as exc:
+        return _describe(exc)  # JSONDecodeError and TOMLDecodeError are ValueErrors
+    return None
+
+
+def sniff(text: str) -> str:
+    """A language for text without a file name (stdin): only JSON, when it already parses."""
+    if text.lstrip()[:1] in ("{", "["):
+        try:
+            json.loads(text)
+        except ValueError:
+            return ""
+        return "json"
+    return ""
+
+
+def asks_for_removal(instruction: str) -> bool:
+    return REMOVAL_WORDS.search(instruction) is not None
+
+
+def problems(original: str, edited: str, instruction: str, language: str = "") -> list[str]:
+    """Why `edited` should not replace `original`, one line each; [] when it is safe.
+
+    Syntax: the input parses as its language (from the file name; stdin is only sniffed for
+    JSON) and the edit does not. Deletion: the edit drops more than DROP_SHARE of the input's
+    non-blank lines (and at least DROP_MIN_LINES) while the instruction asks to remove nothing.
+    """
+    found = []
+    language = language or sniff(original)
+    if language in PARSERS and syntax_error(original, language) is None:
+        message = syntax_error(edited, language)
+        if message is not None:
+            found.append(f"the edit breaks its {PARSERS[language][0]} syntax: {message}")
+    total = sum(1 for line in original.splitlines() if line.strip())
+    dropped = dropped_lines(original, edited)
+    if (
+        dropped >= DROP_MIN_LINES
+        and dropped > DROP_SHARE * total
+        and not asks_for_removal(instruction)
+    ):
+        found.append(
+            f"the edit drops {dropped} of {total} non-blank lines ({dropped / total:.0%}) "
+            "and the instruction asks to remove nothing"
+        )
+    return found

@@ -1,0 +1,65 @@
+"""The bench's quality side: the shipped suite's tests judge edits, and the counts add up."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from specedit.bench.runner import Row, _summary, check_task
+from specedit.bench.tasks import Task, TaskError, load_tasks
+
+SUITE = load_tasks()
+
+
+def test_the_suite_is_large_and_mixed():
+    groups = {group: [t for t in SUITE if t.group == group] for group in ("bug", "feature", "doc")}
+    assert len(SUITE) >= 40
+    assert len(groups["bug"]) >= 20 and len(groups["feature"]) >= 8 and len(groups["doc"]) >= 8
+    assert all(t.tests for t in groups["bug"] + groups["feature"])
+    assert all(t.expected is not None for t in groups["doc"])
+    lines = [t.input.count("\n") for t in SUITE]
+    assert max(lines) <= 400 and sum(n >= 150 for n in lines) >= 8
+    assert len({t.id for t in SUITE}) == len(SUITE)
+
+
+@pytest.mark.parametrize("task", [t for t in SUITE if t.tests], ids=lambda t: t.id)
+def test_each_tasks_tests_fail_on_the_input_and_pass_on_the_answer(task):
+    assert check_task(task, task.expected).passed
+    assert not check_task(task, task.input).passed
+
+
+def test_a_doc_task_passes_only_on_the_expected_text():
+    task = next(t for t in SUITE if t.group == "doc")
+    assert check_task(task, task.expected).passed
+    assert not check_task(task, task.input).passed
+    assert not check_task(task, None).passed  # cut off: nothing to check
+    free = Task("x", "edit", "do it", "a\n")
+    assert check_task(free, "b\n") is None
+
+
+def test_tasks_file_reads_tests_and_group(tmp_path):
+    path = tmp_path / "tasks.jsonl"
+    task = {"id": "t", "kind": "fix", "instruction": "i", "input": "x = 1\n", "group": "bug",
+            "tests": "assert x == 2"}  # fmt: skip
+    path.write_text(json.dumps(task) + "\n" + json.dumps({"id": "u"}) + "\n")
+    with pytest.raises(TaskError, match=":2: not a task"):
+        load_tasks(path)
+    path.write_text(json.dumps(task) + "\n")
+    (loaded,) = load_tasks(path)
+    assert (loaded.group, loaded.tests) == ("bug", "assert x == 2")
+    assert check_task(loaded, "x = 2\n").passed and not check_task(loaded, "x = 1\n").passed
+
+
+def test_summary_counts_passes_by_group_and_failures_by_kind():
+    rows = [
+        Row("a", "m", 10, 1.0, 2, group="bug", stop="stop", passed=True, unchanged=False),
+        Row("b", "m", 10, 1.0, 2, group="bug", stop="length", passed=False),
+        Row("c", "m", 10, 1.0, 2, group="doc", stop="runaway", passed=False),
+        Row("d", "m", 10, 2.0, 2, group="doc", stop="eos", passed=False, unchanged=True, dropped=4),
+    ]
+    s = _summary(rows, ["m"])["m"]
+    assert s["pass"] == "1/4" and s["pass_by_group"] == {"bug": "1/2", "doc": "0/2"}
+    assert (s["cut_off"], s["runaway"], s["unchanged"], s["dropped_lines"]) == (1, 1, 1, 4)
+    assert s["median_speedup"] is None  # no `ar` ran
+    assert [r.cut_off for r in rows] == [False, True, True, False]

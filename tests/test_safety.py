@@ -1,0 +1,136 @@
+"""Safety checks before a write: the edit still parses, and no large part of the file vanished."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from specedit import safety
+
+MODULE = '''"""Shapes."""
+
+import math
+
+
+def area(radius):
+    return math.pi * radius**2
+
+
+def perimeter(radius):
+    return 2 * math.pi * radius
+
+
+def describe(radius):
+    return f"r={radius} a={area(radius):.2f} p={perimeter(radius):.2f}"
+'''
+
+
+def test_a_small_correct_edit_has_no_problems():
+    edited = MODULE.replace("radius**2", "radius * radius")
+    assert safety.problems(MODULE, edited, "avoid the power operator", "python") == []
+
+
+def test_broken_python_is_named_with_the_parsers_message_and_line():
+    edited = MODULE.replace("return 2 * math.pi * radius", "return 2 * (math.pi * radius")
+    [problem] = safety.problems(MODULE, edited, "fix the perimeter", "python")
+    assert problem.startswith("the edit breaks its Python syntax: ")
+    assert "'(' was never closed (line 11)" in problem
+
+
+def test_input_that_is_already_broken_is_not_blamed_on_the_edit():
+    broken = MODULE.replace("def area(radius):", "def area(radius:")
+    edited = broken.replace("radius**2", "radius * radius")
+    assert safety.problems(broken, edited, "fix it", "python") == []
+
+
+def test_unknown_languages_are_not_parsed():
+    text = "def f(:\n    pass\n"  # not valid Python, but in a .txt file nobody says it is
+    assert safety.problems("hello\n", text, "fix", "text") == []
+    assert safety.problems("hello\n", text, "fix", "") == []
+
+
+@pytest.mark.parametrize(
+    "language,good,bad,message",
+    [
+        ("json", '{"a": 1, "b": [1, 2]}\n', '{"a": 1, "b": [1, 2],}\n', "line 1, column 22"),
+        ("toml", 'a = 1\n[b]\nc = "x"\n', 'a = 1\n[b]\nc = "x\n', "line 3"),
+        ("yaml", "a: 1\nb:\n  - x\n  - y\n", "a: 1\nb:\n  - x\n - y\n", "line 4"),
+        ("xml", "<a><b>1</b></a>\n", "<a><b>1</a></b>\n", "mismatched tag: line 1"),
+    ],
+)
+def test_broken_data_files_are_named(language, good, bad, message):
+    assert safety.problems(good, good.replace("1", "2"), "change", language) == []
+    [problem] = safety.problems(good, bad, "change", language)
+    assert problem.startswith(f"the edit breaks its {language.upper()} syntax: ")
+    assert message in problem
+
+
+def test_stdin_is_sniffed_for_json_only():
+    assert safety.problems('{"a": 1}\n', '{"a": 1,\n', "add a key", "")  # JSON in, broken out
+    assert safety.problems("a: 1\n", "a: [1\n", "edit", "") == []  # YAML is not guessed
+
+
+def test_a_large_deletion_is_refused():
+    edited = MODULE[: MODULE.index("def perimeter")]  # two of four definitions gone
+    [problem] = safety.problems(MODULE, edited, "fix the area formula", "python")
+    assert problem == (
+        "the edit drops 4 of 8 non-blank lines (50%) and the instruction asks to remove nothing"
+    )
+
+
+@pytest.mark.parametrize(
+    "instruction",
+    ["Remove the describe function", "delete unused code", "please SIMPLIFY this", "clean up"],
+)
+def test_a_deletion_the_instruction_asks_for_is_allowed(instruction):
+    edited = MODULE[: MODULE.index("def perimeter")]
+    assert safety.problems(MODULE, edited, instruction, "python") == []
+
+
+def test_removal_words_are_whole_words():
+    assert not safety.asks_for_removal("fix the dropdown and the cutoff")
+    assert not safety.asks_for_removal("make the removal faster")  # a noun, not a verb
+    assert safety.asks_for_removal("the lines were trimmed: put them back") is True
+
+
+def test_small_deletions_and_small_files_are_fine():
+    two_gone = MODULE.replace("    return 2 * math.pi * radius\n", "").replace(
+        '"""Shapes."""\n', ""
+    )
+    assert safety.dropped_lines(MODULE, two_gone) == 2  # 25%, but under the minimum of 3 lines
+    assert safety.problems(MODULE, two_gone, "fix it", "") == []
+    long = "".join(f"line {i}\n" for i in range(20))
+    three_gone = long.replace("line 3\n", "").replace("line 9\n", "").replace("line 15\n", "")
+    assert safety.problems(long, three_gone, "fix it", "") == []  # 3 lines, but only 15%
+    five_gone = three_gone.replace("line 4\n", "").replace("line 10\n", "")
+    assert safety.problems(long, five_gone, "fix it", "")  # 25%
+    short = "a = 1\nb = 2\nc = 3\n"
+    assert safety.problems(short, "a = 1\n", "fix it", "python") == []  # 2 lines < 3
+    assert safety.problems(short, "", "fix it", "text")  # 3 of 3 lines gone
+
+
+# Real answers of the bundled model, recorded on 2026-11-23 with qwen2.5-coder-0.5b (the default
+# Qwen2.5-Coder-0.5B-Instruct, Q4_K_M GGUF converted; fp32 on CPU; method adapld, greedy, strict
+# verification), i.e. what `specedit edit FILE.in "<instruction>" -q --force` prints; they were
+# made through `edit.execute(lm, edit.prepare(lm, EditRequest(text, instruction, prompt="edit",
+# language=...)))`, which is the same call. Of 11 short edits (inputs of 11 to 50 lines: a fix,
+# docstrings, type hints, a JSON field, a YAML service, TOML sections, a new class), 6 returned
+# the input unchanged, 3 made a harmless (if incomplete or wrong) change, one broke Python syntax
+# and one silently dropped two lines (both kept here, with two of the harmless ones); none
+# dropped more than two lines, so the large-deletion refusal is tested on hand-made cases only
+# (above, and in test_test_loop.py).
+RECORDED = Path(__file__).parent / "data" / "recorded"
+CASES = json.loads((RECORDED / "cases.json").read_text())
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda case: case["output"])
+def test_recorded_model_outputs(case):
+    original = (RECORDED / case["input"]).read_text()
+    edited = (RECORDED / case["output"]).read_text()
+    assert edited != original
+    found = safety.problems(original, edited, case["instruction"], case["language"])
+    assert len(found) == len(case["problems"]), found
+    for problem, expected in zip(found, case["problems"]):
+        assert problem.startswith(expected)

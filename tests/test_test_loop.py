@@ -1,0 +1,203 @@
+"""The CLI's safe writes (exit 4, --force) and its --test loop (--attempts, exit 5).
+
+The tiny random model really runs (so loading, prompts, stats and attribution are the real
+ones), but its answer is garbage that never ends, so `canned` replaces the text of each answer
+with a chosen one; the edit's other parts stay real.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+from typer.testing import CliRunner
+
+from specedit import edit, jobs
+from specedit.cli import app
+
+runner = CliRunner()
+SOURCE = """def mean(values):
+    total = 0
+    for value in values:
+        total += value
+    return total / len(values) + 1
+
+
+def spread(values):
+    return max(values) - min(values)
+
+
+def count(values):
+    return len(values)
+"""
+FIXED = SOURCE.replace(" + 1\n", "\n")
+BROKEN = SOURCE.replace("def spread(values):", "def spread(values:")
+TRUNCATED = SOURCE[: SOURCE.index("\n\n\ndef spread")] + "\n"
+
+
+@pytest.fixture
+def source(tmp_path):
+    path = tmp_path / "stats.py"
+    path.write_text(SOURCE)
+    return path
+
+
+@pytest.fixture
+def tiny(tiny_model_dir):
+    """Options for the tiny model: no index to build (pld), exact fp32."""
+    return ("--model", str(tiny_model_dir), "--dtype", "fp32", "--method", "pld")
+
+
+def canned(monkeypatch, *texts: str) -> list[edit.PreparedEdit]:
+    """Edit number k answers texts[k] (the last one repeats) after k + 1 real tokens, so the
+    stats and attribution tell the attempts apart; returns the prepared edits it was given."""
+    calls: list[edit.PreparedEdit] = []
+
+    def execute(lm, prepared, on_step=None):
+        calls.append(prepared)
+        short = replace(prepared, max_new_tokens=len(calls) + 1)
+        generation = edit.generate_edit(lm, short, on_step)
+        return edit.EditResult(texts[min(len(calls), len(texts)) - 1], generation, prepared.prompt)
+
+    monkeypatch.setattr(jobs, "execute", execute)
+    return calls
+
+
+def _run(*args):
+    return runner.invoke(app, [str(a) for a in args])
+
+
+def _files(folder):
+    return sorted(p.name for p in folder.iterdir())
+
+
+def test_an_edit_that_breaks_the_syntax_is_refused_in_place(source, tiny, monkeypatch):
+    canned(monkeypatch, BROKEN)
+    before = source.read_bytes()
+    result = _run("fix", source, "mean adds 1", "-i", *tiny)
+    assert result.exit_code == 4, result.stderr
+    assert source.read_bytes() == before and _files(source.parent) == ["stats.py"]
+    assert result.stdout == ""
+    assert (
+        f"specedit: error: refusing to write {source}: the edit breaks its Python syntax: "
+        in result.stderr
+    )
+    assert "-def spread(values):\n+def spread(values:\n" in result.stderr  # the diff
+
+
+def test_force_writes_a_refused_edit_with_a_warning(source, tiny, monkeypatch):
+    canned(monkeypatch, BROKEN)
+    result = _run("fix", source, "mean adds 1", "-i", "--force", *tiny)
+    assert result.exit_code == 0, result.stderr
+    assert source.read_text() == BROKEN
+    assert "specedit: warning: " in result.stderr and "(written anyway: --force)" in result.stderr
+
+
+def test_a_large_deletion_is_refused_on_stdout_and_with_output(source, tiny, monkeypatch):
+    canned(monkeypatch, TRUNCATED)
+    out = source.parent / "out.py"
+    for extra in ((), ("-o", out)):
+        result = _run("fix", source, "mean adds 1", *extra, *tiny)
+        assert result.exit_code == 4, result.stderr
+        assert result.stdout == "" and not out.exists()
+        assert "the edit drops 4 of 9 non-blank lines (44%)" in result.stderr
+    allowed = _run("edit", source, "remove spread and count", *tiny)  # asked for: no refusal
+    assert allowed.exit_code == 0 and allowed.stdout == TRUNCATED
+
+
+def test_diff_and_check_only_warn(source, tiny, monkeypatch):
+    canned(monkeypatch, BROKEN)
+    diff = _run("fix", source, "mean adds 1", "--diff", *tiny)
+    assert diff.exit_code == 0 and "+def spread(values:" in diff.stdout
+    assert f"specedit: warning: {source}: the edit breaks its Python syntax" in diff.stderr
+    check = _run("fix", source, "mean adds 1", "--check", *tiny)
+    assert check.exit_code == 1 and "specedit: warning: " in check.stderr
+    assert source.read_text() == SOURCE
+
+
+def test_a_test_that_always_fails_exits_5_after_every_attempt(source, tiny, monkeypatch):
+    calls = canned(monkeypatch, FIXED)
+    stats = source.parent / "stats.json"
+    result = _run("fix", source, "mean adds 1", "-i", "--test", "echo nope; false",
+                  "--stats-file", stats, *tiny)  # fmt: skip
+    assert result.exit_code == 5, result.stderr
+    assert source.read_text() == SOURCE and result.stdout == ""
+    lines = [line for line in result.stderr.splitlines() if line.startswith("specedit: attempt")]
+    assert lines == [f"specedit: attempt {k}/3: failed (exit 1): nope" for k in (1, 2, 3)]
+    assert f"nothing was written to {source}: none of 3 attempts passed --test" in result.stderr
+    # retries show the failure to the model; the third samples
+    assert [bool(c.request.feedback) for c in calls] == [False, True, True]
+    assert "nope" in calls[1].request.feedback
+    assert [c.request.sampling.temperature > 0 for c in calls] == [False, False, True]
+    recorded = json.loads(stats.read_text())
+    assert recorded["attempts"] == 3 and recorded["test"] == "failed"
+
+
+def test_attempts_sets_the_number_of_tries(source, tiny, monkeypatch):
+    calls = canned(monkeypatch, FIXED)
+    result = _run("fix", source, "mean adds 1", "--test", "false", "--attempts", "1", "-q", *tiny)
+    assert result.exit_code == 5 and len(calls) == 1
+    assert "specedit: attempt 1/1: failed (exit 1)\n" in result.stderr  # no output: no colon
+    assert result.stderr.count("specedit: attempt") == 1
+
+
+def test_a_passing_test_delivers_the_first_passing_candidate(source, tiny, monkeypatch):
+    calls = canned(monkeypatch, BROKEN.replace("+ 1", "+ 2"), FIXED, SOURCE)
+    stats, spans = source.parent / "s.json", source.parent / "a.json"
+    test = "grep -qx '    return total / len(values)' {file}"
+    result = _run("fix", source, "mean adds 1", "-i", "--test", test,
+                  "--stats-file", stats, "--attribution", spans, *tiny)  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    assert source.read_text() == FIXED and len(calls) == 2
+    assert "specedit: attempt 1/3: failed (exit 1)" in result.stderr
+    assert "--test passed after 2 attempts" in result.stderr
+    recorded = json.loads(stats.read_text())
+    assert recorded["attempts"] == 2 and recorded["test"] == "passed"
+    # the attribution written is the delivered attempt's (attempt k made k + 1 tokens)
+    assert recorded["new_tokens"] == 3 and json.loads(spans.read_text())["tokens"] == 3
+
+
+def test_a_test_that_passes_first_time_writes_and_reports_one_attempt(source, tiny, monkeypatch):
+    canned(monkeypatch, FIXED)
+    result = _run("fix", source, "mean adds 1", "-i", "--test", "true", "--stats", "json", *tiny)
+    assert result.exit_code == 0, result.stderr
+    assert source.read_text() == FIXED
+    recorded = json.loads(result.stderr.strip().splitlines()[-1])
+    assert recorded["attempts"] == 1 and recorded["test"] == "passed"
+    assert "specedit: attempt" not in result.stderr
+
+
+def test_a_passing_candidate_is_still_checked_for_safety(source, tiny, monkeypatch):
+    canned(monkeypatch, BROKEN)
+    result = _run("fix", source, "mean adds 1", "-i", "--test", "true", *tiny)
+    assert result.exit_code == 4 and source.read_text() == SOURCE
+    assert "refusing to write" in result.stderr
+
+
+def test_edits_that_never_reach_the_test_are_edit_errors(source, tiny):
+    # the real tiny model: its answer is cut off at 5 tokens every time
+    result = _run("fix", source, "fix", "--test", "true", "--attempts", "2",
+                  "--max-new-tokens", "5", *tiny)  # fmt: skip
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr.count("edit failed: the edit was cut off at the token limit") == 2
+
+
+def test_test_option_usage_errors(source):
+    result = _run("edit", "-", "x", "--test", "true")
+    assert result.exit_code == 2 and "--test" in result.stderr and "stdin" in result.stderr
+    result = _run("fix", source, "x", "--test", "true", "--attempts", "0")
+    assert result.exit_code == 2 and "--attempts must be at least 1" in result.stderr
+
+
+def test_test_and_attempts_come_from_the_settings_file(source, tiny, monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".specedit.toml").write_text(
+        'test = "echo from-settings; exit 3"\nattempts = 2\ntest-timeout = 30\n'
+    )
+    calls = canned(monkeypatch, FIXED)
+    result = _run("fix", source, "mean adds 1", "-i", *tiny)
+    assert result.exit_code == 5, result.stderr
+    assert len(calls) == 2
+    assert "specedit: attempt 2/2: failed (exit 3): from-settings" in result.stderr
+    assert source.read_text() == SOURCE
