@@ -44,6 +44,7 @@ class EditResult:
     text: str
     generation: Generation
     prompt: prompts.EditPrompt
+    statement: str | None = None  # the model's statement of the change, when the prompt asks
 
     @property
     def changed(self) -> bool:
@@ -156,7 +157,7 @@ def execute(
             f"the edit was cut off at the token limit ({len(generation.tokens)} new tokens); "
             "raise --max-new-tokens"
         )
-    return EditResult(text, generation, prepared.prompt)
+    return EditResult(text, generation, prepared.prompt, prepared.statement)
 
 
 @dataclass

@@ -222,6 +222,8 @@ class Report:
             "stop_reason": result.generation.stop_reason,
             "refused": refused,
         }
+        if result.statement is not None:
+            stats["statement"] = result.statement
         passed = bool(self.tries) and self.tries[-1].passed
         if self.tries is not None:
             stats |= {"attempts": len(self.tries), "test": "passed" if passed else "failed"}
@@ -238,7 +240,10 @@ class Report:
                 tested += f" after {len(self.tries)} attempts"
         if delivery.stats == "json":
             print(json.dumps(stats), file=sys.stderr)
-        elif not self.summary_shown:
+            return
+        if result.statement:  # the model's own words on what it changed
+            print(f"specedit: {self.name}: {result.statement}", file=sys.stderr)
+        if not self.summary_shown:
             s = result.generation.stats
             print(
                 f"specedit: {self.name}: {s.new_tokens} tokens in {s.total_seconds:.1f}s "

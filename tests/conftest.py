@@ -1,12 +1,20 @@
-"""Shared fixtures: tiny random models built from a config (no download, fast, fp32)."""
+"""Shared fixtures: tiny random models built from a config (no download, fast, fp32), and the
+small bundled model for end-to-end runs."""
 
 from __future__ import annotations
+
+import os
 
 import pytest
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
 
 torch.set_num_threads(2)
+
+# End-to-end tests run on the small bundled model, whatever the product's default is: the CLI
+# (and the pre-commit hook it spawns) read SPECEDIT_MODEL.
+TEST_MODEL = "qwen2.5-coder-0.5b"
+os.environ["SPECEDIT_MODEL"] = TEST_MODEL
 
 
 def tiny_model(
@@ -70,10 +78,10 @@ def llama_tiny_eager():
 
 @pytest.fixture(scope="session")
 def bundled_model_dir():
-    """The default model's converted folder (converted once per machine, ~1 minute)."""
+    """The test model's converted folder (converted once per machine, ~1 minute)."""
     from specedit import models
 
-    return models.resolve(models.DEFAULT_MODEL)
+    return models.resolve(TEST_MODEL)
 
 
 @pytest.fixture(scope="session")

@@ -38,7 +38,7 @@ def test_bench_runs_methods_side_by_side(bundled_model_dir, tmp_path):
     report = tmp_path / "bench.json"
     result = runner.invoke(
         app,
-        ["bench", "--tasks", "typo-click-readme", "--methods", "hf-pld,pld,pldplus",
+        ["bench", "--tasks", "typo-click-readme", "--methods", "ar,hf-pld,pld,pldplus",
          "--json", str(report)],
     )  # fmt: skip
     assert result.exit_code == 0, result.stderr
@@ -49,3 +49,5 @@ def test_bench_runs_methods_side_by_side(bundled_model_dir, tmp_path):
     # presence of the comparison is checked here.
     assert all(isinstance(row["identical"], bool) for row in data["rows"])
     assert data["summary"]["pldplus"]["mean_accepted"] > 2  # drafts were accepted
+    assert {row["passed"] for row in data["rows"]} <= {True, False}  # the typo task is checked
+    assert all(row["stop"] in ("stop", "eos") for row in data["rows"])

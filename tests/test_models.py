@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from conftest import TEST_MODEL
 
 from specedit import models
 
@@ -40,7 +41,7 @@ def test_bundled_model_is_converted_once_and_reused(bundled_model_dir, monkeypat
         raise AssertionError("converted again")
 
     monkeypatch.setattr(models, "_convert_gguf", no_second_conversion)
-    assert models.resolve(models.DEFAULT_MODEL) == bundled_model_dir
+    assert models.resolve(TEST_MODEL) == bundled_model_dir
 
 
 def test_a_model_without_chat_template_is_refused(tmp_path, tiny_model_dir):

@@ -283,6 +283,8 @@ def run_bench(
                 highlight=False,
             )
         _compare_with_reference([r for r in rows if r.task == task.id])
+        if json_file:  # after every task, so that a long run that is stopped still reports
+            json_file.write_text(json.dumps(_report(lm, rows, _summary(rows, labels)), indent=2))
     summary = _summary(rows, labels)
     _print(console, rows, summary, labels)
     if json_file:
