@@ -19,7 +19,7 @@ $(STAMP): pyproject.toml
 demo: install
 	$(BIN)/specedit fix examples/buggy_stats.py "mean() returns a huge number instead of the average"
 
-test: install
+test: lint
 	$(BIN)/python -m pytest
 
 lint: install
