@@ -1,8 +1,8 @@
 """The `specedit` command: parse options, load the model once, hand each file to jobs.
 
-Exit codes: 0 ok, 1 changes found with --check, 2 usage, input or edit error, 3 model error,
-4 refused as unsafe (the edit breaks the file's syntax or drops many lines; --force writes it),
-5 --test failed on every attempt, 130 interrupted (nothing is written then, nor with 2 to 5).
+Thin on purpose: options are declared once and checked by click; everything heavy (torch, the
+model, drafters) is imported only by the command that needs it, so `--help` answers at once.
+Exit codes are `specedit.exits.Exit`.
 """
 
 from __future__ import annotations
@@ -12,14 +12,16 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, get_type_hints
+from typing import Annotated, Literal, get_type_hints
 
 import typer
 
 from specedit import __version__
-from specedit.drafting import DEFAULT_METHOD, METHODS
-from specedit.jobs import EXIT_INPUT, EXIT_INTERRUPTED, EXIT_MODEL, error
-from specedit.models import DEFAULT_MODEL
+from specedit.console import error
+from specedit.drafting.registry import ABLATIONS, DEFAULT_METHOD, METHODS
+from specedit.engine.modes import VERIFY_MODES
+from specedit.exits import Exit
+from specedit.models import DEFAULT_MODEL, DTYPES
 
 app = typer.Typer(
     help="Edit files with a local LLM, fast: the input is the draft (model-free speculative "
@@ -37,13 +39,25 @@ def _opt(*names: str, help: str, env: str | None = None, **extra) -> typer.Optio
     return typer.Option(*names, help=help, envvar=env and f"SPECEDIT_{env}", **extra)
 
 
+# Options more than one command takes, declared once.
+ModelOption = Annotated[
+    str, _opt("--model", help="Bundled name, model folder, .gguf file or hub id.", env="MODEL")
+]
+DtypeOption = Annotated[
+    Literal[tuple(DTYPES)],
+    _opt("--dtype", help="auto: bf16 where the CPU has it, else fp32.", env="DTYPE"),
+]
+ThreadsOption = Annotated[
+    int | None, _opt("--threads", help="CPU threads [default: all cores].", env="THREADS")
+]
+
+
 def _edit_options(
     method: Annotated[
-        str, _opt("--method", help=f"Drafting method: {', '.join(METHODS)}.", env="METHOD")
+        Literal[tuple(METHODS)],
+        _opt("--method", help="How drafts are made (adapld: the default).", env="METHOD"),
     ] = DEFAULT_METHOD,
-    model: Annotated[
-        str, _opt("--model", help="Bundled name, model folder, .gguf file or hub id.", env="MODEL")
-    ] = DEFAULT_MODEL,
+    model: ModelOption = DEFAULT_MODEL,
     in_place: Annotated[
         bool, _opt("-i", "--in-place", help="Rewrite the file (atomically) instead of printing it.")
     ] = False,
@@ -58,7 +72,7 @@ def _edit_options(
         bool, _opt("-q", "--quiet", help="No dashboard, no stats line; errors only.")
     ] = False,
     stats: Annotated[
-        str, _opt("--stats", help="Stats on stderr: text or json.", env="STATS")
+        Literal["text", "json"], _opt("--stats", help="Stats on stderr.", env="STATS")
     ] = "text",
     stats_file: Annotated[
         Path | None, _opt("--stats-file", help="Also write the stats as JSON to this file.")
@@ -107,10 +121,10 @@ def _edit_options(
     top_k: Annotated[int, _opt("--top-k", help="Sample from the k likeliest tokens (0: all).")] = 0,
     seed: Annotated[int | None, _opt("--seed", help="Seed for sampling.")] = None,
     verify: Annotated[
-        str,
+        Literal[VERIFY_MODES],
         _opt(
             "--verify",
-            help="strict (exact); conditional or mixed also accept plausible drafts (lossy).",
+            help="strict is exact; conditional and mixed also accept plausible drafts (lossy).",
             env="VERIFY",
         ),
     ] = "strict",
@@ -132,13 +146,8 @@ def _edit_options(
             help="A file that feeds only the draft pool (repeatable); needs --method pool.",
         ),
     ] = None,
-    dtype: Annotated[
-        str,
-        _opt("--dtype", help="auto (bf16 where the CPU has it), bf16, fp16 or fp32.", env="DTYPE"),
-    ] = "auto",
-    threads: Annotated[
-        int | None, _opt("--threads", help="CPU threads [default: all cores].", env="THREADS")
-    ] = None,
+    dtype: DtypeOption = "auto",
+    threads: ThreadsOption = None,
     device: Annotated[
         str, _opt("--device", help="cpu, or an accelerate device map such as auto.", env="DEVICE")
     ] = "cpu",
@@ -156,12 +165,8 @@ def _run_edits(prompt: str, files: list[str], instruction: str, **options) -> No
     from specedit.jobs import CheckCommand, Delivery, edit_file
 
     problems = []
-    if options["method"] not in METHODS:
-        problems.append(f"unknown method {options['method']!r}: choose one of {', '.join(METHODS)}")
     if not instruction.strip():
         problems.append("the instruction is empty")
-    if options["stats"] not in ("text", "json"):
-        problems.append("--stats takes text or json")
     if (
         sum(map(bool, (options["in_place"], options["diff"], options["check"], options["output"])))
         > 1
@@ -192,7 +197,7 @@ def _run_edits(prompt: str, files: list[str], instruction: str, **options) -> No
         problems.append(str(exc))
     if problems:
         error(problems[0])
-        raise typer.Exit(EXIT_INPUT)
+        raise typer.Exit(Exit.INPUT)
 
     lm = _load(options["model"], options["dtype"], options["threads"], options["device"])
     template = EditRequest(
@@ -231,7 +236,7 @@ def _load(model: str, dtype: str, threads: int | None, device: str = "cpu"):
             return load(model, dtype, device)
         except ModelError as exc:
             error(str(exc))
-            raise typer.Exit(EXIT_MODEL) from None
+            raise typer.Exit(Exit.MODEL) from None
 
 
 @contextmanager
@@ -242,7 +247,7 @@ def _interruptible() -> Iterator[None]:
         yield
     except KeyboardInterrupt:
         error("interrupted; nothing was written")
-        raise typer.Exit(EXIT_INTERRUPTED) from None
+        raise typer.Exit(Exit.INTERRUPTED) from None
 
 
 def _command(prompt: str, positional: list[inspect.Parameter], doc: str):
@@ -341,13 +346,17 @@ def main(
         ctx.default_map = default_map(settings, commands, source)
     except SettingsError as exc:
         error(str(exc))
-        raise typer.Exit(EXIT_INPUT) from None
+        raise typer.Exit(Exit.INPUT) from None
 
 
 @app.command()
 def bench(
     methods: Annotated[
-        str, typer.Option(help="Comma-separated methods; hf-pld is transformers' prompt lookup.")
+        str,
+        typer.Option(
+            help="Comma-separated methods: hf-pld (transformers' prompt lookup), "
+            f"{', '.join(METHODS)}, and ablations of adapld: {', '.join(ABLATIONS)}."
+        ),
     ] = "ar,hf-pld,pld,pldplus,adapld",
     tasks: Annotated[
         str | None, typer.Option(help="Comma-separated task ids [default: all].")
@@ -355,12 +364,12 @@ def bench(
     tasks_file: Annotated[
         Path | None, typer.Option("--tasks-file", help="Your own tasks, one JSON object a line.")
     ] = None,
-    model: Annotated[str, _opt("--model", help="Model to measure.", env="MODEL")] = DEFAULT_MODEL,
-    dtype: Annotated[str, _opt("--dtype", help="auto, bf16, fp16 or fp32.", env="DTYPE")] = "auto",
+    model: ModelOption = DEFAULT_MODEL,
+    dtype: DtypeOption = "auto",
     repeat: Annotated[int, typer.Option(help="Runs per task and method; the fastest counts.")] = 1,
     max_new_tokens: Annotated[int | None, typer.Option(help="Token limit per task.")] = None,
     json_file: Annotated[Path | None, typer.Option("--json", help="Write results as JSON.")] = None,
-    threads: Annotated[int | None, _opt("--threads", help="CPU threads.", env="THREADS")] = None,
+    threads: ThreadsOption = None,
     verify: Annotated[
         str, typer.Option(help="Comma-separated verification modes: strict, conditional, mixed.")
     ] = "strict",
@@ -391,10 +400,8 @@ def bench(
       specedit bench --methods adapld --attempts 3
       specedit bench --tasks-file my_tasks.jsonl
     """
-
     from specedit.bench.runner import BenchError, run_bench
-    from specedit.drafting.heads import CalibrationMissing
-    from specedit.drafting.preverifier import CalibrationError
+    from specedit.drafting.artefacts import DrafterUnavailable
 
     lm = _load(model, dtype, threads)
     with _interruptible():
@@ -411,16 +418,16 @@ def bench(
                 prompt_sets=[p.strip() for p in prompt_sets.split(",")] if prompt_sets else None,
                 attempts=bench_attempts,
             )
-        except (BenchError, CalibrationMissing, CalibrationError) as exc:
+        except (BenchError, DrafterUnavailable) as exc:
             error(str(exc))
-            raise typer.Exit(EXIT_INPUT) from None
+            raise typer.Exit(Exit.INPUT) from None
 
 
 @app.command()
 def calibrate(
-    model: Annotated[str, _opt("--model", help="Model to calibrate.", env="MODEL")] = DEFAULT_MODEL,
-    dtype: Annotated[str, _opt("--dtype", help="auto, bf16, fp16 or fp32.", env="DTYPE")] = "auto",
-    threads: Annotated[int | None, _opt("--threads", help="CPU threads.", env="THREADS")] = None,
+    model: ModelOption = DEFAULT_MODEL,
+    dtype: DtypeOption = "auto",
+    threads: ThreadsOption = None,
 ) -> None:
     """Find the model's induction heads for pldplus-attn (and train the pre-verifier) on the
     bench suite, and cache them; a few minutes, once per model.
@@ -429,15 +436,11 @@ def calibrate(
     Example:
       specedit calibrate && specedit fix bug.py "..." --method pldplus-attn
     """
-
-    from specedit.bench.tasks import load_tasks
-    from specedit.drafting.heads import calibrate as calibrate_heads
-    from specedit.drafting.preverifier import train_preverifier
+    from specedit.calibrate import calibrate as run_calibration
 
     lm = _load(model, dtype, threads)
     with _interruptible():
-        calibrate_heads(lm)
-        train_preverifier(lm, load_tasks())
+        run_calibration(lm)
 
 
 @models_app.callback(invoke_without_command=True)
@@ -467,7 +470,7 @@ def models_prepare(
         typer.echo(str(models.resolve(name)))
     except models.ModelError as exc:
         error(str(exc))
-        raise typer.Exit(EXIT_MODEL) from None
+        raise typer.Exit(Exit.MODEL) from None
 
 
 @models_app.command("info")
@@ -484,7 +487,7 @@ def models_info(
         config = AutoConfig.from_pretrained(source)
     except (models.ModelError, OSError) as exc:
         error(str(exc))
-        raise typer.Exit(EXIT_MODEL) from None
+        raise typer.Exit(Exit.MODEL) from None
     typer.echo(f"source         {source}")
     for key in (
         "model_type",

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 
 from specedit import prompts
 from specedit.checks import CheckResult
-from specedit.drafting import DEFAULT_METHOD, DraftSources, make_drafter
+from specedit.drafting.registry import DEFAULT_METHOD, DraftSources, make_drafter
 from specedit.engine.session import Generation, Step, generate
 from specedit.engine.verify import GREEDY, STRICT, Sampling, Verification
 from specedit.models import LoadedModel

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -37,18 +38,30 @@ def read_text(path: str) -> str:
         ) from None
 
 
-def write_atomic(path: str, text: str) -> None:
-    """Replace `path` with `text` via a temp file in the same folder and a rename, so that a
-    failure or Ctrl-C never leaves a half-written file; the file's mode is kept."""
+def replace_atomically(path: str | Path, write: Callable[[Path], None]) -> Path:
+    """Have `write(temporary path)` write the file, then rename it onto `path`, so a failure or
+    Ctrl-C never leaves a half-written file and readers never see one; an existing file's mode is
+    kept. The one way specedit writes a file in place: edits, indexes, calibrations."""
     target = Path(path)
     mode = target.stat().st_mode & 0o7777 if target.exists() else None
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    os.close(fd)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
+        write(Path(tmp))
         if mode is not None:
             os.chmod(tmp, mode)
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    return target
+
+
+def write_atomic(path: str | Path, text: str) -> None:
+    """Replace `path` with `text` (UTF-8, newlines as given), atomically."""
+
+    def write(tmp: Path) -> None:
+        with tmp.open("w", encoding="utf-8", newline="") as f:
+            f.write(text)
+
+    replace_atomically(path, write)

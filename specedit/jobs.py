@@ -17,12 +17,10 @@ from pathlib import Path
 
 from rich.console import Console
 
-from specedit import safety
-from specedit.attribution import Attribution
+from specedit import console, safety
 from specedit.checks import CheckResult, run_command
-from specedit.dashboard import Dashboard, dashboard_enabled
-from specedit.drafting.heads import CalibrationMissing
-from specedit.drafting.preverifier import CalibrationError
+from specedit.console import error, say, warning
+from specedit.drafting.artefacts import DrafterUnavailable
 from specedit.edit import (
     Attempt,
     EditError,
@@ -33,15 +31,12 @@ from specedit.edit import (
     execute,
     prepare,
 )
+from specedit.exits import Exit
 from specedit.files import InputError, read_text, write_atomic
 from specedit.models import LoadedModel
 from specedit.prompts import PromptError, language_for
-
-# 0 ok, 1 changes found with --check, 2 usage, input or edit error, 3 model error, 4 refused as
-# unsafe (the edit breaks the file's syntax or drops many lines; --force writes anyway), 5 --test
-# failed on every attempt, 130 interrupted.
-EXIT_OK, EXIT_CHANGED, EXIT_INPUT, EXIT_MODEL = 0, 1, 2, 3
-EXIT_UNSAFE, EXIT_TEST_FAILED, EXIT_INTERRUPTED = 4, 5, 130
+from specedit.view.attribution import Attribution
+from specedit.view.dashboard import Dashboard, dashboard_enabled
 
 
 @dataclass(frozen=True)
@@ -72,14 +67,6 @@ class CheckCommand:
     command: str
     attempts: int = 3
     timeout: float = 120.0
-
-
-def error(message: str) -> None:
-    print(f"specedit: error: {message}", file=sys.stderr, flush=True)
-
-
-def warning(message: str) -> None:
-    print(f"specedit: warning: {message}", file=sys.stderr, flush=True)
 
 
 def edit_file(
@@ -128,24 +115,24 @@ def edit_file(
             tries = attempt_edits(lm, request, check, test.attempts, run)
             # the delivered candidate is the last one: the one that passed, if any did
             result = next((t.result for t in reversed(tries) if t.result is not None), None)
-    except (InputError, EditError, PromptError, CalibrationMissing, CalibrationError) as exc:
+    except (InputError, EditError, PromptError, DrafterUnavailable) as exc:
         error(str(exc))
-        return EXIT_INPUT
+        return Exit.INPUT
     report = Report(name, delivery, request.method, live, tries)
     if tries is not None:
         for number, attempt in enumerate(tries, 1):
             if not attempt.passed and (not tries[-1].passed or not delivery.quiet):
-                line = attempt.check.summary() if attempt.check else f"edit failed: {attempt.error}"
-                print(f"specedit: attempt {number}/{test.attempts}: {line}", file=sys.stderr)
+                why = attempt.check.summary() if attempt.check else f"edit failed: {attempt.error}"
+                say(f"attempt {number}/{test.attempts}: {why}")
         if not tries[-1].passed:
             if result is not None:
                 report.stats(result, _attribution_of(result, attributions))
             error(f"nothing was written to {name}: none of {len(tries)} attempts passed --test")
             # an edit that never reached the check is an edit error, not a failed test
             ran = any(attempt.check is not None for attempt in tries)
-            return EXIT_TEST_FAILED if ran else EXIT_INPUT
+            return Exit.TEST_FAILED if ran else Exit.INPUT
     code = _deliver(path, name, result, delivery, request)
-    report.stats(result, _attribution_of(result, attributions), code == EXIT_UNSAFE)
+    report.stats(result, _attribution_of(result, attributions), code == Exit.UNSAFE)
     return code
 
 
@@ -179,21 +166,21 @@ def _deliver(
             error(f"refusing to write {name}: {problem}")
         sys.stderr.writelines(_diff(original, edited, name))
         sys.stderr.flush()
-        return EXIT_UNSAFE
+        return Exit.UNSAFE
     for problem in problems:
         warning(f"{name}: {problem}" + (" (written anyway: --force)" if delivery.writes else ""))
-    code = EXIT_OK
+    code = Exit.OK
     if delivery.check:
         if result.changed:
-            print(f"would edit {name}", file=sys.stderr)
-            code = EXIT_CHANGED
+            console.line(f"would edit {name}")
+            code = Exit.CHANGED
     elif delivery.diff:
         sys.stdout.writelines(_diff(original, edited, name))
     elif delivery.in_place:
         if result.changed:
             write_atomic(path, edited)
             if not delivery.quiet:
-                print(f"edited {name}", file=sys.stderr)
+                console.line(f"edited {name}")
     elif delivery.output:
         write_atomic(str(delivery.output), edited)
     else:
@@ -239,18 +226,17 @@ class Report:
             if len(self.tries) > 1:
                 tested += f" after {len(self.tries)} attempts"
         if delivery.stats == "json":
-            print(json.dumps(stats), file=sys.stderr)
+            console.line(json.dumps(stats))
             return
         if result.statement:  # the model's own words on what it changed
-            print(f"specedit: {self.name}: {result.statement}", file=sys.stderr)
+            say(f"{self.name}: {result.statement}")
         if not self.summary_shown:
             s = result.generation.stats
-            print(
-                f"specedit: {self.name}: {s.new_tokens} tokens in {s.total_seconds:.1f}s "
+            say(
+                f"{self.name}: {s.new_tokens} tokens in {s.total_seconds:.1f}s "
                 f"({s.tokens_per_second:.1f} tok/s), {s.forward_passes} forward passes, "
                 f"{s.mean_accepted:.2f} tokens/pass, {stats['copied_share']:.0%} copied, "
-                f"method {self.method}" + ("" if result.changed else ", no change") + tested,
-                file=sys.stderr,
+                f"method {self.method}" + ("" if result.changed else ", no change") + tested
             )
         elif tested:
-            print(f"specedit: {self.name}: {tested[2:]}", file=sys.stderr)
+            say(f"{self.name}: {tested[2:]}")

@@ -11,13 +11,16 @@ import hashlib
 import importlib.util
 import os
 import shutil
-import sys
 import tempfile
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import torch
+from specedit.console import say
+
+if TYPE_CHECKING:
+    import torch
 
 
 class ModelError(Exception):
@@ -96,10 +99,6 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _progress(message: str) -> None:
-    print(f"specedit: {message}", file=sys.stderr, flush=True)
-
-
 def _bundled_gguf(model: BundledModel, work: Path) -> Path:
     """Return the model's single GGUF file, joining and checking the parts into `work` if split."""
     if model.single_file:
@@ -108,7 +107,7 @@ def _bundled_gguf(model: BundledModel, work: Path) -> Path:
     for import_name in model.packages:
         parts += sorted((_package_dir(model, import_name) / "data").glob("part*.bin"))
     joined = work / f"{model.name}.gguf"
-    _progress(f"joining {len(parts)} parts of {model.name}")
+    say(f"joining {len(parts)} parts of {model.name}")
     with joined.open("wb") as out:
         for part in parts:
             with part.open("rb") as f:
@@ -123,9 +122,10 @@ def _bundled_gguf(model: BundledModel, work: Path) -> Path:
 
 def _convert_gguf(gguf: Path, target: Path) -> None:
     """Dequantize a GGUF file into an ordinary model folder at `target`, atomically."""
+    import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    _progress(f"converting {gguf.name} to a model folder (once; 10-60 s)")
+    say(f"converting {gguf.name} to a model folder (once; 10-60 s)")
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
     try:
@@ -186,6 +186,8 @@ def _ensure(path: Path) -> Path:
 
 def default_dtype() -> torch.dtype:
     """bf16 where the CPU has native bf16 support (about 2x faster here), else fp32."""
+    import torch
+
     if torch.cuda.is_available():
         return torch.bfloat16
     return (
@@ -203,7 +205,7 @@ def _cpu_has_bf16() -> bool:
     return any(flag in flags for flag in ("avx512_bf16", "amx_bf16", "avx512bw"))
 
 
-DTYPES = {"auto": None, "bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
+DTYPES = {"auto": None, "bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}  # torch names
 
 
 @dataclass
@@ -231,6 +233,7 @@ class LoadedModel:
 @cache
 def load(model: str = DEFAULT_MODEL, dtype: str = "auto", device: str = "cpu") -> LoadedModel:
     """Load a model once per process (cached on its arguments)."""
+    import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
@@ -238,7 +241,7 @@ def load(model: str = DEFAULT_MODEL, dtype: str = "auto", device: str = "cpu") -
     hf_logging.set_verbosity_error()
     if dtype not in DTYPES:
         raise ModelError(f"unknown dtype {dtype!r}: choose one of {', '.join(DTYPES)}")
-    torch_dtype = DTYPES[dtype] or default_dtype()
+    torch_dtype = getattr(torch, DTYPES[dtype]) if DTYPES[dtype] else default_dtype()
     source = resolve(model)
     device_map = None if device == "cpu" else device
     try:

@@ -64,7 +64,9 @@ def test_empty_file_and_empty_instruction_exit_2(tmp_path, source):
 
 def test_unknown_method_exits_2_and_unknown_model_exits_3(source):
     result = _run("fix", str(source), "fix", "--method", "magic")
-    assert result.exit_code == 2 and "unknown method 'magic'" in result.stderr
+    assert result.exit_code == 2 and "'magic' is not one of" in result.stderr
+    result = _run("fix", str(source), "fix", "--method", "adapld-no-branch")  # bench-only ablation
+    assert result.exit_code == 2 and "is not one of" in result.stderr
     result = _run("fix", str(source), "fix", "--model", "no-such-model")
     assert result.exit_code == 3 and "unknown model" in result.stderr
     assert result.stdout == ""

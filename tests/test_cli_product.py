@@ -91,7 +91,7 @@ def test_settings_file_and_environment_set_defaults(tmp_path, monkeypatch, typo)
     monkeypatch.chdir(tmp_path)
     (tmp_path / ".specedit.toml").write_text('method = "nonexistent"\n')
     result = _run("fix", typo, "fix")
-    assert result.exit_code == 2 and "unknown method 'nonexistent'" in result.stderr
+    assert result.exit_code == 2 and "'nonexistent' is not one of" in result.stderr
     monkeypatch.setenv("SPECEDIT_METHOD", "also-missing")  # the environment beats the file
     assert "'also-missing'" in _run("fix", typo, "fix").stderr
     assert "'flag'" in _run("fix", typo, "fix", "--method", "flag").stderr  # flags beat both

@@ -12,10 +12,10 @@ from rich.console import Console
 from rich.style import Style
 
 from specedit import prompts
-from specedit.attribution import GENERATED, RELAXED, Attribution
-from specedit.dashboard import STYLES, Dashboard, dashboard_enabled
+from specedit.drafting.kinds import BRANCH, MAIN
 from specedit.engine.session import Stats, Step
-from specedit.engine.tree import BRANCH, MAIN
+from specedit.view.attribution import GENERATED, RELAXED, Attribution
+from specedit.view.dashboard import STYLES, Dashboard, dashboard_enabled
 
 TEXT = "alpha = 1\nnaïve → café 🦜 done\nomega = 3\n"
 # The input's tokens: alpha| =| |1|\n|na|ï|ve| →| café| 🦜 in three byte pieces| done|\n|omega|...

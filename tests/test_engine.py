@@ -7,13 +7,16 @@ import torch
 from conftest import greedy_reference, repeating_prompt, tiny_model
 from transformers import DynamicCache
 
-from specedit.drafting import METHODS, make_drafter
-from specedit.drafting.base import Drafter
-from specedit.drafting.memory import Memory
-from specedit.drafting.preverifier import PreVerifierNet, rerank_layer, save
+from specedit.calibrate.preverifier import save
+from specedit.drafting.copy import rerank_layer
+from specedit.drafting.kinds import BRANCH
+from specedit.drafting.preverifier import PreVerifierNet
+from specedit.drafting.registry import ABLATIONS, METHODS, make_drafter
 from specedit.engine.cache import keep_path
+from specedit.engine.drafter import Drafter
+from specedit.engine.memory import Memory
 from specedit.engine.session import generate
-from specedit.engine.tree import BRANCH, DraftTree
+from specedit.engine.tree import DraftTree
 
 
 class OracleDrafter(Drafter):
@@ -113,7 +116,7 @@ def test_compaction_of_a_non_prefix_path_moves_entries(qwen_tiny):
 
 
 # pldplus-attn needs calibrated heads; test_heads.py checks it with explicit ones.
-@pytest.mark.parametrize("method", sorted(set(METHODS) - {"pldplus-attn"}))
+@pytest.mark.parametrize("method", sorted({*METHODS, *ABLATIONS} - {"pldplus-attn"}))
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_greedy_lookup_drafters_equal_generate(qwen_tiny, method, seed, tmp_path, monkeypatch):
     if "trained" in method:  # any pre-verifier will do: exactness must not depend on it

@@ -8,19 +8,19 @@ import pytest
 import torch
 from conftest import greedy_reference, repeating_prompt, tiny_model
 
-from specedit.drafting.heads import (
-    CalibrationMissing,
-    HeadAttention,
-    PldPlusAttention,
+from specedit.calibrate import calibrate_heads_from
+from specedit.calibrate.heads import (
     RankedHead,
-    calibrate,
     calibrate_heads,
     copy_targets,
     count_hits,
-    load_heads,
     save_heads,
 )
-from specedit.drafting.memory import Memory
+from specedit.calibrate.preverifier import Recording
+from specedit.drafting.artefacts import DrafterUnavailable
+from specedit.drafting.copy import CopyDrafter
+from specedit.drafting.heads import AttentionRanker, HeadAttention, load_heads
+from specedit.engine.memory import Memory
 from specedit.engine.session import generate
 from specedit.models import LoadedModel
 
@@ -99,7 +99,7 @@ def test_calibration_counts_what_the_eager_attentions_show():
 def test_greedy_output_equals_generate(kind, seed):
     model = tiny_model(kind, seed=seed)
     prompt = repeating_prompt(seed)
-    drafter = PldPlusAttention(model, heads=[(1, 2), (0, 1), (1, 0)])
+    drafter = CopyDrafter("pldplus-attn", AttentionRanker(model, heads=[(1, 2), (0, 1), (1, 0)]))
     result = generate(model, prompt, drafter, max_new_tokens=32)
     assert result.tokens == greedy_reference(model, prompt, 32)
     assert result.stats.drafted_tokens > 0
@@ -108,14 +108,17 @@ def test_greedy_output_equals_generate(kind, seed):
 def test_calibration_round_trips_through_the_cache(monkeypatch, tmp_path):
     monkeypatch.setenv("SPECEDIT_CACHE", str(tmp_path))
     model = tiny_model("qwen2")
-    with pytest.raises(CalibrationMissing, match="run `specedit calibrate`") as missing:
-        PldPlusAttention(model)
-    assert isinstance(missing.value, ValueError)
+    with pytest.raises(DrafterUnavailable, match="run `specedit calibrate`"):
+        AttentionRanker(model)
     assert load_heads(model) is None
 
-    heads = calibrate(LoadedModel("tiny", model, tokenizer=None), _copying_sequences(), top=3)
+    recordings = {
+        str(n): Recording(list(tokens), start, ())
+        for n, (tokens, start) in enumerate(_copying_sequences())
+    }
+    heads, _ = calibrate_heads_from(LoadedModel("tiny", model, tokenizer=None), recordings, top=3)
     assert load_heads(model) == [(h.layer, h.head) for h in heads]
-    assert PldPlusAttention(model).attention.heads == load_heads(model)
+    assert AttentionRanker(model).attention.heads == load_heads(model)
     path = save_heads(model, [RankedHead(1, 3, 9), RankedHead(0, 0, 4)])
     assert path.parent == tmp_path / "calibration"
     assert [p.name for p in path.parent.iterdir()] == [path.name]  # no temporary left behind

@@ -9,10 +9,11 @@ import numpy as np
 import pytest
 from conftest import greedy_reference, repeating_prompt
 
-from specedit.drafting.memory import Memory
+from specedit.drafting.kinds import POOL
 from specedit.drafting.pool import DraftPool, PoolDrafter, suffix_array
+from specedit.engine.memory import Memory
 from specedit.engine.session import generate
-from specedit.engine.tree import POOL, DraftTree
+from specedit.engine.tree import DraftTree
 
 
 def _paths(tree: DraftTree) -> list[tuple[int, ...]]:

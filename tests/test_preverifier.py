@@ -5,29 +5,20 @@ from __future__ import annotations
 import pytest
 import torch
 
-from specedit.drafting.adapld import AdaPLD
-from specedit.drafting.length import AdaptiveLength, agreement
-from specedit.drafting.memory import Memory
-from specedit.drafting.pldplus import PldPlus
+from specedit.calibrate.preverifier import CANDIDATES, Recorder, as_of, evaluate, fit, save, select
+from specedit.drafting.adapld import AdaPLD, copy_length
+from specedit.drafting.artefacts import DrafterUnavailable
+from specedit.drafting.copy import CopyDrafter, HiddenStateRanker, rerank_layer
+from specedit.drafting.length import AdaptiveLength, AgreementLength, agreement
 from specedit.drafting.preverifier import (
-    CANDIDATES,
     EXTRA,
     SCALARS,
-    AgreementLength,
-    CalibrationError,
     PreVerifierNet,
-    Recorder,
     TrainedLength,
-    as_of,
-    copy_length,
-    evaluate,
     features,
-    fit,
     load_preverifier,
-    rerank_layer,
-    save,
-    select,
 )
+from specedit.engine.memory import Memory
 from specedit.engine.session import generate
 
 HIDDEN = 8
@@ -92,7 +83,7 @@ def _copy_memory(keep: float) -> tuple[Memory, Recorder]:
     fed = len(memory) - 1
     memory.store_hidden(tuple(torch.randn(1, fed, HIDDEN, generator=g) for _ in range(3)),
                         list(range(fed)))  # fmt: skip
-    recorder = Recorder(PldPlus(2, layer=1), layer=1, keep=keep)
+    recorder = Recorder(CopyDrafter("pldplus", HiddenStateRanker(2, layer=1)), layer=1, keep=keep)
     tree = recorder.propose(as_of(memory, len(prompt) - 1), budget=64)
     recorder.observe(tree, [])
     recorder.memory = memory
@@ -184,9 +175,9 @@ def test_weights_round_trip_under_the_cache(qwen_tiny, tmp_path, monkeypatch):
 
 def test_missing_weights_say_how_to_make_them(qwen_tiny, tmp_path, monkeypatch):
     monkeypatch.setenv("SPECEDIT_CACHE", str(tmp_path))
-    with pytest.raises(CalibrationError, match="run `specedit calibrate`"):
+    with pytest.raises(DrafterUnavailable, match="run `specedit calibrate`"):
         load_preverifier(qwen_tiny)
-    with pytest.raises(CalibrationError, match="run `specedit calibrate`"):
+    with pytest.raises(DrafterUnavailable, match="run `specedit calibrate`"):
         copy_length("trained", qwen_tiny)
 
 

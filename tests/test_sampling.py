@@ -8,10 +8,11 @@ import pytest
 import torch
 from conftest import tiny_model
 
-from specedit.drafting.base import Drafter
-from specedit.drafting.memory import Memory
+from specedit.drafting.kinds import BRANCH
+from specedit.engine.drafter import Drafter
+from specedit.engine.memory import Memory
 from specedit.engine.session import generate
-from specedit.engine.tree import BRANCH, DraftTree
+from specedit.engine.tree import DraftTree
 from specedit.engine.verify import Sampling, probabilities
 
 VOCAB = 6

@@ -18,8 +18,8 @@ import time
 
 import numpy as np
 
-from specedit.drafting.memory import Memory
 from specedit.drafting.pool import PoolDrafter
+from specedit.engine.memory import Memory
 
 VOCAB = 150_000
 

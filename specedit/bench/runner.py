@@ -29,7 +29,7 @@ from transformers import StoppingCriteria, StoppingCriteriaList
 from specedit import prompts
 from specedit.bench.tasks import Task, TaskError, load_tasks
 from specedit.checks import CheckResult, run_program
-from specedit.drafting import METHODS, make_drafter
+from specedit.drafting.registry import ABLATIONS, METHODS, make_drafter
 from specedit.edit import EditRequest, PreparedEdit, attempt_edits, generate_edit, prepare
 from specedit.engine.session import Stats, generate
 from specedit.engine.verify import STRICT, Verification
@@ -239,7 +239,7 @@ def run_bench(
     """Run every setup (method x verification x prompt set) on every task. transformers'
     baselines run strict, on the shipped prompts, once; `ar` is the reference for speed and
     exactness when it is among the methods."""
-    known = [*BASELINES, *METHODS]
+    known = [*BASELINES, *METHODS, *ABLATIONS]
     unknown = [m for m in methods if m not in known]
     if unknown:
         raise BenchError(f"unknown methods {', '.join(unknown)}: choose from {', '.join(known)}")

@@ -11,14 +11,26 @@ from __future__ import annotations
 
 from collections import Counter
 
-from specedit.drafting.base import Drafter
-from specedit.drafting.memory import Memory
-from specedit.drafting.pldplus import PldPlus, rerank
-from specedit.drafting.preverifier import copy_length
-from specedit.drafting.semantic import vocabulary_index
-from specedit.engine.tree import BRANCH, MAIN, SUCCESSOR, DraftTree
+from specedit.drafting.copy import HiddenStateRanker, add_copy, occurrences
+from specedit.drafting.kinds import BRANCH, MAIN, SUCCESSOR
+from specedit.drafting.length import AdaptiveLength, AgreementLength, CopyLength
+from specedit.drafting.preverifier import TrainedLength
+from specedit.drafting.vocabulary import vocabulary_index
+from specedit.engine.drafter import Drafter
+from specedit.engine.memory import Memory
+from specedit.engine.tree import DraftTree
 
 MAX_CANDIDATES = 256  # most recent occurrences considered; bounds the rerank's cost
+PRE_VERIFIERS = ("free", "trained")
+
+
+def copy_length(kind: str, model, max_length: int = 64) -> CopyLength:
+    """The copy-length pre-verifier: "free" (length.py) or "trained" (preverifier.py)."""
+    if kind == "free":
+        return AgreementLength(AdaptiveLength(max_length=max_length))
+    if kind == "trained":
+        return TrainedLength.for_model(model, max_length=max_length)
+    raise ValueError(f"unknown pre-verifier {kind!r}: choose one of {', '.join(PRE_VERIFIERS)}")
 
 
 class AdaPLD(Drafter):
@@ -42,9 +54,9 @@ class AdaPLD(Drafter):
         branch_below: int = 16,
     ) -> None:
         num_layers = model.config.num_hidden_layers
-        self.layer = max(1, round(num_layers * PldPlus.layer_fraction))
+        self.ranker = HiddenStateRanker(num_layers)
         self.final = num_layers  # hidden_states[num_layers] is the normed state the head reads
-        self.hidden_layers = (self.layer, self.final) if branch else (self.layer,)
+        self.hidden_layers = (self.ranker.layer, self.final) if branch else (self.ranker.layer,)
         self.branches = branches if branch else 0
         self.tau, self.max_copy, self.branch_below = tau, max_copy, branch_below
         self.semantic, self.successor = semantic, successor and branch
@@ -55,7 +67,7 @@ class AdaPLD(Drafter):
 
     def _candidates(self, memory: Memory, token: int, before: int) -> tuple[list[int], str]:
         """Positions j in 1..before-1 holding `token`, else a semantically similar token."""
-        lexical = [j for j in memory.positions.get(token, ()) if 1 <= j < before]
+        lexical = occurrences(memory, token, before)
         if lexical:
             return lexical[-MAX_CANDIDATES:], "lexical"
         if self.semantic:
@@ -75,7 +87,7 @@ class AdaPLD(Drafter):
         self.retrieval[outcome] += 1
         if not candidates:
             return tree
-        anchor = rerank(memory, self.layer, candidates, last - 1)
+        anchor = self.ranker.choose(memory, candidates, last - 1)
 
         main: list[int] = []
         if outcome == "lexical":  # a semantic anchor has no continuation worth copying
@@ -84,8 +96,7 @@ class AdaPLD(Drafter):
                 length = self.length.length(memory, anchor, available)
             else:
                 length = min(self.max_copy, available)
-            main = tokens[anchor + 1 : anchor + 1 + min(length, budget)]
-            tree.add_chain(main, first_source=anchor + 1, kind=MAIN)
+            main = add_copy(tree, tokens, anchor, min(length, budget))
             self._copy = len(main)
 
         # Branch only where the copy is unsure: on this CPU every drafted node costs ~3 ms of
@@ -100,7 +111,7 @@ class AdaPLD(Drafter):
                 if self.successor and room > 0:
                     follow, _ = self._candidates(memory, token, last)
                     if follow:
-                        position = rerank(memory, self.layer, follow, anchor) + 1
+                        position = self.ranker.choose(memory, follow, anchor) + 1
                         tree.add(tokens[position], node, source=position, kind=SUCCESSOR)
                         room -= 1
         return tree

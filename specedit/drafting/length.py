@@ -16,6 +16,9 @@ survives with probability q ** i, which is what the block mean averages.
 from __future__ import annotations
 
 from bisect import bisect_right
+from typing import Protocol
+
+from specedit.engine.memory import Memory
 
 AGREEMENT_EDGES = (1, 2, 4, 8, 16)  # buckets: 0, 1, 2-3, 4-7, 8-15, 16+
 PRIOR = ((0.70, 4), (0.80, 4), (0.88, 4), (0.93, 4), (0.96, 4), (0.98, 4))  # (mean, weight)
@@ -82,3 +85,27 @@ class AdaptiveLength:
         b = self.bucket(agreement_length)
         self.tested[b] += min(accepted + 1, drafted)  # tokens that were put to the test
         self.accepted[b] += accepted
+
+
+class CopyLength(Protocol):
+    """What AdaPLD asks a pre-verifier: how much of the copy after `anchor` to draft (memory's
+    last token is the current position), then how many of the drafted tokens were accepted."""
+
+    def length(self, memory: Memory, anchor: int, available: int) -> int: ...
+
+    def observe(self, drafted: int, accepted: int) -> None: ...
+
+
+class AgreementLength:
+    """The training-free AdaptiveLength behind the CopyLength protocol."""
+
+    def __init__(self, inner: AdaptiveLength) -> None:
+        self.inner = inner
+        self._agreement = 0
+
+    def length(self, memory: Memory, anchor: int, available: int) -> int:
+        self._agreement = agreement(memory.tokens, anchor, len(memory) - 1)
+        return self.inner.length(self._agreement, available)
+
+    def observe(self, drafted: int, accepted: int) -> None:
+        self.inner.observe(self._agreement, drafted, accepted)

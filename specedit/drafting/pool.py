@@ -14,9 +14,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from specedit.drafting.base import Drafter
-from specedit.drafting.memory import Memory
-from specedit.engine.tree import POOL, DraftTree
+from specedit.drafting.kinds import POOL
+from specedit.engine.drafter import Drafter
+from specedit.engine.memory import Memory
+from specedit.engine.tree import DraftTree
 
 SEPARATOR = -1  # joins documents (and pads rows); no query holds it, so no match spans two
 

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 import torch
 from transformers import DynamicCache
 
-from specedit.drafting.base import Drafter
-from specedit.drafting.memory import Memory
 from specedit.engine.cache import keep_path
+from specedit.engine.drafter import Drafter
+from specedit.engine.memory import Memory
 from specedit.engine.tree import DraftTree
 from specedit.engine.verify import GREEDY, STRICT, Sampling, Verification, Verifier
 
@@ -117,6 +117,13 @@ def _forward(
     )
 
 
+def _clock(device: torch.device) -> float:
+    """perf_counter once the device's queued work is done, so stage times hold on a GPU too."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    return time.perf_counter()
+
+
 @torch.inference_mode()
 def generate(
     model,
@@ -135,7 +142,7 @@ def generate(
     `verification` is conditional, which is lossy on purpose)."""
     if not prompt:
         raise ValueError("the prompt is empty")
-    started = time.perf_counter()
+    started = _clock(model.device)
     stats = Stats(prompt_tokens=len(prompt))
     verifier = Verifier(sampling, verification)
     memory = Memory(prompt, drafter.hidden_layers)
@@ -148,18 +155,18 @@ def generate(
         prefix.add_chain(prompt[1:-1])
         out = _forward(model, cache, prefix, 0, hidden, logits=1)  # its logits are never used
         memory.store_hidden(out.hidden_states, list(range(len(prompt) - 1)))
-    stats.prefill_seconds = time.perf_counter() - started
+    stats.prefill_seconds = _clock(model.device) - started
 
     new_tokens: list[int] = []
     stop_reason: str | None = "length"
     while len(new_tokens) < max_new_tokens:
         prefix_length = len(memory) - 1
-        t0 = time.perf_counter()
+        t0 = _clock(model.device)
         budget = min(max_draft, max_new_tokens - len(new_tokens) - 1)
         tree = drafter.propose(memory, budget) if budget > 0 else DraftTree(memory.tokens[-1])
-        t1 = time.perf_counter()
+        t1 = _clock(model.device)
         out = _forward(model, cache, tree, prefix_length, hidden)
-        t2 = time.perf_counter()
+        t2 = _clock(model.device)
         stats.draft_seconds += t1 - t0
         stats.verify_seconds += t2 - t1
         stats.forward_passes += 1
@@ -191,7 +198,7 @@ def generate(
 
     stats.new_tokens = len(new_tokens)
     stats.drafting = drafter.report()
-    stats.total_seconds = time.perf_counter() - started
+    stats.total_seconds = _clock(model.device) - started
     return Generation(new_tokens, stop_reason or "length", stats)
 
 

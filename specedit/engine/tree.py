@@ -12,9 +12,6 @@ from dataclasses import dataclass, field
 
 import torch
 
-# Where a drafted token came from; the dashboard colours tokens by it.
-MAIN, BRANCH, SUCCESSOR, POOL = "main", "branch", "successor", "pool"
-
 
 @dataclass
 class DraftTree:
@@ -24,13 +21,13 @@ class DraftTree:
     tokens: list[int] = field(default_factory=list)
     parents: list[int] = field(default_factory=list)  # index into nodes, 0 = root
     sources: list[int | None] = field(default_factory=list)  # memory position copied from
-    kinds: list[str] = field(default_factory=list)
+    kinds: list[str] = field(default_factory=list)  # the drafter's label of each node's origin
 
     def __len__(self) -> int:
         """Number of nodes including the root."""
         return 1 + len(self.tokens)
 
-    def add(self, token: int, parent: int, source: int | None = None, kind: str = MAIN) -> int:
+    def add(self, token: int, parent: int, source: int | None = None, kind: str = "draft") -> int:
         """Append a node under `parent` and return its index."""
         if not 0 <= parent < len(self):
             raise ValueError(f"parent {parent} does not exist")
@@ -41,7 +38,11 @@ class DraftTree:
         return len(self) - 1
 
     def add_chain(
-        self, tokens: list[int], parent: int = 0, first_source: int | None = None, kind: str = MAIN
+        self,
+        tokens: list[int],
+        parent: int = 0,
+        first_source: int | None = None,
+        kind: str = "draft",
     ) -> int:
         """Append tokens as a path below `parent`, copied from consecutive positions."""
         for offset, token in enumerate(tokens):

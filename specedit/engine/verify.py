@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from specedit.engine.modes import VERIFY_MODES
 from specedit.engine.tree import DraftTree
 
 
@@ -40,8 +41,6 @@ class Sampling:
 
 
 GREEDY = Sampling()
-
-VERIFY_MODES = ("strict", "conditional", "mixed")
 
 
 @dataclass(frozen=True)

@@ -14,9 +14,6 @@ largest inner product. Indexes are keyed by a hash of the weights, so a changed 
 
 from __future__ import annotations
 
-import hashlib
-import sys
-import time
 from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
@@ -24,19 +21,14 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from specedit.models import cache_dir
-
-
-def _weights_key(matrix: torch.Tensor) -> str:
-    """A hash of the matrix's shape and every 61st row: cheap, and distinct across models."""
-    digest = hashlib.sha256(str((tuple(matrix.shape), matrix.dtype)).encode())
-    digest.update(matrix.detach()[::61].contiguous().cpu().view(torch.uint8).numpy().tobytes())
-    return digest.hexdigest()[:16]
+from specedit.console import progress
+from specedit.drafting.artefacts import artefact_path, save_artefact
+from specedit.engine.drafter import as_numpy
 
 
 def _index(vectors: Callable[[], np.ndarray], dim: int, space: str, path: Path, label: str):
     """Load the HNSW index at `path`, or build it from `vectors()` (made only then: it is a
-    large copy) with a progress line, and save it atomically."""
+    large copy), reporting progress, and save it atomically."""
     import hnswlib
 
     index = hnswlib.Index(space=space, dim=dim)
@@ -44,25 +36,21 @@ def _index(vectors: Callable[[], np.ndarray], dim: int, space: str, path: Path, 
         index.load_index(str(path))
     else:
         data = vectors()
-        path.parent.mkdir(parents=True, exist_ok=True)
         index.init_index(max_elements=len(data), ef_construction=80, M=16)
-        start, chunk = time.perf_counter(), 8192
-        for first in range(0, len(data), chunk):
-            done = min(first + chunk, len(data))
-            index.add_items(data[first:done], np.arange(first, done))
-            print(f"\rspecedit: building the {label} index {done}/{len(data)}", end="",
-                  file=sys.stderr, flush=True)  # fmt: skip
-        print(f" ({time.perf_counter() - start:.0f}s, once per model)", file=sys.stderr)
-        tmp = path.with_suffix(".tmp")
-        index.save_index(str(tmp))
-        tmp.replace(path)
+        chunk = 8192
+        with progress(f"building the {label} index (once per model)", len(data), "rows") as done:
+            for first in range(0, len(data), chunk):
+                end = min(first + chunk, len(data))
+                index.add_items(data[first:end], np.arange(first, end))
+                done(end)
+        save_artefact(path, lambda tmp: index.save_index(str(tmp)))
     index.set_ef(64)
     return index
 
 
 def _augmented_head(head: torch.Tensor) -> np.ndarray:
     """LM-head rows with the MIPS-to-L2 coordinate appended (see the module docstring)."""
-    rows = head.float().numpy()
+    rows = as_numpy(head)
     norms = np.linalg.norm(rows, axis=1)
     extra = np.sqrt(np.maximum(norms.max() ** 2 - norms**2, 0))[:, None]
     return np.hstack([rows, extra]).astype(np.float32)
@@ -76,14 +64,14 @@ class VocabularyIndex:
         self.head = model.get_output_embeddings().weight.detach()
         self._embedding_index = self._head_index = None
         if use_hnsw:
-            folder, dim = cache_dir() / "indexes", self.embeddings.shape[1]
+            dim = self.embeddings.shape[1]
             self._embedding_index = _index(
-                lambda: self._unit_embeddings.numpy(),
-                dim, "cosine", folder / f"embed-{_weights_key(self.embeddings)}.hnsw", "embedding",
+                lambda: as_numpy(self._unit_embeddings), dim, "cosine",
+                artefact_path("indexes", "embed", self.embeddings, ".hnsw"), "embedding",
             )  # fmt: skip
             self._head_index = _index(
                 lambda: _augmented_head(self.head), dim + 1, "l2",
-                folder / f"head-{_weights_key(self.head)}.hnsw", "LM-head",
+                artefact_path("indexes", "head", self.head, ".hnsw"), "LM-head",
             )  # fmt: skip
 
     @cached_property
@@ -95,7 +83,7 @@ class VocabularyIndex:
         """Tokens (other than `token`) whose embedding cosine with it is at least `threshold`."""
         query = torch.nn.functional.normalize(self.embeddings[token].float(), dim=-1)
         if self._embedding_index is not None:
-            labels, distances = self._embedding_index.knn_query(query.numpy(), k=limit + 1)
+            labels, distances = self._embedding_index.knn_query(as_numpy(query), k=limit + 1)
             pairs = zip(labels[0].tolist(), (1 - distances[0]).tolist(), strict=True)
         else:
             scores = self._unit_embeddings @ query
@@ -106,7 +94,7 @@ class VocabularyIndex:
     def top_tokens(self, hidden: torch.Tensor, k: int) -> list[int]:
         """The k tokens with the largest logits after a final-layer hidden state."""
         if self._head_index is not None:
-            query = np.append(hidden.float().numpy(), np.float32(0))[None, :]
+            query = np.append(as_numpy(hidden), np.float32(0))[None, :]
             labels, _ = self._head_index.knn_query(query, k=k)
             return labels[0].tolist()
         return torch.topk(self.head @ hidden.to(self.head.dtype), k).indices.tolist()

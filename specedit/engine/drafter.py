@@ -1,8 +1,11 @@
-"""The one interface every drafter implements."""
+"""The contract between the engine and every way of drafting."""
 
 from __future__ import annotations
 
-from specedit.drafting.memory import Memory
+import numpy as np
+import torch
+
+from specedit.engine.memory import Memory
 from specedit.engine.tree import DraftTree
 
 
@@ -10,7 +13,8 @@ class Drafter:
     """Proposes a draft tree from memory; learns nothing unless it overrides `observe`.
 
     Drafters never touch the model or its cache: they read `Memory` and return a tree whose root
-    is the last committed token. The base class drafts nothing, which is plain decoding.
+    is the last committed token. The base class drafts nothing, which is plain decoding. Tensors a
+    drafter keeps live on the model's device; they reach NumPy only through `as_numpy`.
     """
 
     name = "ar"
@@ -26,3 +30,8 @@ class Drafter:
     def report(self) -> dict[str, int]:
         """Method-specific counters for the stats (e.g. how retrieval went)."""
         return {}
+
+
+def as_numpy(tensor: torch.Tensor) -> np.ndarray:
+    """A float32 NumPy copy of `tensor`, wherever it lives: the one way drafters leave torch."""
+    return tensor.detach().float().cpu().numpy()

@@ -26,10 +26,6 @@ class Memory:
     def __len__(self) -> int:
         return len(self.tokens)
 
-    @property
-    def output(self) -> list[int]:
-        return self.tokens[self.prompt_length :]
-
     def extend(self, tokens: list[int]) -> None:
         for token in tokens:
             self.positions[token].append(len(self.tokens))
@@ -47,7 +43,7 @@ class Memory:
             states = hidden_states[layer][0, rows]
             store = self._hidden.get(layer)
             if store is None or store.shape[0] < end:
-                grown = torch.empty(max(2 * end, 256), states.shape[-1], dtype=states.dtype)
+                grown = states.new_empty(max(2 * end, 256), states.shape[-1])  # model's device
                 if store is not None:
                     grown[: self._filled] = store[: self._filled]
                 store = self._hidden[layer] = grown

@@ -21,10 +21,10 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
-from specedit.attribution import GENERATED, RELAXED, Attribution, step_kinds
+from specedit.drafting.kinds import BRANCH, MAIN, POOL, SUCCESSOR
 from specedit.engine.session import Stats, Step
-from specedit.engine.tree import BRANCH, MAIN, POOL, SUCCESSOR
 from specedit.prompts import EditPrompt
+from specedit.view.attribution import GENERATED, RELAXED, Attribution, step_kinds
 
 STYLES = {
     MAIN: "green",

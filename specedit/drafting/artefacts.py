@@ -1,0 +1,40 @@
+"""What drafters build or learn once per model and keep under the cache: vocabulary indexes,
+induction-head rankings, pre-verifier weights.
+
+Each artefact's file name carries a key of the weights it was made from, so a different model
+(or changed weights) never reads another's artefact; files are written atomically.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+
+from specedit.files import replace_atomically
+from specedit.models import cache_dir
+
+
+class DrafterUnavailable(Exception):
+    """A drafter cannot be built: an artefact it needs is missing or stale; the message says
+    which command makes it."""
+
+
+def weights_key(matrix: torch.Tensor) -> str:
+    """A hash of the matrix's shape, dtype and every 61st row: cheap, and distinct across models."""
+    digest = hashlib.sha256(str((tuple(matrix.shape), matrix.dtype)).encode())
+    digest.update(matrix.detach()[::61].contiguous().cpu().view(torch.uint8).numpy().tobytes())
+    return digest.hexdigest()[:16]
+
+
+def artefact_path(folder: str, stem: str, matrix: torch.Tensor, suffix: str) -> Path:
+    """cache/<folder>/<stem>-<weights key of matrix><suffix>."""
+    return cache_dir() / folder / f"{stem}-{weights_key(matrix)}{suffix}"
+
+
+def save_artefact(path: Path, write: Callable[[Path], None]) -> Path:
+    """Write an artefact through `write(temporary path)`, atomically."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return replace_atomically(path, write)

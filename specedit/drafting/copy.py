@@ -1,0 +1,139 @@
+"""Copy drafting: find where the last token occurred before, choose one occurrence (the anchor),
+and draft what followed it.
+
+Every lookup method is this one step with its own way of choosing the anchor (a `Ranker`):
+
+- `NgramRanker` (PLD): the occurrence with the longest matching n-gram, the first one at or
+  after the cursor (just past the last accepted copy);
+- `HiddenStateRanker` (PLD+ h): the occurrence whose preceding hidden state is most like the
+  current one; AdaPLD chooses its main copy the same way;
+- `AttentionRanker` (PLD+ a, in heads.py): the induction heads' attention on each occurrence.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import torch
+
+from specedit.drafting.kinds import MAIN
+from specedit.engine.drafter import Drafter
+from specedit.engine.memory import Memory
+from specedit.engine.tree import DraftTree
+
+LAYER_FRACTION = 0.125  # the hidden-state rerank layer, as a share of the model's depth (README)
+
+
+def rerank_layer(num_layers: int) -> int:
+    """The layer PLD+ (h), AdaPLD and the pre-verifier compare hidden states at."""
+    return max(1, round(num_layers * LAYER_FRACTION))
+
+
+def occurrences(memory: Memory, token: int, before: int) -> list[int]:
+    """Positions j in 1 .. before - 1 that hold `token` (j >= 1: its preceding state exists)."""
+    return [j for j in memory.positions.get(token, ()) if 1 <= j < before]
+
+
+def state_cosine(memory: Memory, layer: int, rows: list[int], query_row: int) -> torch.Tensor:
+    """Cosine of the stored states at `rows` with the one at `query_row`, at `layer`."""
+    hidden = memory.hidden(layer)
+    return torch.nn.functional.cosine_similarity(
+        hidden[rows].float(), hidden[query_row].float()[None], dim=-1
+    )
+
+
+class Ranker(Protocol):
+    """Chooses the anchor of a copy: the earlier position whose continuation is drafted."""
+
+    hidden_layers: tuple[int, ...]  # the states it reads from memory
+
+    def anchor(self, memory: Memory) -> int | None: ...
+
+    def observe(self, tree: DraftTree, accepted: list[int]) -> None: ...
+
+
+class NgramRanker:
+    """PLD: n-gram lookup over prompt and output, n from `max_ngram` down to 1.
+
+    Among matches it takes the first one at or after the cursor, else the first one overall: an
+    edit walks through its input in order, so the next match after the previous copy is usually
+    the right place, where the leftmost match (what transformers does) often lands on an earlier
+    repetition of the same words.
+    """
+
+    hidden_layers = ()
+
+    def __init__(self, max_ngram: int = 3) -> None:
+        self.max_ngram = max_ngram
+        self.cursor = 0
+
+    def anchor(self, memory: Memory) -> int | None:
+        tokens, last = memory.tokens, len(memory.tokens) - 1
+        for n in range(min(self.max_ngram, last), 0, -1):
+            suffix = tokens[last - n + 1 :]
+            matches = [
+                j
+                for j in memory.positions.get(tokens[last], ())
+                if n - 1 <= j < last and tokens[j - n + 1 : j + 1] == suffix
+            ]
+            if matches:
+                return next((j for j in matches if j >= self.cursor), matches[0])
+        return None
+
+    def observe(self, tree: DraftTree, accepted: list[int]) -> None:
+        if accepted:
+            self.cursor = tree.source(accepted[-1]) + 1
+
+
+class HiddenStateRanker:
+    """PLD+ (h): candidates j hold the last token x_t; rank them by cos(H_l[j-1], H_l[t-1]).
+
+    The last token's own hidden state does not exist yet (it has not been fed), so the paper
+    compares the states of the tokens *before* each occurrence and before the current one.
+    """
+
+    def __init__(self, num_layers: int, layer: int | None = None) -> None:
+        self.layer = layer if layer is not None else rerank_layer(num_layers)
+        if not 0 <= self.layer <= num_layers:
+            raise ValueError(f"layer {self.layer} is outside the model's 0..{num_layers}")
+        self.hidden_layers = (self.layer,)
+
+    def choose(self, memory: Memory, candidates: list[int], query_row: int) -> int:
+        """The candidate whose preceding state is most like the state at `query_row`."""
+        if len(candidates) == 1:
+            return candidates[0]
+        scores = state_cosine(memory, self.layer, [j - 1 for j in candidates], query_row)
+        return candidates[int(scores.argmax())]
+
+    def anchor(self, memory: Memory) -> int | None:
+        last = len(memory) - 1
+        candidates = occurrences(memory, memory.tokens[last], last)
+        return self.choose(memory, candidates, last - 1) if candidates else None
+
+    def observe(self, tree: DraftTree, accepted: list[int]) -> None:
+        pass
+
+
+def add_copy(tree: DraftTree, tokens: list[int], anchor: int, length: int) -> list[int]:
+    """Draft up to `length` tokens that followed `anchor` as the tree's main chain."""
+    copied = tokens[anchor + 1 : anchor + 1 + length]
+    tree.add_chain(copied, first_source=anchor + 1, kind=MAIN)
+    return copied
+
+
+class CopyDrafter(Drafter):
+    """Copies up to `draft_length` tokens after the anchor its ranker chooses."""
+
+    def __init__(self, name: str, ranker: Ranker, draft_length: int = 64) -> None:
+        self.name, self.ranker, self.draft_length = name, ranker, draft_length
+        self.hidden_layers = tuple(ranker.hidden_layers)
+
+    def propose(self, memory: Memory, budget: int) -> DraftTree:
+        tree = DraftTree(root=memory.tokens[-1])
+        anchor = self.ranker.anchor(memory)
+        if anchor is not None:
+            add_copy(tree, memory.tokens, anchor, min(budget, self.draft_length))
+        return tree
+
+    def observe(self, tree: DraftTree, accepted: list[int]) -> None:
+        self.ranker.observe(tree, accepted)

@@ -1,0 +1,94 @@
+"""The drafting methods by name: what `--method` chooses and `specedit bench` compares.
+
+Drafter modules are imported when a drafter is made, not when this module is: the CLI reads the
+names for its help and choices without loading torch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from specedit.engine.drafter import Drafter
+
+
+@dataclass(frozen=True)
+class DraftSources:
+    """Texts a drafter may copy from besides memory: where the input lies in the prompt, and
+    reference documents that feed only the draft pool, never the prompt."""
+
+    input_start: int = 0
+    input_tokens: list[int] = field(default_factory=list)
+    references: list[list[int]] = field(default_factory=list)
+
+
+def _ar(model, sources: DraftSources) -> Drafter:
+    from specedit.engine.drafter import Drafter
+
+    return Drafter()
+
+
+def _pld(model, sources: DraftSources) -> Drafter:
+    from specedit.drafting.copy import CopyDrafter, NgramRanker
+
+    return CopyDrafter("pld", NgramRanker())
+
+
+def _pldplus(model, sources: DraftSources) -> Drafter:
+    from specedit.drafting.copy import CopyDrafter, HiddenStateRanker
+
+    return CopyDrafter("pldplus", HiddenStateRanker(model.config.num_hidden_layers))
+
+
+def _pldplus_attention(model, sources: DraftSources) -> Drafter:
+    from specedit.drafting.copy import CopyDrafter
+    from specedit.drafting.heads import AttentionRanker
+
+    return CopyDrafter("pldplus-attn", AttentionRanker(model))  # needs `specedit calibrate`
+
+
+def _adapld(model, sources: DraftSources, **options) -> Drafter:
+    from specedit.drafting.adapld import AdaPLD
+
+    return AdaPLD(model, **options)
+
+
+def _pool(model, sources: DraftSources) -> Drafter:
+    from specedit.drafting.pool import PoolDrafter
+
+    return PoolDrafter([sources.input_tokens, *sources.references], sources.input_start)
+
+
+# Each factory takes the model (drafters size themselves to it) and the draft sources.
+Factory = Callable[..., "Drafter"]
+METHODS: dict[str, Factory] = {
+    "ar": _ar,
+    "pld": _pld,
+    "pldplus": _pldplus,
+    "pldplus-attn": _pldplus_attention,
+    "adapld": _adapld,
+    "pool": _pool,
+}
+# Parts of adapld switched off or swapped, for `specedit bench` only.
+ABLATIONS: dict[str, Factory] = {
+    "adapld-no-semantic": partial(_adapld, semantic=False),
+    "adapld-no-branch": partial(_adapld, branch=False),
+    "adapld-no-successor": partial(_adapld, successor=False),
+    "adapld-adaptive-length": partial(_adapld, adaptive=True),
+    "adapld-trained-length": partial(_adapld, adaptive=True, pre_verifier="trained"),
+    "adapld-exact-head": partial(_adapld, hnsw=False),
+}
+DEFAULT_METHOD = "adapld"
+
+
+def make_drafter(method: str, model, sources: DraftSources | None = None) -> Drafter:
+    """A fresh drafter for `model` (drafters keep per-document state, so one per generation);
+    ablations are accepted too. Raises DrafterUnavailable when an artefact it needs is missing."""
+    factory = METHODS.get(method) or ABLATIONS.get(method)
+    if factory is None:
+        known = ", ".join([*METHODS, *ABLATIONS])
+        raise ValueError(f"unknown method {method!r}: choose one of {known}")
+    return factory(model, sources or DraftSources())
