@@ -17,9 +17,9 @@ from typing import Annotated, Literal, get_type_hints
 import typer
 
 from specedit import __version__
-from specedit.console import error
+from specedit.console import error, say
 from specedit.drafting.registry import ABLATIONS, DEFAULT_METHOD, METHODS
-from specedit.engine.modes import VERIFY_MODES
+from specedit.engine.options import VERIFY_MODES
 from specedit.exits import Exit
 from specedit.models import DEFAULT_MODEL, DTYPES
 
@@ -30,6 +30,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 models_app = typer.Typer(help="List, prepare and inspect models.", no_args_is_help=False)
 app.add_typer(models_app, name="models")
@@ -49,6 +50,9 @@ DtypeOption = Annotated[
 ]
 ThreadsOption = Annotated[
     int | None, _opt("--threads", help="CPU threads [default: all cores].", env="THREADS")
+]
+DeviceOption = Annotated[
+    str, _opt("--device", help="cpu, or an accelerate device map such as auto.", env="DEVICE")
 ]
 
 
@@ -148,9 +152,16 @@ def _edit_options(
     ] = None,
     dtype: DtypeOption = "auto",
     threads: ThreadsOption = None,
-    device: Annotated[
-        str, _opt("--device", help="cpu, or an accelerate device map such as auto.", env="DEVICE")
-    ] = "cpu",
+    device: DeviceOption = "cpu",
+    server: Annotated[
+        str | None,
+        _opt(
+            "--server",
+            help="Edit through a running `specedit serve` at this URL (its model, warm); "
+            "--model, --dtype, --threads and --device are then the server's.",
+            env="SERVER",
+        ),
+    ] = None,
 ) -> None:
     """The options every editing command shares (declared once, see `_command`)."""  # fmt: skip
 
@@ -159,8 +170,8 @@ def _run_edits(prompt: str, files: list[str], instruction: str, **options) -> No
     """Validate, load the model once, edit each file; exit with the worst file's code."""
     from rich.console import Console
 
-    from specedit.edit import EditRequest
-    from specedit.engine.verify import Sampling, Verification
+    from specedit.edit import EditRequest, LocalEditor
+    from specedit.engine.options import Sampling, Verification
     from specedit.files import InputError, read_text
     from specedit.jobs import CheckCommand, Delivery, edit_file
 
@@ -199,7 +210,14 @@ def _run_edits(prompt: str, files: list[str], instruction: str, **options) -> No
         error(problems[0])
         raise typer.Exit(Exit.INPUT)
 
-    lm = _load(options["model"], options["dtype"], options["threads"], options["device"])
+    if options["server"]:
+        from specedit.remote import RemoteEditor
+
+        editor = RemoteEditor(options["server"])
+    else:
+        editor = LocalEditor(
+            _load(options["model"], options["dtype"], options["threads"], options["device"])
+        )
     template = EditRequest(
         "", instruction, prompt=prompt, method=options["method"],
         max_new_tokens=options["max_new_tokens"], sampling=sampling,
@@ -220,7 +238,7 @@ def _run_edits(prompt: str, files: list[str], instruction: str, **options) -> No
     code = 0
     with _interruptible():
         for file in files:
-            code = max(code, edit_file(lm, file, template, delivery, console, test))
+            code = max(code, edit_file(editor, file, template, delivery, console, test))
     raise typer.Exit(code)
 
 
@@ -401,7 +419,7 @@ def bench(
       specedit bench --tasks-file my_tasks.jsonl
     """
     from specedit.bench.runner import BenchError, run_bench
-    from specedit.drafting.artefacts import DrafterUnavailable
+    from specedit.drafting import DrafterUnavailable
 
     lm = _load(model, dtype, threads)
     with _interruptible():
@@ -441,6 +459,36 @@ def calibrate(
     lm = _load(model, dtype, threads)
     with _interruptible():
         run_calibration(lm)
+
+
+@app.command()
+def serve(
+    model: ModelOption = DEFAULT_MODEL,
+    dtype: DtypeOption = "auto",
+    threads: ThreadsOption = None,
+    device: DeviceOption = "cpu",
+    host: Annotated[str, _opt("--host", help="Address to listen on.", env="HOST")] = "127.0.0.1",
+    port: Annotated[int, _opt("--port", help="Port to listen on.", env="PORT")] = 8000,
+) -> None:
+    """Serve the model, loaded once, over an OpenAI-compatible API that honours `prediction`
+    (/v1/chat/completions, /v1/models), plus /v1/specedit/edit for `--server`.
+
+    \b
+    Examples:
+      specedit serve --port 8000
+      specedit fix bug.py "off-by-one" --server http://127.0.0.1:8000
+      OPENAI_BASE_URL=http://127.0.0.1:8000/v1 your-editor-or-agent
+    """
+    try:
+        import uvicorn
+
+        from specedit.serve import create_app
+    except ImportError as exc:
+        error(f"the server needs {exc.name}: pip install 'specedit[serve]'")
+        raise typer.Exit(Exit.INPUT) from None
+    lm = _load(model, dtype, threads, device)
+    say(f"serving {lm.name} on http://{host}:{port}/v1 (Ctrl-C stops)")
+    uvicorn.run(create_app(lm), host=host, port=port, log_level="warning")
 
 
 @models_app.callback(invoke_without_command=True)

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Protocol
 
 from specedit import prompts
 from specedit.checks import CheckResult
 from specedit.drafting.registry import DEFAULT_METHOD, DraftSources, make_drafter
-from specedit.engine.session import Generation, Step, generate
-from specedit.engine.verify import GREEDY, STRICT, Sampling, Verification
+from specedit.engine.events import Generation, Step, StopCondition
+from specedit.engine.options import GREEDY, STRICT, Sampling, Verification
 from specedit.models import LoadedModel
 from specedit.runaway import RUNAWAY, RunawayGuard
 
@@ -23,6 +24,11 @@ RETRY_TEMPERATURE = 0.7  # attempts after the second sample, so that they can di
 
 class EditError(Exception):
     """The edit cannot be done or was cut off; nothing should be written."""
+
+
+class EditorUnavailable(Exception):
+    """Where edits run cannot be reached or failed (a server that is down); like a model that
+    cannot load, it ends the run with the model error code."""
 
 
 @dataclass(frozen=True)
@@ -72,6 +78,8 @@ STATEMENT_TOKENS = 96
 def state_the_change(lm: LoadedModel, prompt: prompts.EditPrompt) -> str:
     """Let the model state the change in one line before it writes the file (a prompt whose
     template has statement words): plain decoding up to the first line break."""
+    from specedit.engine.session import generate  # here: a remote client never loads torch
+
     newline = lambda token: "\n" in lm.tokenizer.decode([token])  # noqa: E731
     generation = generate(
         lm.model, prompt.ids, make_drafter("ar", lm.model), max_new_tokens=STATEMENT_TOKENS,
@@ -114,10 +122,16 @@ def prepare(lm: LoadedModel, request: EditRequest) -> PreparedEdit:
 
 
 def generate_edit(
-    lm: LoadedModel, prepared: PreparedEdit, on_step: Callable[[Step], None] | None = None
+    lm: LoadedModel,
+    prepared: PreparedEdit,
+    on_step: Callable[[Step], None] | None = None,
+    stop: StopCondition | None = None,
 ) -> Generation:
     """Run the engine on a prepared edit with the request's method and verification; it stops
-    at the closing fence, or early when the answer loops (stop reason RUNAWAY)."""
+    at the closing fence, early when the answer loops (stop reason RUNAWAY), or when `stop`
+    says so (a server whose client went away)."""
+    from specedit.engine.session import generate  # here: a remote client never loads torch
+
     request, prompt = prepared.request, prepared.prompt
     fence = prompts.FenceStop(lm.tokenizer, prompt)
     guard = RunawayGuard(lambda token: lm.tokenizer.decode([token]), prompt.text)
@@ -134,16 +148,19 @@ def generate_edit(
         sampling=request.sampling,
         verification=request.verification,
         eos_token_ids=lm.eos_token_ids,
-        stop=lambda token: fence(token) or guard(token),
+        stop=lambda token: fence(token) or guard(token) or (stop(token) if stop else None),
         on_step=on_step,
     )
 
 
 def execute(
-    lm: LoadedModel, prepared: PreparedEdit, on_step: Callable[[Step], None] | None = None
+    lm: LoadedModel,
+    prepared: PreparedEdit,
+    on_step: Callable[[Step], None] | None = None,
+    stop: StopCondition | None = None,
 ) -> EditResult:
     """Generate the edit; raises EditError when the answer was cut off (nothing to write)."""
-    generation = generate_edit(lm, prepared, on_step)
+    generation = generate_edit(lm, prepared, on_step, stop)
     if generation.stop_reason == RUNAWAY:
         lines = lm.tokenizer.decode(generation.tokens, skip_special_tokens=True).count("\n")
         raise EditError(
@@ -158,6 +175,45 @@ def execute(
             "raise --max-new-tokens"
         )
     return EditResult(text, generation, prepared.prompt, prepared.statement)
+
+
+# Called once an edit's prompt is known: the prompt and the answer's token limit.
+OnStart = Callable[[prompts.EditPrompt, int], None]
+
+
+class Editor(Protocol):
+    """Where edits run: this process (`LocalEditor`) or a warm `specedit serve` (remote.py).
+    Jobs and the dashboard work the same against either."""
+
+    def decode(self, tokens: list[int]) -> str: ...
+
+    def edit(
+        self,
+        request: EditRequest,
+        on_start: OnStart | None = None,
+        on_step: Callable[[Step], None] | None = None,
+    ) -> EditResult: ...
+
+
+class LocalEditor:
+    """Edits with a model loaded in this process."""
+
+    def __init__(self, lm: LoadedModel) -> None:
+        self.lm = lm
+
+    def decode(self, tokens: list[int]) -> str:
+        return self.lm.tokenizer.decode(tokens, skip_special_tokens=True)
+
+    def edit(
+        self,
+        request: EditRequest,
+        on_start: OnStart | None = None,
+        on_step: Callable[[Step], None] | None = None,
+    ) -> EditResult:
+        prepared = prepare(self.lm, request)
+        if on_start:
+            on_start(prepared.prompt, prepared.max_new_tokens)
+        return execute(self.lm, prepared, on_step)
 
 
 @dataclass
@@ -183,18 +239,16 @@ def retry_request(request: EditRequest, attempt: int, failure: str) -> EditReque
 
 
 def attempt_edits(
-    lm: LoadedModel,
+    run: Callable[[EditRequest], EditResult],
     request: EditRequest,
     check: Callable[[str], CheckResult],
     attempts: int,
-    run: Callable[[PreparedEdit], EditResult] | None = None,
 ) -> list[Attempt]:
     """Edit and check until a candidate passes or `attempts` are spent (the test loop).
 
-    `run` executes one prepared edit (the CLI wraps its dashboard around it); every attempt is
-    speculative, so a retry costs about what the first edit did.
+    `run` makes one edit (the CLI wraps its dashboard around it); every attempt is speculative,
+    so a retry costs about what the first edit did.
     """
-    run = run or (lambda prepared: execute(lm, prepared))
     tries: list[Attempt] = []
     current = request
     for number in range(1, attempts + 1):
@@ -204,7 +258,7 @@ def attempt_edits(
                 request, number, last.check.output if last.check else last.error
             )
         try:
-            result = run(prepare(lm, current))
+            result = run(current)
         except EditError as exc:
             tries.append(Attempt(None, None, str(exc)))
             continue

@@ -11,8 +11,8 @@ from __future__ import annotations
 import difflib
 import json
 import sys
+from contextlib import ExitStack
 from dataclasses import dataclass, replace
-from functools import partial
 from pathlib import Path
 
 from rich.console import Console
@@ -20,21 +20,20 @@ from rich.console import Console
 from specedit import console, safety
 from specedit.checks import CheckResult, run_command
 from specedit.console import error, say, warning
-from specedit.drafting.artefacts import DrafterUnavailable
+from specedit.drafting import DrafterUnavailable
 from specedit.edit import (
     Attempt,
     EditError,
+    Editor,
+    EditorUnavailable,
     EditRequest,
     EditResult,
-    PreparedEdit,
     attempt_edits,
-    execute,
-    prepare,
 )
+from specedit.engine.events import Step
 from specedit.exits import Exit
 from specedit.files import InputError, read_text, write_atomic
-from specedit.models import LoadedModel
-from specedit.prompts import PromptError, language_for
+from specedit.prompts import EditPrompt, PromptError, language_for
 from specedit.view.attribution import Attribution
 from specedit.view.dashboard import Dashboard, dashboard_enabled
 
@@ -70,7 +69,7 @@ class CheckCommand:
 
 
 def edit_file(
-    lm: LoadedModel,
+    editor: Editor,
     path: str,
     template: EditRequest,
     delivery: Delivery,
@@ -83,21 +82,33 @@ def edit_file(
     first that passes is delivered, and if none does nothing is written (exit 5).
     """
     name = "stdin" if path == "-" else path
-    decode = partial(lm.tokenizer.decode, skip_special_tokens=True)
     live = dashboard_enabled(console, delivery.quiet)
     attributions: list[tuple[EditResult, Attribution]] = []
 
-    def run(prepared: PreparedEdit) -> EditResult:
+    def run(request: EditRequest) -> EditResult:
         """One edit with the dashboard (or a plain attribution) around it."""
-        if live:
-            with Dashboard(prepared.prompt, decode, prepared.max_new_tokens, name, console) as view:
-                result = execute(lm, prepared, view.on_step)
-                view.finish(result.generation.stats)
-            attribution = view.attribution
-        else:
-            attribution = Attribution(prepared.prompt, decode)
-            result = execute(lm, prepared, attribution.add)
-        attributions.append((result, attribution))
+        with ExitStack() as stack:
+            views: list[Dashboard] = []
+            attribution: list[Attribution] = []
+
+            def start(prompt: EditPrompt, max_new_tokens: int) -> None:
+                if live:
+                    view = Dashboard(prompt, editor.decode, max_new_tokens, name, console)
+                    views.append(stack.enter_context(view))
+                    attribution.append(view.attribution)
+                else:
+                    attribution.append(Attribution(prompt, editor.decode))
+
+            def step(event: Step) -> None:
+                if views:
+                    views[0].on_step(event)
+                else:
+                    attribution[0].add(event)
+
+            result = editor.edit(request, start, step)
+            if views:
+                views[0].finish(result.generation.stats)
+        attributions.append((result, attribution[0]))
         return result
 
     try:
@@ -106,18 +117,21 @@ def edit_file(
             raise InputError(f"{name} is empty")
         request = replace(template, text=text, language=language_for(None if path == "-" else path))
         if test is None:
-            result, tries = run(prepare(lm, request)), None
+            result, tries = run(request), None
         else:
 
             def check(candidate: str) -> CheckResult:
                 return run_command(test.command, Path(path), candidate, test.timeout)
 
-            tries = attempt_edits(lm, request, check, test.attempts, run)
+            tries = attempt_edits(run, request, check, test.attempts)
             # the delivered candidate is the last one: the one that passed, if any did
             result = next((t.result for t in reversed(tries) if t.result is not None), None)
     except (InputError, EditError, PromptError, DrafterUnavailable) as exc:
         error(str(exc))
         return Exit.INPUT
+    except EditorUnavailable as exc:
+        error(str(exc))
+        return Exit.MODEL
     report = Report(name, delivery, request.method, live, tries)
     if tries is not None:
         for number, attempt in enumerate(tries, 1):

@@ -17,7 +17,7 @@ from specedit.calibrate.heads import (
     save_heads,
 )
 from specedit.calibrate.preverifier import Recording
-from specedit.drafting.artefacts import DrafterUnavailable
+from specedit.drafting import DrafterUnavailable
 from specedit.drafting.copy import CopyDrafter
 from specedit.drafting.heads import AttentionRanker, HeadAttention, load_heads
 from specedit.engine.memory import Memory

@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from specedit.calibrate.preverifier import CANDIDATES, Recorder, as_of, evaluate, fit, save, select
+from specedit.drafting import DrafterUnavailable
 from specedit.drafting.adapld import AdaPLD, copy_length
-from specedit.drafting.artefacts import DrafterUnavailable
 from specedit.drafting.copy import CopyDrafter, HiddenStateRanker, rerank_layer
 from specedit.drafting.length import AdaptiveLength, AgreementLength, agreement
 from specedit.drafting.preverifier import (

@@ -60,7 +60,7 @@ def canned(monkeypatch, *texts: str) -> list[edit.PreparedEdit]:
         generation = edit.generate_edit(lm, short, on_step)
         return edit.EditResult(texts[min(len(calls), len(texts)) - 1], generation, prepared.prompt)
 
-    monkeypatch.setattr(jobs, "execute", execute)
+    monkeypatch.setattr(edit, "execute", execute)
     return calls
 
 

@@ -30,9 +30,17 @@ from specedit import prompts
 from specedit.bench.tasks import Task, TaskError, load_tasks
 from specedit.checks import CheckResult, run_program
 from specedit.drafting.registry import ABLATIONS, METHODS, make_drafter
-from specedit.edit import EditRequest, PreparedEdit, attempt_edits, generate_edit, prepare
-from specedit.engine.session import Stats, generate
-from specedit.engine.verify import STRICT, Verification
+from specedit.edit import (
+    EditRequest,
+    LocalEditor,
+    PreparedEdit,
+    attempt_edits,
+    generate_edit,
+    prepare,
+)
+from specedit.engine.events import Stats
+from specedit.engine.options import STRICT, Verification
+from specedit.engine.session import generate
 from specedit.models import LoadedModel
 from specedit.runaway import RUNAWAY
 from specedit.safety import dropped_lines
@@ -302,7 +310,8 @@ def _run_setup(lm: LoadedModel, task: Task, request: EditRequest, setup: Setup) 
     """One task by one setup, timed from the request to the checked text."""
     start = time.perf_counter()
     if setup.attempts > 1 and task.checkable:
-        tries = attempt_edits(lm, request, lambda text: check_task(task, text), setup.attempts)
+        edit = LocalEditor(lm).edit
+        tries = attempt_edits(edit, request, lambda text: check_task(task, text), setup.attempts)
         wall = time.perf_counter() - start
         done = [t.result for t in tries if t.result]
         row = Row(

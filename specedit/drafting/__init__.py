@@ -1,2 +1,7 @@
 """Ways of drafting, each one small class behind the engine's `Drafter` interface; the registry
 names them. Drafting reads the engine's memory and returns draft trees; it never runs the model."""
+
+
+class DrafterUnavailable(Exception):
+    """A drafter cannot be built: an artefact it needs is missing or stale; the message says
+    which command makes it."""

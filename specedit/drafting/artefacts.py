@@ -17,11 +17,6 @@ from specedit.files import replace_atomically
 from specedit.models import cache_dir
 
 
-class DrafterUnavailable(Exception):
-    """A drafter cannot be built: an artefact it needs is missing or stale; the message says
-    which command makes it."""
-
-
 def weights_key(matrix: torch.Tensor) -> str:
     """A hash of the matrix's shape, dtype and every 61st row: cheap, and distinct across models."""
     digest = hashlib.sha256(str((tuple(matrix.shape), matrix.dtype)).encode())

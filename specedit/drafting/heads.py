@@ -19,7 +19,8 @@ from typing import NamedTuple
 
 import torch
 
-from specedit.drafting.artefacts import DrafterUnavailable, artefact_path
+from specedit.drafting import DrafterUnavailable
+from specedit.drafting.artefacts import artefact_path
 from specedit.drafting.copy import occurrences
 from specedit.engine.memory import Memory
 from specedit.engine.tree import DraftTree

@@ -21,7 +21,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from specedit.drafting.artefacts import DrafterUnavailable, artefact_path
+from specedit.drafting import DrafterUnavailable
+from specedit.drafting.artefacts import artefact_path
 from specedit.drafting.copy import rerank_layer, state_cosine
 from specedit.drafting.length import agreement, blockwise_length
 from specedit.engine.memory import Memory

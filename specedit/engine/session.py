@@ -8,103 +8,23 @@ the KV cache and memory, and reports each step as an event.
 from __future__ import annotations
 
 import time
-from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 import torch
 from transformers import DynamicCache
 
 from specedit.engine.cache import keep_path
 from specedit.engine.drafter import Drafter
+from specedit.engine.events import Generation, Stats, Step, StopCondition
 from specedit.engine.memory import Memory
+from specedit.engine.options import GREEDY, STRICT, Sampling, Verification
 from specedit.engine.tree import DraftTree
-from specedit.engine.verify import GREEDY, STRICT, Sampling, Verification, Verifier
+from specedit.engine.verify import Verifier
 
 
-@dataclass
-class Step:
-    """What one forward pass committed; `sources[i]` is the memory position token i was copied
-    from (None for the model's own token), `kinds[i]` the draft path it came from."""
-
-    tokens: list[int]
-    sources: list[int | None]
-    kinds: list[str | None]
-    drafted: int  # drafted tokens verified in this pass
-    relaxed: list[bool] = field(default_factory=list)  # accepted only by conditional verification
-
-
-@dataclass
-class Stats:
-    """Counters of one generation; speeds derive from them."""
-
-    prompt_tokens: int = 0
-    new_tokens: int = 0
-    forward_passes: int = 0  # verify passes (each also yields one token); prefill excluded
-    drafted_tokens: int = 0
-    accepted_tokens: int = 0  # drafted tokens that were accepted
-    relaxed_tokens: int = 0  # of those, accepted only by conditional verification (lossy)
-    accepted_lengths: Counter = field(default_factory=Counter)  # drafts accepted per pass
-    accepted_paths: Counter = field(default_factory=Counter)  # which draft path each pass took
-    drafting: dict[str, int] = field(default_factory=dict)  # the drafter's own counters
-    prefill_seconds: float = 0.0
-    draft_seconds: float = 0.0
-    verify_seconds: float = 0.0
-    total_seconds: float = 0.0
-
-    @property
-    def mean_accepted(self) -> float:
-        """Mean tokens committed per forward pass (MAL): accepted drafts + the model's own."""
-        return self.new_tokens / max(self.forward_passes, 1)
-
-    @property
-    def tokens_per_second(self) -> float:
-        return self.new_tokens / self.total_seconds if self.total_seconds else 0.0
-
-    @property
-    def other_seconds(self) -> float:
-        return self.total_seconds - self.prefill_seconds - self.draft_seconds - self.verify_seconds
-
-    def as_dict(self) -> dict:
-        return {
-            "prompt_tokens": self.prompt_tokens,
-            "new_tokens": self.new_tokens,
-            "forward_passes": self.forward_passes,
-            "mean_accepted": round(self.mean_accepted, 3),
-            "drafted_tokens": self.drafted_tokens,
-            "accepted_tokens": self.accepted_tokens,
-            "relaxed_tokens": self.relaxed_tokens,
-            "accepted_lengths": dict(sorted(self.accepted_lengths.items())),
-            "accepted_paths": dict(sorted(self.accepted_paths.items())),
-            "drafted_per_accepted": round(self.drafted_tokens / max(self.accepted_tokens, 1), 3),
-            "drafting": self.drafting,
-            "tokens_per_second": round(self.tokens_per_second, 2),
-            "seconds": {
-                "prefill": round(self.prefill_seconds, 4),
-                "draft": round(self.draft_seconds, 4),
-                "verify": round(self.verify_seconds, 4),
-                "other": round(self.other_seconds, 4),
-                "total": round(self.total_seconds, 4),
-            },
-        }
-
-
-@dataclass
-class Generation:
-    tokens: list[int]  # new tokens, including a final EOS if the model produced one
-    stop_reason: str  # "eos", "length", or the caller's stop condition's reason ("stop" for True)
-    stats: Stats
-
-
-# Sees each committed token; a truthy result stops after it: a string names the reason.
-StopCondition = Callable[[int], bool | str | None]
-
-
-def _forward(
-    model, cache: DynamicCache, tree: DraftTree, prefix_length: int, hidden: bool, logits: int = 0
-):
+def _forward(model, cache: DynamicCache, tree: DraftTree, prefix_length: int, hidden: bool):
     """One pass over the tree's nodes; `hidden` returns every layer's states (for drafters that
-    keep some); `logits` > 0 keeps only the last that many logits."""
+    keep some)."""
     ids, positions, mask = tree.inputs(prefix_length, model.dtype, model.device)
     return model(
         input_ids=ids,
@@ -113,7 +33,6 @@ def _forward(
         past_key_values=cache,
         use_cache=True,
         output_hidden_states=hidden,
-        logits_to_keep=logits,
     )
 
 
@@ -149,11 +68,16 @@ def generate(
     cache = DynamicCache(config=model.config)
     hidden = bool(drafter.hidden_layers)
 
-    # Prefill: all prompt tokens but the last, which becomes the first tree's root.
+    # Prefill: all prompt tokens but the last, which becomes the first tree's root. No mask is
+    # passed, so attention takes its causal path instead of an n x n mask (long files).
     if len(prompt) > 1:
-        prefix = DraftTree(root=prompt[0])
-        prefix.add_chain(prompt[1:-1])
-        out = _forward(model, cache, prefix, 0, hidden, logits=1)  # its logits are never used
+        out = model(
+            input_ids=torch.tensor([prompt[:-1]], device=model.device),
+            past_key_values=cache,
+            use_cache=True,
+            output_hidden_states=hidden,
+            logits_to_keep=1,  # its logits are never used
+        )
         memory.store_hidden(out.hidden_states, list(range(len(prompt) - 1)))
     stats.prefill_seconds = _clock(model.device) - started
 

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import chain, repeat
 
-from specedit.engine.session import Step
+from specedit.engine.events import Step
 from specedit.prompts import EditPrompt
 
 RELAXED = "relaxed"  # a drafted token that a lossy (CASD) rule accepted against the model's choice

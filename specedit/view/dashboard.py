@@ -22,7 +22,7 @@ from rich.table import Table
 from rich.text import Text
 
 from specedit.drafting.kinds import BRANCH, MAIN, POOL, SUCCESSOR
-from specedit.engine.session import Stats, Step
+from specedit.engine.events import Stats, Step
 from specedit.prompts import EditPrompt
 from specedit.view.attribution import GENERATED, RELAXED, Attribution, step_kinds
 

@@ -1,0 +1,263 @@
+"""`specedit serve` over real HTTP, driven by the real `openai` client, and the CLI's --server.
+
+A server runs as a child process on a free loopback port, as a user starts it. The fast tests use
+a tiny random model (its answers are noise, but exactly the model's noise); the e2e tests use the
+small bundled model for real edits.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+
+import openai
+import pytest
+import torch
+from conftest import TEST_MODEL
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _get(url: str) -> dict:
+    with urllib.request.urlopen(url, timeout=5) as response:
+        return json.loads(response.read())
+
+
+@contextmanager
+def running_server(model: str, *extra: str, cache: Path | None = None):
+    """`specedit serve` on a free port; yields its base URL once it answers."""
+    port = _free_port()
+    env = {**os.environ, "SPECEDIT_THREADS": "1"}
+    if cache:
+        env["SPECEDIT_CACHE"] = str(cache)
+    command = [sys.executable, "-m", "specedit", "serve", "--model", model, "--port", str(port),
+               "--dtype", "fp32", *extra]  # fmt: skip
+    with tempfile.TemporaryFile("w+") as log:
+        process = subprocess.Popen(command, env=env, stderr=log, text=True)
+        url = f"http://127.0.0.1:{port}"
+        try:
+            deadline = time.monotonic() + 180
+            while True:
+                try:
+                    _get(url + "/v1/models")
+                    break
+                except OSError:
+                    if process.poll() is not None or time.monotonic() > deadline:
+                        log.seek(0)
+                        pytest.fail(f"the server did not start: {log.read()}")
+                    time.sleep(0.2)
+            yield url
+        finally:
+            process.terminate()
+            process.wait(30)
+
+
+@pytest.fixture(scope="module")
+def tiny_server(tiny_model_dir, tmp_path_factory):
+    with running_server(str(tiny_model_dir), cache=tmp_path_factory.mktemp("cache")) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def client(tiny_server):
+    return openai.OpenAI(base_url=tiny_server + "/v1", api_key="none", max_retries=0)
+
+
+CODE = "def mean(values):\n    return sum(values) * len(values)\n"
+MESSAGES = [
+    {"role": "system", "content": "You edit code."},
+    {"role": "user", "content": f"Fix the bug:\n```python\n{CODE}```"},
+]
+
+
+@pytest.fixture(scope="module")
+def reference(tiny_model_dir):
+    """Plain greedy decoding of MESSAGES by the tiny model: what temperature 0 must return."""
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.float32).eval()
+    ids = tokenizer.apply_chat_template(MESSAGES, add_generation_prompt=True, return_tensors="pt")
+    ids = ids["input_ids"] if not isinstance(ids, torch.Tensor) else ids
+    eos = tokenizer.convert_tokens_to_ids("<|im_end|>")
+
+    def greedy(max_new_tokens: int) -> str:
+        out = model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False,
+                             max_new_tokens=max_new_tokens, eos_token_id=eos,
+                             pad_token_id=eos)  # fmt: skip
+        return tokenizer.decode(out[0, ids.shape[1] :], skip_special_tokens=True)
+
+    return greedy
+
+
+def test_models_lists_the_loaded_model(client, tiny_model_dir):
+    assert [m.id for m in client.models.list().data] == [str(tiny_model_dir)]
+
+
+def test_greedy_completion_with_a_prediction_is_the_models_own_answer(
+    client, tiny_model_dir, reference
+):
+    completion = client.chat.completions.create(
+        model=str(tiny_model_dir), messages=MESSAGES, temperature=0, max_tokens=40,
+        prediction={"type": "content", "content": CODE},
+    )  # fmt: skip
+    assert completion.choices[0].message.content == reference(40)
+    assert completion.choices[0].finish_reason in ("stop", "length")
+    usage = completion.usage
+    assert usage.completion_tokens <= 40 and usage.prompt_tokens > 20
+    details = usage.completion_tokens_details
+    predicted = details.accepted_prediction_tokens + details.rejected_prediction_tokens
+    assert predicted >= len(CODE) // 8  # every prediction token is either accepted or rejected
+
+
+def test_streaming_gives_the_same_text_in_chunks_then_usage(client, tiny_model_dir, reference):
+    stream = client.chat.completions.create(
+        model=str(tiny_model_dir), messages=MESSAGES, temperature=0, max_tokens=40, stream=True,
+        stream_options={"include_usage": True},
+        prediction={"type": "content", "content": CODE},
+    )  # fmt: skip
+    chunks = list(stream)
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text == reference(40)
+    assert chunks[0].choices[0].delta.role == "assistant"
+    assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] in ("stop", "length")
+    assert chunks[-1].usage is not None and chunks[-1].usage.completion_tokens <= 40
+
+
+def test_stop_strings_end_the_answer_before_them(client, tiny_model_dir, reference):
+    full = reference(40)
+    stop = full[10:14]
+    completion = client.chat.completions.create(
+        model=str(tiny_model_dir), messages=MESSAGES, temperature=0, max_tokens=40, stop=[stop]
+    )
+    assert completion.choices[0].message.content == full[: full.find(stop)]
+
+
+@pytest.mark.parametrize(
+    "extra,param",
+    [
+        ({"n": 2}, "n"),
+        ({"tools": [{"type": "function", "function": {"name": "f"}}]}, "tools"),
+        ({"logprobs": True}, "logprobs"),
+        ({"temperature": 3}, "temperature"),
+    ],
+)
+def test_unsupported_or_bad_fields_get_openai_style_400s(client, tiny_model_dir, extra, param):
+    with pytest.raises(openai.BadRequestError) as error:
+        client.chat.completions.create(
+            model=str(tiny_model_dir), messages=MESSAGES, max_tokens=4, **extra
+        )
+    assert error.value.status_code == 400
+    assert error.value.body["param"] == param
+    assert error.value.body["type"] == "invalid_request_error"
+
+
+def test_another_model_name_is_a_404(client):
+    with pytest.raises(openai.NotFoundError) as error:
+        client.chat.completions.create(model="gpt-4o", messages=MESSAGES, max_tokens=4)
+    assert error.value.body["code"] == "model_not_found"
+
+
+def test_a_client_that_disconnects_cancels_its_generation(client, tiny_server, tiny_model_dir):
+    before = _get(tiny_server + "/v1/specedit/status")
+    stream = client.chat.completions.create(
+        model=str(tiny_model_dir), messages=MESSAGES, temperature=1, seed=0, max_tokens=900,
+        stream=True,
+    )  # fmt: skip
+    first = next(iter(stream))  # the generation has started
+    assert first.choices[0].delta.role == "assistant"
+    stream.close()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        status = _get(tiny_server + "/v1/specedit/status")
+        if status["running"] == 0 and status["done"] > before["done"]:
+            break
+        time.sleep(0.05)
+    assert status["cancelled"] == before["cancelled"] + 1
+    # and the server goes on serving
+    assert (
+        client.chat.completions.create(
+            model=str(tiny_model_dir), messages=MESSAGES, temperature=0, max_tokens=2
+        ).usage.completion_tokens
+        <= 2
+    )
+
+
+def test_the_edit_endpoint_reports_an_edit_it_could_not_finish(tiny_server, tiny_model_dir):
+    body = json.dumps({"text": CODE, "instruction": "fix it", "method": "pld",
+                       "max_new_tokens": 3}).encode()  # fmt: skip
+    request = urllib.request.Request(
+        tiny_server + "/v1/specedit/edit", data=body, headers={"Content-Type": "application/json"}
+    )
+    with pytest.raises(urllib.error.HTTPError) as error:
+        urllib.request.urlopen(request, timeout=60)
+    assert error.value.code == 422
+    assert "cut off at the token limit" in json.loads(error.value.read())["error"]["message"]
+
+
+def test_the_cli_says_when_no_server_answers(tmp_path):
+    source = tmp_path / "code.py"
+    source.write_text(CODE)
+    port = _free_port()  # nothing listens there
+    result = subprocess.run(
+        [sys.executable, "-m", "specedit", "fix", str(source), "fix it", "--server",
+         f"http://127.0.0.1:{port}"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert result.returncode == 3
+    assert "cannot reach specedit serve" in result.stderr and result.stdout == ""
+    assert source.read_text() == CODE
+
+
+@pytest.mark.e2e
+def test_an_edit_through_the_server_equals_the_local_edit(tmp_path):
+    """Same request, same output files: stdout, -o, --stats-file (less timings), --attribution."""
+    source = tmp_path / "stats.py"
+    source.write_text(
+        "def mean(values):\n    # the average of the values\n    return sum(values) * len(values)\n"
+    )
+    instruction = "mean() multiplies instead of dividing"
+
+    def edit(tag: str, *extra: str) -> tuple[subprocess.CompletedProcess, dict, str]:
+        stats, spans = tmp_path / f"{tag}.json", tmp_path / f"{tag}-spans.json"
+        result = subprocess.run(
+            [sys.executable, "-m", "specedit", "fix", str(source), instruction, "--dtype",
+             "fp32", "--stats-file", str(stats), "--attribution", str(spans), *extra],
+            capture_output=True, text=True, env={**os.environ, "SPECEDIT_THREADS": "1"},
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        return result, json.loads(stats.read_text()), spans.read_text()
+
+    local, local_stats, local_spans = edit("local")
+    with running_server(TEST_MODEL) as url:
+        started = time.monotonic()
+        remote, remote_stats, remote_spans = edit("remote", "--server", url)
+        remote_seconds = time.monotonic() - started
+        with openai.OpenAI(base_url=url + "/v1", api_key="none") as client:
+            completion = client.chat.completions.create(
+                model=TEST_MODEL, temperature=0, max_tokens=200,
+                messages=[{"role": "user", "content": "Repeat this code exactly, nothing "
+                           f"else:\n```python\n{source.read_text()}```"}],
+                prediction={"type": "content", "content": source.read_text()},
+            )  # fmt: skip
+    assert remote.stdout == local.stdout and "/" in remote.stdout
+    assert remote_spans == local_spans
+
+    def untimed(stats: dict) -> dict:
+        return {k: v for k, v in stats.items() if k not in ("seconds", "tokens_per_second")}
+
+    assert untimed(remote_stats) == untimed(local_stats)
+    details = completion.usage.completion_tokens_details
+    assert details.accepted_prediction_tokens > 10
+    print(f"edit through the warm server: {remote_seconds:.1f}s")
