@@ -268,6 +268,25 @@ def _interruptible() -> Iterator[None]:
         raise typer.Exit(Exit.INTERRUPTED) from None
 
 
+def _snippet_instruction(snippet: str, file: str) -> str:
+    """`apply`'s instruction: the snippet (a file, or - for stdin) in a code block of its own."""
+    from specedit.files import InputError, read_text
+    from specedit.prompts import language_for, snippet_block
+
+    if snippet == "-" and file == "-":
+        error("the file and the snippet cannot both come from stdin")
+        raise typer.Exit(Exit.INPUT)
+    try:
+        text = read_text(snippet)
+    except InputError as exc:
+        error(str(exc))
+        raise typer.Exit(Exit.INPUT) from None
+    if not text.strip():
+        error("the snippet is empty")
+        raise typer.Exit(Exit.INPUT)
+    return snippet_block(text, language_for(None if file == "-" else file))
+
+
 def _command(prompt: str, positional: list[inspect.Parameter], doc: str):
     """A command function: its own arguments, then the shared options of `_edit_options`."""
     shared = inspect.signature(_edit_options).parameters
@@ -277,7 +296,11 @@ def _command(prompt: str, positional: list[inspect.Parameter], doc: str):
 
     def command(**kwargs) -> None:
         files = kwargs.pop("files", None) or [kwargs.pop("file")]
-        _run_edits(prompt, files, kwargs.pop("instruction"), **kwargs)
+        if "snippet" in kwargs:
+            instruction = _snippet_instruction(kwargs.pop("snippet"), files[0])
+        else:
+            instruction = kwargs.pop("instruction")
+        _run_edits(prompt, files, instruction, **kwargs)
 
     params = [p.replace(annotation=hints[p.name]) for p in (*positional, *shared.values())]
     command.__signature__ = inspect.Signature(params)
@@ -340,6 +363,27 @@ app.command("rewrite")(
     )
 )
 
+app.command("apply")(
+    _command(
+        "apply",
+        [
+            FILE,
+            _arg(
+                "snippet",
+                Annotated[str, typer.Argument(help="The edit snippet: a file, or - for stdin.")],
+            ),
+        ],
+        """Merge a lazy edit snippet into FILE: the snippet shows the changed parts only, with
+        comments such as `# ... existing code ...` for what stays; FILE is the draft.
+
+        \b
+        Examples:
+          specedit apply app.py change.py -i
+          pbpaste | specedit apply app.py - --diff
+        """,
+    )
+)
+
 
 def _version(value: bool) -> None:
     if value:
@@ -379,6 +423,10 @@ def bench(
     tasks: Annotated[
         str | None, typer.Option(help="Comma-separated task ids [default: all].")
     ] = None,
+    suite: Annotated[
+        Literal["edit", "apply"],
+        typer.Option(help="The shipped suite: edit (fixes, features, docs) or apply (snippets)."),
+    ] = "edit",
     tasks_file: Annotated[
         Path | None, typer.Option("--tasks-file", help="Your own tasks, one JSON object a line.")
     ] = None,
@@ -416,6 +464,7 @@ def bench(
       specedit bench --methods ar,hf-pld,adapld --tasks fix-bisect-offbyone
       specedit bench --methods adapld --verify strict,conditional --json quality.json
       specedit bench --methods adapld --attempts 3
+      specedit bench --suite apply --methods ar,adapld
       specedit bench --tasks-file my_tasks.jsonl
     """
     from specedit.bench.runner import BenchError, run_bench
@@ -435,6 +484,7 @@ def bench(
                 verify=[v.strip() for v in verify.split(",") if v.strip()],
                 prompt_sets=[p.strip() for p in prompt_sets.split(",")] if prompt_sets else None,
                 attempts=bench_attempts,
+                suite=suite,
             )
         except (BenchError, DrafterUnavailable) as exc:
             error(str(exc))

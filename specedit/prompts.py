@@ -81,6 +81,13 @@ def fence_for(text: str) -> str:
     return "`" * max(3, longest + 1)
 
 
+def snippet_block(snippet: str, language: str = "") -> str:
+    """A lazy edit snippet as `specedit apply` puts it in the prompt: in a code block of its own,
+    fenced longer than any backtick run in it."""
+    fence = fence_for(snippet)
+    return f"{fence}{language}\n{snippet.rstrip(chr(10))}\n{fence}"
+
+
 @dataclass(frozen=True)
 class EditPrompt:
     """A rendered prompt: its token ids and what extraction needs to know."""

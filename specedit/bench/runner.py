@@ -243,6 +243,7 @@ def run_bench(
     prompt_sets: list[str] | None = None,
     attempts: int = 1,
     console: Console | None = None,
+    suite: str = "edit",
 ) -> list[Row]:
     """Run every setup (method x verification x prompt set) on every task. transformers'
     baselines run strict, on the shipped prompts, once; `ar` is the reference for speed and
@@ -257,7 +258,7 @@ def run_bench(
         raise BenchError(f"prompt sets must be folders of <kind>.toml files: {missing[0]}")
     try:
         modes = [Verification(mode) for mode in verify or ["strict"]]
-        tasks = load_tasks(tasks_file, task_ids)
+        tasks = load_tasks(tasks_file, task_ids, suite)
     except (TaskError, ValueError) as exc:
         raise BenchError(str(exc)) from None
     setups = [

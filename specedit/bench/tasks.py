@@ -1,5 +1,7 @@
-"""Benchmark tasks: the shipped suite (tasks.jsonl, built by tools/make_bench_tasks.py from
-standard-library code and package documentation) or a user's own JSONL file.
+"""Benchmark tasks: the shipped suites or a user's own JSONL file. The edit suite (tasks.jsonl,
+built by tools/make_bench_tasks.py from standard-library code and package documentation) holds
+fixes, features and doc edits; the apply suite (apply.jsonl, tools/make_apply_tasks.py) holds
+lazy edit snippets to merge into standard-library modules.
 
 A line is a JSON object: id, kind (a prompt name), instruction, input, and optionally language,
 expected (the right answer), group, and tests (Python code that must pass after the output).
@@ -35,10 +37,18 @@ class Task:
         return self.tests is not None or self.expected is not None
 
 
-def load_tasks(path: Path | None = None, ids: list[str] | None = None) -> list[Task]:
-    """Tasks from `path` (default: the shipped suite), optionally only those in `ids`."""
+SUITES = {"edit": "tasks.jsonl", "apply": "apply.jsonl"}
+
+
+def load_tasks(
+    path: Path | None = None, ids: list[str] | None = None, suite: str = "edit"
+) -> list[Task]:
+    """Tasks from `path` (default: the shipped `suite`), optionally only those in `ids`."""
     if path is None:
-        source, name = (resources.files("specedit") / "bench" / "tasks.jsonl").read_text(), "suite"
+        if suite not in SUITES:
+            raise TaskError(f"unknown suite {suite!r}: choose one of {', '.join(SUITES)}")
+        file = resources.files("specedit") / "bench" / SUITES[suite]
+        source, name = file.read_text(), f"{suite} suite"
     else:
         try:
             source, name = Path(path).read_text(encoding="utf-8"), str(path)
