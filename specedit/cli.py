@@ -170,7 +170,7 @@ def _run_edits(prompt: str, files: list[str], instruction: str, **options) -> No
     """Validate, load the model once, edit each file; exit with the worst file's code."""
     from rich.console import Console
 
-    from specedit.edit import EditRequest, LocalEditor
+    from specedit.edit import EditorUnavailable, EditRequest, LocalEditor
     from specedit.engine.options import Sampling, Verification
     from specedit.files import InputError, read_text
     from specedit.jobs import CheckCommand, Delivery, edit_file
@@ -211,9 +211,14 @@ def _run_edits(prompt: str, files: list[str], instruction: str, **options) -> No
         raise typer.Exit(Exit.INPUT)
 
     if options["server"]:
-        from specedit.remote import RemoteEditor
+        from specedit.remote import connect
 
-        editor = RemoteEditor(options["server"])
+        with _interruptible():
+            try:
+                editor = connect(options["server"])
+            except EditorUnavailable as exc:
+                error(str(exc))
+                raise typer.Exit(Exit.MODEL) from None
     else:
         editor = LocalEditor(
             _load(options["model"], options["dtype"], options["threads"], options["device"])

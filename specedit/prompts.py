@@ -108,6 +108,17 @@ class EditPrompt:
         return None
 
 
+def chat_messages(
+    template: Template, body: str, instruction: str, language: str, fence: str
+) -> list[dict[str, str]]:
+    """The system and user messages of an edit, `body` being what goes in the code block (the
+    input ending with a newline); what any chat-completions server is sent."""
+    user = template.user.format(
+        instruction=instruction.strip(), fence=fence, language=language, text=body
+    )
+    return [{"role": "system", "content": template.system}, {"role": "user", "content": user}]
+
+
 def build(
     tokenizer,
     template: Template,
@@ -123,10 +134,7 @@ def build(
     fence = fence_for(text)
     body = text if text.endswith("\n") else text + "\n"
     marker = "\x00specedit-input\x00"  # where the input goes, found again after the chat template
-    user = template.user.format(
-        instruction=instruction.strip(), fence=fence, language=language, text=marker
-    )
-    messages = [{"role": "system", "content": template.system}, {"role": "user", "content": user}]
+    messages = chat_messages(template, marker, instruction, language, fence)
     rendered = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
     start_char = rendered.index(marker)
     opening = f"{fence}{language}\n"
@@ -202,6 +210,12 @@ def extract(tokenizer, tokens: list[int], prompt: EditPrompt) -> str | None:
     """
     answer = tokenizer.decode(tokens, skip_special_tokens=True)
     finished = bool(tokens) and tokens[-1] in set(tokenizer.all_special_ids)
+    return extract_text(answer, finished, prompt)
+
+
+def extract_text(answer: str, finished: bool, prompt: EditPrompt) -> str | None:
+    """`extract` on decoded text: `answer` starts after the opening fence line; `finished`
+    says whether the model ended it (rather than a token limit)."""
     *lines, last = answer.split("\n")
     closing = Closing(prompt)
     end = next((i for i, line in enumerate(lines) if closing.closes(line)), None)

@@ -1,5 +1,10 @@
-"""Edits through a warm `specedit serve` (`--server URL`): the same requests, results and live
-steps as a local edit, so jobs, the dashboard and every output option behave identically.
+"""Edits on a server (`--server URL`): a warm `specedit serve`, or any OpenAI-compatible one.
+
+`connect` asks the server what it is. `specedit serve` gets the edit itself and streams back
+every engine step, so jobs, the dashboard and every output option behave as for a local edit.
+Any other chat-completions server (vLLM, SGLang, llama.cpp's llama-server, a hosted API) gets
+the same prompt as messages with the file as `prediction`; its answer's code block is the edit,
+and the safety checks, --test and exit codes apply as always.
 
 Only the standard library is used: the client side adds nothing to the CLI's start-up.
 """
@@ -7,11 +12,22 @@ Only the standard library is used: the client side adds nothing to the CLI's sta
 from __future__ import annotations
 
 import json
+import os
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
 
-from specedit.edit import EditError, EditorUnavailable, EditRequest, EditResult, OnStart
+from specedit import prompts
+from specedit.edit import (
+    EditError,
+    Editor,
+    EditorUnavailable,
+    EditRequest,
+    EditResult,
+    OnStart,
+    default_token_limit,
+)
 from specedit.engine.events import Generation, Stats, Step
 from specedit.prompts import EditPrompt
 
@@ -27,6 +43,41 @@ def _events(response) -> Iterator[dict]:
         yield json.loads(line[6:])
 
 
+def _request(url: str, body: dict | None = None, timeout: float | None = None):
+    """Open `url` (POST `body` as JSON if given); errors become EditorUnavailable."""
+    data = None if body is None else json.dumps(body).encode()
+    headers = {"Content-Type": "application/json"}
+    key = os.environ.get("SPECEDIT_API_KEY") or os.environ.get("OPENAI_API_KEY")
+    if key:  # hosted APIs want one; a local server ignores it
+        headers["Authorization"] = f"Bearer {key}"
+    request = urllib.request.Request(url, data=data, headers=headers)
+    try:
+        return urllib.request.urlopen(request, timeout=timeout)
+    except urllib.error.HTTPError as exc:
+        try:
+            message = json.loads(exc.read())["error"]["message"]
+        except (ValueError, KeyError, TypeError):
+            message = exc.reason
+        raise EditorUnavailable(f"the server at {url} refused the request: {message}") from None
+    except OSError as exc:
+        raise EditorUnavailable(
+            f"cannot reach the server at {url}: {exc}; start one with `specedit serve` "
+            "or drop --server"
+        ) from None
+
+
+def connect(url: str) -> Editor:
+    """The editor for the server at `url`: `specedit serve`'s own, else chat completions."""
+    url = url.rstrip("/").removesuffix("/v1")
+    try:
+        with _request(url + "/v1/specedit/status", timeout=10):
+            return RemoteEditor(url)
+    except EditorUnavailable as exc:
+        if "refused the request" not in str(exc):  # nothing answers there at all
+            raise
+    return OpenAIEditor(url)
+
+
 class RemoteEditor:
     """Sends each edit to `specedit serve` at `url` and replays its stream of engine steps."""
 
@@ -37,28 +88,6 @@ class RemoteEditor:
     def decode(self, tokens: list[int]) -> str:
         """Exactly the server's decoding: each token's bytes, joined, then read as UTF-8."""
         return b"".join(self._bytes.get(t, b"") for t in tokens).decode("utf-8", "replace")
-
-    def _post(self, path: str, body: dict):
-        request = urllib.request.Request(
-            self.url + path,
-            data=json.dumps(body).encode(),
-            headers={"Content-Type": "application/json", "Accept": "text/event-stream"},
-        )
-        try:
-            return urllib.request.urlopen(request)
-        except urllib.error.HTTPError as exc:
-            try:
-                message = json.loads(exc.read())["error"]["message"]
-            except (ValueError, KeyError, TypeError):
-                message = exc.reason
-            raise EditorUnavailable(
-                f"the server at {self.url} refused the edit: {message}"
-            ) from None
-        except OSError as exc:
-            raise EditorUnavailable(
-                f"cannot reach specedit serve at {self.url}: {exc}; start one with "
-                "`specedit serve` or drop --server"
-            ) from None
 
     def edit(
         self,
@@ -77,7 +106,7 @@ class RemoteEditor:
             "feedback": request.feedback, "stream": True,
         }  # fmt: skip
         prompt = None
-        with self._post("/v1/specedit/edit", body) as response:
+        with _request(self.url + "/v1/specedit/edit", body) as response:
             for event in _events(response):
                 kind = event.pop("type")
                 if kind == "start":
@@ -105,3 +134,74 @@ class RemoteEditor:
 
 def _prompt(data: dict) -> EditPrompt:
     return EditPrompt(**{**data, "input_offsets": tuple(map(tuple, data["input_offsets"]))})
+
+
+class OpenAIEditor:
+    """Edits through any OpenAI-compatible chat-completions server: the prompt as messages, the
+    file as `prediction` (servers that support it draft from it), the answer's code block as the
+    edit. No engine steps come back, so the dashboard shows the input and the final stats."""
+
+    def __init__(self, url: str, model: str | None = None) -> None:
+        self.url = url.rstrip("/").removesuffix("/v1")
+        self.model = model
+
+    def decode(self, tokens: list[int]) -> str:
+        return ""  # no tokens come back from a chat-completions server
+
+    def _model(self) -> str:
+        if self.model is None:
+            with _request(self.url + "/v1/models", timeout=30) as response:
+                self.model = json.loads(response.read())["data"][0]["id"]
+        return self.model
+
+    def edit(
+        self,
+        request: EditRequest,
+        on_start: OnStart | None = None,
+        on_step: Callable[[Step], None] | None = None,
+    ) -> EditResult:
+        template = prompts.load_template(request.prompt)
+        text = request.text
+        fence = prompts.fence_for(text)
+        body = text if text.endswith("\n") else text + "\n"
+        prompt = EditPrompt([], fence, text, 0, 0)
+        limit = request.max_new_tokens or default_token_limit(len(text) // 3)
+        if on_start:
+            on_start(prompt, limit)
+        sampling = request.sampling
+        payload = {
+            "model": self._model(),
+            "messages": prompts.chat_messages(
+                template, body, request.instruction, request.language, fence
+            ),
+            "prediction": {"type": "content", "content": text},
+            "temperature": sampling.temperature, "top_p": sampling.top_p,
+            "max_tokens": limit, **({"seed": sampling.seed} if sampling.seed is not None else {}),
+        }  # fmt: skip
+        started = time.perf_counter()
+        with _request(self.url + "/v1/chat/completions", payload) as response:
+            answer = json.loads(response.read())
+        choice, usage = answer["choices"][0], answer.get("usage") or {}
+        content = choice["message"]["content"] or ""
+        edited = prompts.extract_text(_after_opening(content), choice["finish_reason"] == "stop",
+                                      prompt)  # fmt: skip
+        if edited is None:
+            raise EditError(
+                f"the edit was cut off at the token limit ({limit} new tokens); "
+                "raise --max-new-tokens"
+            )
+        details = usage.get("completion_tokens_details") or {}
+        stats = Stats(
+            prompt_tokens=usage.get("prompt_tokens", 0),
+            new_tokens=usage.get("completion_tokens", 0),
+            accepted_tokens=details.get("accepted_prediction_tokens") or 0,
+            total_seconds=time.perf_counter() - started,
+        )
+        return EditResult(edited, Generation([], choice["finish_reason"], stats), prompt)
+
+
+def _after_opening(answer: str) -> str:
+    """The answer after its opening fence line (the answer as a whole if it has none)."""
+    lines = answer.split("\n")
+    opening = next((i for i, line in enumerate(lines) if prompts.FENCE_LINE.match(line)), None)
+    return answer if opening is None else "\n".join(lines[opening + 1 :])

@@ -13,16 +13,22 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import ClassVar
 
 import openai
 import pytest
 import torch
 from conftest import TEST_MODEL
 from transformers import AutoModelForCausalLM, AutoTokenizer
+
+from specedit.edit import EditRequest
+from specedit.remote import OpenAIEditor, RemoteEditor, connect
 
 
 def _free_port() -> int:
@@ -101,8 +107,9 @@ def reference(tiny_model_dir):
     return greedy
 
 
-def test_models_lists_the_loaded_model(client, tiny_model_dir):
+def test_models_lists_the_loaded_model(client, tiny_model_dir, tiny_server):
     assert [m.id for m in client.models.list().data] == [str(tiny_model_dir)]
+    assert isinstance(connect(tiny_server + "/v1"), RemoteEditor)  # it knows its own kind
 
 
 def test_greedy_completion_with_a_prediction_is_the_models_own_answer(
@@ -216,7 +223,7 @@ def test_the_cli_says_when_no_server_answers(tmp_path):
         capture_output=True, text=True,
     )  # fmt: skip
     assert result.returncode == 3
-    assert "cannot reach specedit serve" in result.stderr and result.stdout == ""
+    assert "cannot reach the server" in result.stderr and result.stdout == ""
     assert source.read_text() == CODE
 
 
@@ -251,7 +258,11 @@ def test_an_edit_through_the_server_equals_the_local_edit(tmp_path):
                            f"else:\n```python\n{source.read_text()}```"}],
                 prediction={"type": "content", "content": source.read_text()},
             )  # fmt: skip
+        # the same server spoken to as any OpenAI-compatible one: same prompt, file as prediction
+        request = EditRequest(source.read_text(), instruction, prompt="fix", language="python")
+        generic = OpenAIEditor(url).edit(request)
     assert remote.stdout == local.stdout and "/" in remote.stdout
+    assert generic.text.count("\n") == source.read_text().count("\n")
     assert remote_spans == local_spans
 
     def untimed(stats: dict) -> dict:
@@ -261,3 +272,61 @@ def test_an_edit_through_the_server_equals_the_local_edit(tmp_path):
     details = completion.usage.completion_tokens_details
     assert details.accepted_prediction_tokens > 10
     print(f"edit through the warm server: {remote_seconds:.1f}s")
+
+
+class _ChatOnlyServer(BaseHTTPRequestHandler):
+    """An OpenAI-compatible server that knows nothing of specedit: it answers every chat
+    completion with `ANSWER` and remembers the requests."""
+
+    ANSWER = "Here it is:\n```python\n" + CODE.replace("*", "/") + "```\nDone."
+    requests: ClassVar[list[dict]] = []
+
+    def _send(self, status: int, data: dict) -> None:
+        body = json.dumps(data).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self) -> None:
+        if self.path == "/v1/models":
+            self._send(200, {"object": "list", "data": [{"id": "stub", "object": "model"}]})
+        else:
+            self._send(404, {"error": {"message": "not found", "type": "invalid_request_error"}})
+
+    def do_POST(self) -> None:
+        request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        type(self).requests.append(request)
+        self._send(200, {
+            "id": "x", "object": "chat.completion", "model": "stub",
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": self.ANSWER}}],
+            "usage": {"prompt_tokens": 50, "completion_tokens": 20, "total_tokens": 70,
+                      "completion_tokens_details": {"accepted_prediction_tokens": 15}},
+        })  # fmt: skip
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+def test_any_openai_compatible_server_edits_with_the_file_as_prediction(tmp_path):
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _ChatOnlyServer)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    source = tmp_path / "stats.py"
+    source.write_text(CODE)
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "specedit", "fix", str(source), "mean() multiplies", "-i",
+             "--server", f"http://127.0.0.1:{server.server_port}/v1", "--stats", "json"],
+            capture_output=True, text=True,
+        )  # fmt: skip
+    finally:
+        server.shutdown()
+    assert result.returncode == 0, result.stderr
+    assert source.read_text() == CODE.replace("*", "/")
+    sent = _ChatOnlyServer.requests[-1]
+    assert sent["model"] == "stub" and sent["prediction"] == {"type": "content", "content": CODE}
+    assert sent["messages"][0]["role"] == "system" and CODE in sent["messages"][1]["content"]
+    stats = json.loads(result.stderr.strip().splitlines()[-1])
+    assert stats["accepted_tokens"] == 15 and stats["new_tokens"] == 20
