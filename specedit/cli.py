@@ -209,6 +209,10 @@ def _run_edits(prompt: str, files: list[str], instruction: str, **options) -> No
     if problems:
         error(problems[0])
         raise typer.Exit(Exit.INPUT)
+    unreadable = _unreadable(files)
+    files = [file for file in files if file not in unreadable]
+    if not files:  # nothing to edit: no model is loaded for that
+        raise typer.Exit(Exit.INPUT)
 
     if options["server"]:
         from specedit.remote import connect
@@ -240,11 +244,29 @@ def _run_edits(prompt: str, files: list[str], instruction: str, **options) -> No
         else None
     )
     console = Console(stderr=True)
-    code = 0
+    code = Exit.INPUT if unreadable else Exit.OK
     with _interruptible():
         for file in files:
             code = max(code, edit_file(editor, file, template, delivery, console, test))
     raise typer.Exit(code)
+
+
+def _unreadable(files: list[str]) -> set[str]:
+    """Files that cannot be edited (missing, binary, not UTF-8, empty), each reported now,
+    before a model is loaded; stdin is read when its turn comes."""
+    from specedit.files import InputError, read_text
+
+    bad = set()
+    for file in files:
+        if file == "-":
+            continue
+        try:
+            if not read_text(file).strip():
+                raise InputError(f"{file} is empty")
+        except InputError as exc:
+            error(str(exc))
+            bad.add(file)
+    return bad
 
 
 def _load(model: str, dtype: str, threads: int | None, device: str = "cpu"):

@@ -1,15 +1,20 @@
-"""Shared fixtures: tiny random models built from a config (no download, fast, fp32), and the
-small bundled model for end-to-end runs."""
+"""Shared fixtures: tiny random models built from a config (no download, fast, fp32), a small
+byte-level BPE tokenizer trained here with a ChatML template like Qwen's, and the small bundled
+model for end-to-end runs (the only fixture that needs it, for tests marked e2e)."""
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import os
 
 import pytest
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
 
-torch.set_num_threads(2)
+# The fast tier's models are tiny: a second thread only adds synchronisation, which costs a
+# great deal when another job shares the cores (the sampling tests ran 80x slower with two).
+torch.set_num_threads(1)
 
 # End-to-end tests run on the small bundled model, whatever the product's default is: the CLI
 # (and the pre-commit hook it spawns) read SPECEDIT_MODEL.
@@ -53,8 +58,9 @@ def repeating_prompt(seed: int, vocab: int = 96) -> list[int]:
 
 
 def greedy_reference(model, prompt: list[int], max_new_tokens: int, eos: int | None = None):
-    """Plain greedy `generate`: the tokens every strict method must reproduce."""
-    ids = torch.tensor([prompt])
+    """Plain greedy `generate` on the model's device: the tokens every strict method must
+    reproduce."""
+    ids = torch.tensor([prompt], device=model.device)
     out = model.generate(
         ids,
         attention_mask=torch.ones_like(ids),  # token 0 is no padding here
@@ -76,26 +82,91 @@ def llama_tiny_eager():
     return tiny_model("llama", attn="eager", seed=1)
 
 
+@pytest.fixture(autouse=True)
+def _fast_tier(request, monkeypatch):
+    """Outside e2e, the CLI's default model is the tiny one, in fp32 on one thread: a command
+    that loads the model before it fails (as `fix missing.py` does) never reaches the bundled
+    model. torch's thread count is restored after each test, since the CLI sets it globally."""
+    if request.node.get_closest_marker("e2e") is None:
+        monkeypatch.setenv("SPECEDIT_MODEL", str(request.getfixturevalue("tiny_model_dir")))
+        monkeypatch.setenv("SPECEDIT_DTYPE", "fp32")
+        monkeypatch.setenv("SPECEDIT_THREADS", "1")
+    threads = torch.get_num_threads()
+    yield
+    torch.set_num_threads(threads)
+
+
 @pytest.fixture(scope="session")
 def bundled_model_dir():
-    """The test model's converted folder (converted once per machine, ~1 minute)."""
+    """The test model's converted folder (converted once per machine, ~1 minute): e2e only."""
     from specedit import models
 
     return models.resolve(TEST_MODEL)
 
 
+# What the tokenizer learns from: Python source that every interpreter has at hand.
+CORPUS_MODULES = ("textwrap", "difflib", "json.decoder")
+SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
+# Qwen2's pre-tokenizer split: words with their leading space, single digits, punctuation runs.
+SPLIT = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+    r"|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
+CHAT_TEMPLATE = (
+    "{% for message in messages %}"
+    "{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+)
+
+
+def train_tokenizer(vocab_size: int = 1024):
+    """A byte-level BPE (so any UTF-8 text round-trips exactly) with Qwen's special tokens and
+    a ChatML chat template, trained in a fraction of a second on standard-library source."""
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    backend = Tokenizer(models.BPE())
+    backend.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(SPLIT), behavior="isolated"),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ]
+    )
+    backend.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=list(SPECIAL_TOKENS),
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    corpus = [inspect.getsource(importlib.import_module(name)) for name in CORPUS_MODULES]
+    backend.train_from_iterator(corpus, trainer)
+    return PreTrainedTokenizerFast(
+        tokenizer_object=backend,
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+        additional_special_tokens=["<|im_start|>"],
+        chat_template=CHAT_TEMPLATE,
+    )
+
+
 @pytest.fixture(scope="session")
-def tokenizer(bundled_model_dir):
+def tiny_model_dir(tmp_path_factory):
+    """A random 2-layer Qwen2 with the small tokenizer and its chat template, saved as a folder
+    that `--model` loads."""
+    folder = tmp_path_factory.mktemp("tiny-qwen")
+    trained = train_tokenizer()
+    tiny_model("qwen2", vocab=len(trained), init=0.02).save_pretrained(folder)
+    trained.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def tokenizer(tiny_model_dir):
+    """The small tokenizer as the product loads it from the folder. transformers makes any
+    qwen2 folder's tokenizer a Qwen2Tokenizer, which NFC-normalizes its input as the real
+    Qwen's does; NFC text round-trips exactly."""
     from transformers import AutoTokenizer
 
-    return AutoTokenizer.from_pretrained(bundled_model_dir)
-
-
-@pytest.fixture(scope="session")
-def tiny_model_dir(tmp_path_factory, bundled_model_dir, tokenizer):
-    """A random 2-layer Qwen2 with the real tokenizer and chat template, saved as a folder."""
-    folder = tmp_path_factory.mktemp("tiny-qwen")
-    model = tiny_model("qwen2", vocab=len(tokenizer), init=0.02)
-    model.save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
+    return AutoTokenizer.from_pretrained(tiny_model_dir)

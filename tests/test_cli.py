@@ -90,15 +90,37 @@ def test_input_longer_than_the_context_says_both_lengths(tmp_path, tiny_model_di
     assert "too long for the model" in result.stderr and "holds 1024" in result.stderr
 
 
-def test_models_lists_bundled_models_and_reports_unknown_ones(bundled_model_dir):
+def test_models_lists_bundled_models_and_reports_unknown_ones(tmp_path, monkeypatch):
+    monkeypatch.setenv("SPECEDIT_CACHE", str(tmp_path))  # nothing prepared yet
     result = _run("models")
     assert result.exit_code == 0
-    assert "qwen2.5-coder-0.5b" in result.stdout and "prepared" in result.stdout
-    assert "smollm2-135m" in result.stdout
-    info = _run("models", "info", "qwen2.5-coder-0.5b")
-    assert info.exit_code == 0 and "num_hidden_layers" in info.stdout and "24" in info.stdout
+    lines = result.stdout.splitlines()
+    assert any(line.split()[:3] == ["qwen2.5-coder-0.5b", "not", "prepared"] for line in lines)
+    assert any(line.startswith("smollm2-135m ") for line in lines)
     assert _run("models", "prepare", "no-such-model").exit_code == 3
     assert _run("models", "info", "no-such-model").exit_code == 3
+
+
+def test_models_info_describes_a_model_folder(tiny_model_dir, tokenizer):
+    info = _run("models", "info", str(tiny_model_dir))
+    assert info.exit_code == 0, info.stderr
+    fields = dict(line.split(None, 1) for line in info.stdout.splitlines())
+    assert fields["source"] == str(tiny_model_dir)
+    assert (fields["model_type"], fields["num_hidden_layers"], fields["hidden_size"]) == (
+        "qwen2", "2", "64",
+    )  # fmt: skip
+    assert fields["vocab_size"] == str(len(tokenizer))
+    assert fields["max_position_embeddings"] == "1024"
+
+
+@pytest.mark.e2e
+def test_models_lists_a_prepared_bundled_model_and_describes_it(bundled_model_dir):
+    result = _run("models")
+    assert result.exit_code == 0
+    assert any(line.split()[:2] == ["qwen2.5-coder-0.5b", "prepared"]
+               for line in result.stdout.splitlines())  # fmt: skip
+    info = _run("models", "info", "qwen2.5-coder-0.5b")
+    assert info.exit_code == 0 and "num_hidden_layers" in info.stdout and "24" in info.stdout
 
 
 def test_bench_rejects_unknown_methods_and_tasks(tiny_model_dir):
@@ -109,3 +131,17 @@ def test_bench_rejects_unknown_methods_and_tasks(tiny_model_dir):
     assert result.exit_code == 2 and "unknown task ids: no-such-task" in result.stderr
     result = _run(*args, "--verify", "loose")
     assert result.exit_code == 2 and "unknown verification" in result.stderr
+
+
+def test_unreadable_files_are_reported_before_any_model_is_loaded(tmp_path, source):
+    """A missing file with an unknown model exits 2 for the file: the model is never looked up
+    when there is nothing to edit, and a batch reports every bad file."""
+    missing = tmp_path / "missing.py"
+    result = _run("fix", str(missing), "fix", "--model", "no-such-model")
+    assert result.exit_code == 2 and "no such file" in result.stderr
+    assert "unknown model" not in result.stderr
+    binary = tmp_path / "blob.py"
+    binary.write_bytes(b"\0\1\2")
+    result = _run("rewrite", str(missing), str(binary), "-m", "fix", "--check", "--model", "nope")
+    assert result.exit_code == 2
+    assert "no such file" in result.stderr and "looks binary" in result.stderr

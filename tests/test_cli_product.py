@@ -7,7 +7,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from specedit import files, jobs
+from specedit import edit, files
 from specedit.cli import app
 
 runner = CliRunner()
@@ -111,7 +111,7 @@ def test_ctrl_c_leaves_the_file_untouched_and_exits_130(typo, monkeypatch, tiny_
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(jobs, "execute", interrupted)
+    monkeypatch.setattr(edit, "execute", interrupted)
     result = _run("fix", typo, "fix", "-i", "--model", tiny_model_dir, "--dtype", "fp32")
     assert result.exit_code == 130
     assert "interrupted; nothing was written" in result.stderr

