@@ -85,6 +85,11 @@ class RemoteEditor:
         self.url = url.rstrip("/")
         self._bytes: dict[int, bytes] = {}  # token -> the bytes the server's tokenizer gives it
 
+    def learn(self, tokens: list[int], hex_bytes: list[str]) -> None:
+        """Keep the bytes the server's tokenizer gives these tokens (`serve.token_bytes`)."""
+        for token, raw in zip(tokens, hex_bytes, strict=True):
+            self._bytes[token] = bytes.fromhex(raw)
+
     def decode(self, tokens: list[int]) -> str:
         """Exactly the server's decoding: each token's bytes, joined, then read as UTF-8."""
         return b"".join(self._bytes.get(t, b"") for t in tokens).decode("utf-8", "replace")
@@ -114,8 +119,7 @@ class RemoteEditor:
                     if on_start:
                         on_start(prompt, event["max_new_tokens"])
                 elif kind == "step":
-                    for token, hex_bytes in zip(event["tokens"], event.pop("bytes"), strict=True):
-                        self._bytes[token] = bytes.fromhex(hex_bytes)
+                    self.learn(event["tokens"], event.pop("bytes"))
                     if on_step:
                         on_step(Step(**event))
                 elif kind == "result":

@@ -192,7 +192,7 @@ def token_bytes(tokenizer, ids: list[int]) -> list[str]:
     special = set(tokenizer.all_special_ids)
     decoder = getattr(getattr(tokenizer, "backend_tokenizer", None), "decoder", None)
     if decoder is not None and type(decoder).__name__ == "ByteLevel":
-        from transformers.models.gpt2.tokenization_gpt2 import bytes_to_unicode
+        from transformers.convert_slow_tokenizer import bytes_to_unicode
 
         byte_of = {char: byte for byte, char in bytes_to_unicode().items()}
         pieces = tokenizer.convert_ids_to_tokens(ids)

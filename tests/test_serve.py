@@ -27,8 +27,10 @@ import torch
 from conftest import TEST_MODEL
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
+from specedit import prompts
 from specedit.edit import EditRequest
 from specedit.remote import OpenAIEditor, RemoteEditor, connect
+from specedit.serve import token_bytes
 
 
 def _free_port() -> int:
@@ -258,10 +260,32 @@ def test_an_edit_through_the_server_equals_the_local_edit(tmp_path):
                            f"else:\n```python\n{source.read_text()}```"}],
                 prediction={"type": "content", "content": source.read_text()},
             )  # fmt: skip
+            # the CLI's own prompt as chat messages, its answer opened by the code fence as the
+            # CLI opens it: the reply is the CLI's output, streamed or not
+            text = source.read_text()
+            fence = prompts.fence_for(text)
+            messages = [
+                *prompts.chat_messages(prompts.load_template("fix"), text, instruction, "python",
+                                       fence),
+                {"role": "assistant", "content": f"{fence}python\n"},
+            ]  # fmt: skip
+            same = {
+                "model": TEST_MODEL,
+                "messages": messages,
+                "temperature": 0,
+                "stop": [f"\n{fence}"],
+                "prediction": {"type": "content", "content": text},
+            }
+            whole = client.chat.completions.create(**same)
+            pieces = client.chat.completions.create(**same, stream=True)
+            streamed = "".join(c.choices[0].delta.content or "" for c in pieces if c.choices)
         # the same server spoken to as any OpenAI-compatible one: same prompt, file as prediction
         request = EditRequest(source.read_text(), instruction, prompt="fix", language="python")
         generic = OpenAIEditor(url).edit(request)
     assert remote.stdout == local.stdout and "/" in remote.stdout
+    assert whole.choices[0].message.content + "\n" == local.stdout
+    assert streamed == whole.choices[0].message.content
+    assert whole.usage.completion_tokens_details.accepted_prediction_tokens > 10
     assert generic.text.count("\n") == source.read_text().count("\n")
     assert remote_spans == local_spans
 
@@ -330,3 +354,15 @@ def test_any_openai_compatible_server_edits_with_the_file_as_prediction(tmp_path
     assert sent["messages"][0]["role"] == "system" and CODE in sent["messages"][1]["content"]
     stats = json.loads(result.stderr.strip().splitlines()[-1])
     assert stats["accepted_tokens"] == 15 and stats["new_tokens"] == 20
+
+
+def test_token_bytes_let_a_client_decode_exactly_as_the_server(tokenizer):
+    text = "naïve café — 数据 🙂 ```x```\n\tend: a→b"
+    ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+    ids += [tokenizer.convert_tokens_to_ids("<|im_end|>")]
+    editor = RemoteEditor("http://127.0.0.1:1")
+    editor.learn(ids, token_bytes(tokenizer, ids))
+    for start, end in [(0, len(ids)), (1, 5), (3, len(ids) - 1), (2, 3)]:  # windows, as decoded
+        assert editor.decode(ids[start:end]) == tokenizer.decode(
+            ids[start:end], skip_special_tokens=True
+        )
