@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test lint format bench clean
+.PHONY: install demo test test-fast lint format bench clean
 
 install: $(STAMP)
 
@@ -21,6 +21,10 @@ demo: install
 
 test: lint
 	$(BIN)/python -m pytest
+
+# The fast tier: tiny random models, no bundled model needed (about a minute).
+test-fast: install
+	$(BIN)/python -m pytest -m "not e2e"
 
 lint: install
 	$(BIN)/ruff check .
