@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -22,6 +23,8 @@ from specedit.drafting.registry import ABLATIONS, DEFAULT_METHOD, METHODS
 from specedit.engine.options import VERIFY_MODES
 from specedit.exits import Exit
 from specedit.models import DEFAULT_MODEL, DTYPES
+
+STARTED = time.perf_counter()  # the CLI's start, for the stats' start-up seconds
 
 app = typer.Typer(
     help="Edit files with a local LLM, fast: the input is the draft (model-free speculative "
@@ -225,7 +228,7 @@ def _run_edits(prompt: str, files: list[str], instruction: str, **options) -> No
                 raise typer.Exit(Exit.MODEL) from None
     else:
         editor = LocalEditor(
-            _load(options["model"], options["dtype"], options["threads"], options["device"])
+            *_load(options["model"], options["dtype"], options["threads"], options["device"])
         )
     template = EditRequest(
         "", instruction, prompt=prompt, method=options["method"],
@@ -270,18 +273,25 @@ def _unreadable(files: list[str]) -> set[str]:
 
 
 def _load(model: str, dtype: str, threads: int | None, device: str = "cpu"):
-    """Pin the CPU threads and load the model once; a model error exits with code 3."""
+    """Pin the CPU threads and load the model once; a model error exits with code 3.
+
+    Returns the model and the start-up seconds: imports (from the CLI's start to torch and
+    transformers imported) and the model's load."""
     import torch
+    import transformers  # noqa: F401  (timed here, so the load below is the load alone)
 
     from specedit.models import ModelError, load
 
+    imported = time.perf_counter()
     torch.set_num_threads(threads or os.cpu_count() or 1)
     with _interruptible():
         try:
-            return load(model, dtype, device)
+            lm = load(model, dtype, device)
         except ModelError as exc:
             error(str(exc))
             raise typer.Exit(Exit.MODEL) from None
+    startup = {"imports": imported - STARTED, "model_load": time.perf_counter() - imported}
+    return lm, startup
 
 
 @contextmanager
@@ -497,7 +507,7 @@ def bench(
     from specedit.bench.runner import BenchError, run_bench
     from specedit.drafting import DrafterUnavailable
 
-    lm = _load(model, dtype, threads)
+    lm, _ = _load(model, dtype, threads)
     with _interruptible():
         try:
             run_bench(
@@ -533,7 +543,7 @@ def calibrate(
     """
     from specedit.calibrate import calibrate as run_calibration
 
-    lm = _load(model, dtype, threads)
+    lm, _ = _load(model, dtype, threads)
     with _interruptible():
         run_calibration(lm)
 
@@ -563,7 +573,7 @@ def serve(
     except ImportError as exc:
         error(f"the server needs {exc.name}: pip install 'specedit[serve]'")
         raise typer.Exit(Exit.INPUT) from None
-    lm = _load(model, dtype, threads, device)
+    lm, _ = _load(model, dtype, threads, device)
     say(f"serving {lm.name} on http://{host}:{port}/v1 (Ctrl-C stops)")
     uvicorn.run(create_app(lm), host=host, port=port, log_level="warning")
 

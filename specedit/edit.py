@@ -6,8 +6,9 @@ turns their failures into `EditError`s with a message fit for a user.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from specedit import prompts
@@ -51,6 +52,9 @@ class EditResult:
     generation: Generation
     prompt: prompts.EditPrompt
     statement: str | None = None  # the model's statement of the change, when the prompt asks
+    # Seconds spent around the engine's own: building the prompt, making the drafter (loading
+    # its indexes); the engine's stages are in generation.stats.
+    timings: dict[str, float] = field(default_factory=dict)
 
     @property
     def changed(self) -> bool:
@@ -70,6 +74,7 @@ class PreparedEdit:
     prompt: prompts.EditPrompt
     max_new_tokens: int
     statement: str | None = None  # the model's one-line statement of the change, if asked
+    seconds: float = 0.0  # building the prompt (and the statement, if asked)
 
 
 STATEMENT_TOKENS = 96
@@ -89,6 +94,7 @@ def state_the_change(lm: LoadedModel, prompt: prompts.EditPrompt) -> str:
 
 
 def prepare(lm: LoadedModel, request: EditRequest) -> PreparedEdit:
+    started = time.perf_counter()
     if not request.instruction.strip():
         raise EditError("the instruction is empty")
     if not request.text.strip():
@@ -117,8 +123,9 @@ def prepare(lm: LoadedModel, request: EditRequest) -> PreparedEdit:
         prompt = prompts.build(
             lm.tokenizer, template, request.text, instruction, request.language, statement
         )
-    limit = request.max_new_tokens or default_token_limit(input_tokens)
-    return PreparedEdit(request, prompt, min(limit, lm.context_length - len(prompt.ids)), statement)
+    limit = min(request.max_new_tokens or default_token_limit(input_tokens),
+                lm.context_length - len(prompt.ids))  # fmt: skip
+    return PreparedEdit(request, prompt, limit, statement, time.perf_counter() - started)
 
 
 def generate_edit(
@@ -126,10 +133,11 @@ def generate_edit(
     prepared: PreparedEdit,
     on_step: Callable[[Step], None] | None = None,
     stop: StopCondition | None = None,
+    timings: dict[str, float] | None = None,
 ) -> Generation:
     """Run the engine on a prepared edit with the request's method and verification; it stops
     at the closing fence, early when the answer loops (stop reason RUNAWAY), or when `stop`
-    says so (a server whose client went away)."""
+    says so (a server whose client went away). `timings` gets the drafter's set-up seconds."""
     from specedit.engine.session import generate  # here: a remote client never loads torch
 
     request, prompt = prepared.request, prepared.prompt
@@ -140,10 +148,14 @@ def generate_edit(
         prompt.ids[prompt.input_start : prompt.input_end],
         [lm.tokenizer(text, add_special_tokens=False)["input_ids"] for text in request.references],
     )
+    started = time.perf_counter()
+    drafter = make_drafter(request.method, lm.model, sources)
+    if timings is not None:
+        timings["drafter"] = time.perf_counter() - started
     return generate(
         lm.model,
         prompt.ids,
-        make_drafter(request.method, lm.model, sources),
+        drafter,
         max_new_tokens=prepared.max_new_tokens,
         sampling=request.sampling,
         verification=request.verification,
@@ -160,7 +172,8 @@ def execute(
     stop: StopCondition | None = None,
 ) -> EditResult:
     """Generate the edit; raises EditError when the answer was cut off (nothing to write)."""
-    generation = generate_edit(lm, prepared, on_step, stop)
+    timings = {"prompt": prepared.seconds}
+    generation = generate_edit(lm, prepared, on_step, stop, timings)
     if generation.stop_reason == RUNAWAY:
         lines = lm.tokenizer.decode(generation.tokens, skip_special_tokens=True).count("\n")
         raise EditError(
@@ -174,7 +187,7 @@ def execute(
             f"the edit was cut off at the token limit ({len(generation.tokens)} new tokens); "
             "raise --max-new-tokens"
         )
-    return EditResult(text, generation, prepared.prompt, prepared.statement)
+    return EditResult(text, generation, prepared.prompt, prepared.statement, timings)
 
 
 # Called once an edit's prompt is known: the prompt and the answer's token limit.
@@ -184,6 +197,8 @@ OnStart = Callable[[prompts.EditPrompt, int], None]
 class Editor(Protocol):
     """Where edits run: this process (`LocalEditor`) or a warm `specedit serve` (remote.py).
     Jobs and the dashboard work the same against either."""
+
+    startup: dict[str, float]  # seconds it took to be ready, by stage
 
     def decode(self, tokens: list[int]) -> str: ...
 
@@ -196,10 +211,12 @@ class Editor(Protocol):
 
 
 class LocalEditor:
-    """Edits with a model loaded in this process."""
+    """Edits with a model loaded in this process; `startup` holds the seconds it took to be
+    ready (imports, model load), reported with each edit's stats."""
 
-    def __init__(self, lm: LoadedModel) -> None:
+    def __init__(self, lm: LoadedModel, startup: dict[str, float] | None = None) -> None:
         self.lm = lm
+        self.startup = startup or {}
 
     def decode(self, tokens: list[int]) -> str:
         return self.lm.tokenizer.decode(tokens, skip_special_tokens=True)

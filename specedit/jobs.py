@@ -132,7 +132,7 @@ def edit_file(
     except EditorUnavailable as exc:
         error(str(exc))
         return Exit.MODEL
-    report = Report(name, delivery, request.method, live, tries)
+    report = Report(name, delivery, request.method, live, tries, editor.startup)
     if tries is not None:
         for number, attempt in enumerate(tries, 1):
             if not attempt.passed and (not tries[-1].passed or not delivery.quiet):
@@ -212,6 +212,7 @@ class Report:
     method: str
     summary_shown: bool  # the dashboard already showed its summary line
     tries: list[Attempt] | None  # the --test attempts, None without --test
+    startup: dict[str, float]  # the editor's start-up seconds by stage
 
     def stats(self, result: EditResult, attribution: Attribution, refused: bool = False) -> None:
         delivery = self.delivery
@@ -225,6 +226,12 @@ class Report:
         }
         if result.statement is not None:
             stats["statement"] = result.statement
+        seconds = stats["seconds"]  # where the wall time went, from start-up to the last token
+        stats["wall_seconds"] = {
+            **{k: round(v, 4) for k, v in {**self.startup, **result.timings}.items()},
+            "prefill": seconds["prefill"],
+            "decode": round(seconds["total"] - seconds["prefill"], 4),
+        }
         passed = bool(self.tries) and self.tries[-1].passed
         if self.tries is not None:
             stats |= {"attempts": len(self.tries), "test": "passed" if passed else "failed"}

@@ -84,6 +84,7 @@ class RemoteEditor:
     def __init__(self, url: str) -> None:
         self.url = url.rstrip("/")
         self._bytes: dict[int, bytes] = {}  # token -> the bytes the server's tokenizer gives it
+        self.startup: dict[str, float] = {}  # the server was ready before us
 
     def learn(self, tokens: list[int], hex_bytes: list[str]) -> None:
         """Keep the bytes the server's tokenizer gives these tokens (`serve.token_bytes`)."""
@@ -127,7 +128,9 @@ class RemoteEditor:
                         event["tokens"], event["stop_reason"], Stats.from_dict(event["stats"])
                     )
                     prompt = prompt or _prompt(event["prompt"])
-                    return EditResult(event["text"], generation, prompt, event["statement"])
+                    return EditResult(
+                        event["text"], generation, prompt, event["statement"], event["timings"]
+                    )
                 elif kind == "error":
                     message = event["error"]["message"]
                     if event["status"] == 422:  # the edit itself failed: cut off, runaway, ...
@@ -148,6 +151,7 @@ class OpenAIEditor:
     def __init__(self, url: str, model: str | None = None) -> None:
         self.url = url.rstrip("/").removesuffix("/v1")
         self.model = model
+        self.startup: dict[str, float] = {}
 
     def decode(self, tokens: list[int]) -> str:
         return ""  # no tokens come back from a chat-completions server

@@ -516,6 +516,7 @@ def _edit_response(lm: LoadedModel, outcome: tuple[EditResult, Attribution] | AP
         "text": result.text,
         "changed": result.changed,
         "statement": result.statement,
+        "timings": result.timings,
         "stop_reason": result.generation.stop_reason,
         "tokens": result.generation.tokens,
         "stats": result.generation.stats.as_dict(),

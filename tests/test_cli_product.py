@@ -58,7 +58,11 @@ def test_in_place_and_output_file_with_json_stats_and_attribution(
     assert out.read_text() == FIXED and typo.read_text() == TYPO
     line = json.loads(result.stderr.strip().splitlines()[-1])
     assert line["changed"] is True and line["new_tokens"] > 0
-    assert json.loads(stats.read_text())["forward_passes"] == line["forward_passes"]
+    recorded = json.loads(stats.read_text())
+    assert recorded["forward_passes"] == line["forward_passes"]
+    stages = {"imports", "model_load", "prompt", "drafter", "prefill", "decode"}
+    assert set(recorded["wall_seconds"]) == stages
+    assert all(seconds >= 0 for seconds in recorded["wall_seconds"].values())
     copied = [s for s in json.loads(spans.read_text())["spans"] if s["input"]]
     assert copied  # " quick brown fox ..." is copied from the input
     result = _run("edit", typo, "fix the spelling mistake", "-i")

@@ -290,9 +290,11 @@ def test_an_edit_through_the_server_equals_the_local_edit(tmp_path):
     assert remote_spans == local_spans
 
     def untimed(stats: dict) -> dict:
-        return {k: v for k, v in stats.items() if k not in ("seconds", "tokens_per_second")}
+        timed = ("seconds", "tokens_per_second", "wall_seconds")
+        return {k: v for k, v in stats.items() if k not in timed}
 
     assert untimed(remote_stats) == untimed(local_stats)
+    assert set(remote_stats["wall_seconds"]) == {"prompt", "drafter", "prefill", "decode"}
     details = completion.usage.completion_tokens_details
     assert details.accepted_prediction_tokens > 10
     print(f"edit through the warm server: {remote_seconds:.1f}s")

@@ -132,6 +132,11 @@ def test_a_test_that_always_fails_exits_5_after_every_attempt(source, tiny, monk
     assert [c.request.sampling.temperature > 0 for c in calls] == [False, False, True]
     recorded = json.loads(stats.read_text())
     assert recorded["attempts"] == 3 and recorded["test"] == "failed"
+    # where the time went: the loader's stages, then the engine's (this canned edit has no
+    # prompt or drafter stage of its own)
+    wall = recorded["wall_seconds"]
+    assert set(wall) == {"imports", "model_load", "prefill", "decode"}
+    assert all(seconds >= 0 for seconds in wall.values())  # a load cached in-process is 0
 
 
 def test_attempts_sets_the_number_of_tries(source, tiny, monkeypatch):
