@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -184,20 +185,33 @@ class Closing:
         return self.fences > self.input_fences and bool(BARE_FENCE.fullmatch(line))
 
 
+class Lines:
+    """The answer's lines as they complete, fed one token at a time (each token's text is
+    decoded once and kept): what the stop conditions that read lines share."""
+
+    def __init__(self, decode_token: Callable[[int], str]) -> None:
+        self.decode_token = decode_token
+        self.pieces: dict[int, str] = {}
+        self.partial = ""  # the answer's current, unfinished line
+
+    def feed(self, token: int) -> list[str]:
+        """The lines `token` completes."""
+        piece = self.pieces.get(token)
+        if piece is None:
+            piece = self.pieces[token] = self.decode_token(token)
+        *done, self.partial = (self.partial + piece).split("\n")
+        return done
+
+
 class FenceStop:
     """Stop condition: the answer's closing fence line is complete (see `Closing`)."""
 
     def __init__(self, tokenizer, prompt: EditPrompt) -> None:
-        self.tokenizer = tokenizer
         self.closing = Closing(prompt)
-        self.pieces: dict[int, str] = {}
-        self.partial = ""  # the answer's current, unfinished line
+        self.lines = Lines(lambda token: tokenizer.decode([token]))
 
     def __call__(self, token: int) -> bool:
-        piece = self.pieces.get(token)
-        if piece is None:
-            piece = self.pieces[token] = self.tokenizer.decode([token])
-        *lines, self.partial = (self.partial + piece).split("\n")
+        lines = self.lines.feed(token)
         return any([self.closing.closes(line) for line in lines])  # every line, in order
 
 

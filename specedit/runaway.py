@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from specedit.prompts import Lines
+
 RUNAWAY = "runaway"  # the engine's stop reason when the guard fires
 
 
@@ -26,19 +28,13 @@ class RunawayGuard:
         max_period: int = 24,
         min_chars: int = 120,
     ) -> None:
-        self.decode = decode
+        self.reader = Lines(decode)
         self.input_text = input_text
         self.repeats, self.max_period, self.min_chars = repeats, max_period, min_chars
         self.lines: list[str] = []
-        self.partial = ""
-        self.pieces: dict[int, str] = {}
 
     def __call__(self, token: int) -> str | None:
-        piece = self.pieces.get(token)
-        if piece is None:
-            piece = self.pieces[token] = self.decode(token)
-        *done, self.partial = (self.partial + piece).split("\n")
-        for line in done:
+        for line in self.reader.feed(token):
             self.lines.append(line)
             if self._looping():
                 return RUNAWAY
@@ -57,10 +53,3 @@ class RunawayGuard:
                 if substantial and "\n".join(run) not in self.input_text:
                     return True
         return False
-
-    def message(self) -> str:
-        """Why the answer was stopped, for the user."""
-        return (
-            f"the answer started repeating itself (stopped at its line {len(self.lines)}); "
-            "nothing was written; rephrase the instruction or try a larger --model"
-        )
