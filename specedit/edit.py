@@ -226,11 +226,13 @@ class LocalEditor:
         request: EditRequest,
         on_start: OnStart | None = None,
         on_step: Callable[[Step], None] | None = None,
+        stop: StopCondition | None = None,
     ) -> EditResult:
+        """`stop` ends the generation early (a server whose client went away)."""
         prepared = prepare(self.lm, request)
         if on_start:
             on_start(prepared.prompt, prepared.max_new_tokens)
-        return execute(self.lm, prepared, on_step)
+        return execute(self.lm, prepared, on_step, stop)
 
 
 @dataclass

@@ -185,6 +185,37 @@ class Closing:
         return self.fences > self.input_fences and bool(BARE_FENCE.fullmatch(line))
 
 
+class AnswerText:
+    """The answer's text as its tokens come, decoded a short window at a time: a few settled
+    tokens of context (so context-dependent decoding, such as SentencePiece's leading spaces, is
+    right) plus the new ones, so a token costs the same however long the answer is. A token
+    that ends inside a character (byte-level BPE) waits until a later one completes it."""
+
+    CONTEXT = 4  # settled tokens decoded before the new ones
+
+    def __init__(self, decode: Callable[[list[int]], str]) -> None:
+        self.decode = decode
+        self.tokens: list[int] = []
+        self.text = ""  # the text of the settled tokens
+        self.settled = 0
+
+    def add(self, tokens: list[int]) -> list[tuple[int, str]]:
+        """Feed tokens; returns (tokens settled together, their text) for each group that
+        settled, in order. The last tokens may stay pending."""
+        self.tokens.extend(tokens)
+        anchor = max(self.settled - self.CONTEXT, 0)
+        done = len(self.decode(self.tokens[anchor : self.settled]))
+        groups = []
+        for k in range(self.settled, len(self.tokens)):
+            piece = self.decode(self.tokens[anchor : k + 1])
+            if piece.endswith("\ufffd"):  # ends inside a character: wait for the rest
+                continue
+            groups.append((k + 1 - self.settled, piece[done:]))
+            self.text += piece[done:]
+            done, self.settled = len(piece), k + 1
+        return groups
+
+
 class Lines:
     """The answer's lines as they complete, fed one token at a time (each token's text is
     decoded once and kept): what the stop conditions that read lines share."""

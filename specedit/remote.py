@@ -43,8 +43,13 @@ def _events(response) -> Iterator[dict]:
         yield json.loads(line[6:])
 
 
+class ServerRefused(EditorUnavailable):
+    """The server answered, with an HTTP error."""
+
+
 def _request(url: str, body: dict | None = None, timeout: float | None = None):
-    """Open `url` (POST `body` as JSON if given); errors become EditorUnavailable."""
+    """Open `url` (POST `body` as JSON if given); errors become EditorUnavailable (ServerRefused
+    when the server answered with an error)."""
     data = None if body is None else json.dumps(body).encode()
     headers = {"Content-Type": "application/json"}
     key = os.environ.get("SPECEDIT_API_KEY") or os.environ.get("OPENAI_API_KEY")
@@ -58,7 +63,7 @@ def _request(url: str, body: dict | None = None, timeout: float | None = None):
             message = json.loads(exc.read())["error"]["message"]
         except (ValueError, KeyError, TypeError):
             message = exc.reason
-        raise EditorUnavailable(f"the server at {url} refused the request: {message}") from None
+        raise ServerRefused(f"the server at {url} refused the request: {message}") from None
     except OSError as exc:
         raise EditorUnavailable(
             f"cannot reach the server at {url}: {exc}; start one with `specedit serve` "
@@ -72,10 +77,8 @@ def connect(url: str) -> Editor:
     try:
         with _request(url + "/v1/specedit/status", timeout=10):
             return RemoteEditor(url)
-    except EditorUnavailable as exc:
-        if "refused the request" not in str(exc):  # nothing answers there at all
-            raise
-    return OpenAIEditor(url)
+    except ServerRefused:  # a server, but not specedit's
+        return OpenAIEditor(url)
 
 
 class RemoteEditor:

@@ -32,12 +32,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from specedit.drafting import DrafterUnavailable
 from specedit.drafting.registry import DEFAULT_METHOD, METHODS, DraftSources, make_drafter
-from specedit.edit import EditError, EditRequest, EditResult, default_token_limit, execute, prepare
+from specedit.edit import EditError, EditRequest, EditResult, LocalEditor, default_token_limit
 from specedit.engine.events import Generation, Step
 from specedit.engine.options import VERIFY_MODES, Sampling, Verification
 from specedit.engine.session import generate
 from specedit.models import LoadedModel
-from specedit.prompts import PromptError
+from specedit.prompts import AnswerText, EditPrompt, PromptError
 from specedit.view.attribution import Attribution
 
 CANCELLED = "cancelled"  # the stop reason of a generation whose client went away
@@ -204,15 +204,18 @@ def token_bytes(tokenizer, ids: list[int]) -> list[str]:
 
 
 class StopStrings:
-    """Stops once the decoded answer contains one of `stops` (OpenAI's `stop`)."""
+    """Stops once the decoded answer contains one of `stops` (OpenAI's `stop`); reads the
+    answer's new text only, so a token costs the same however long the answer is."""
 
-    def __init__(self, tokenizer, stops: list[str]) -> None:
-        self.tokenizer, self.stops = tokenizer, [s for s in stops if s]
-        self.tokens: list[int] = []
+    def __init__(self, decode: Callable[[list[int]], str], stops: list[str]) -> None:
+        self.stops = [s for s in stops if s]
+        self.answer = AnswerText(decode)
+        self.longest = max(map(len, self.stops), default=0)
 
     def __call__(self, token: int) -> str | None:
-        self.tokens.append(token)
-        tail = self.tokenizer.decode(self.tokens[-64:], skip_special_tokens=True)
+        before = len(self.answer.text)
+        self.answer.add([token])
+        tail = self.answer.text[max(before - self.longest, 0) :]  # where a new match can be
         return "stop" if any(s in tail for s in self.stops) else None
 
     def cut(self, text: str) -> str:
@@ -367,31 +370,35 @@ def _chat_run(lm: LoadedModel, body: ChatRequest) -> Run:
     sampling = Sampling(body.temperature, 0, body.top_p, body.seed)
 
     def start(job: Job) -> dict:
-        stop_strings = StopStrings(tokenizer, stops) if stops else None
-        tokens: list[int] = []
+        decode = LocalEditor(lm).decode
+        stop_strings = StopStrings(decode, stops) if stops else None
+        # Whole characters, decoded as they come; the stop condition already reads every
+        # committed token, so its text is the answer's.
+        answer = stop_strings.answer if stop_strings else AnswerText(decode)
         sent = 0  # characters of the answer already emitted
 
-        def answer() -> str:
-            text = tokenizer.decode(tokens, skip_special_tokens=True)
-            return stop_strings.cut(text) if stop_strings else text
+        def current() -> str:
+            return stop_strings.cut(answer.text) if stop_strings else answer.text
 
-        def on_step(step: Step) -> None:
+        def emit_new() -> None:
             nonlocal sent
-            tokens.extend(step.tokens)
-            text = answer()
-            if len(text) > sent and not text.endswith("\ufffd"):  # whole characters only
+            text = current()
+            if len(text) > sent:
                 job.emit(text[sent:])
                 sent = len(text)
+
+        def on_step(step: Step) -> None:
+            if stop_strings is None:
+                answer.add(step.tokens)
+            emit_new()
 
         generation = generate(
             lm.model, prompt, make_drafter(method, lm.model, sources),
             max_new_tokens=min(limit, room), sampling=sampling,
             eos_token_ids=lm.eos_token_ids, stop=job_stop(job, stop_strings), on_step=on_step,
         )  # fmt: skip
-        text = answer()
-        if len(text) > sent:
-            job.emit(text[sent:])
-        return {"text": text, "generation": generation, "predicted": len(predicted),
+        emit_new()
+        return {"text": current(), "generation": generation, "predicted": len(predicted),
                 "prompt_tokens": len(prompt)}  # fmt: skip
 
     return Run(start, f"chatcmpl-{uuid.uuid4().hex[:24]}")
@@ -483,35 +490,38 @@ def _edit_run(lm: LoadedModel, body: EditBody) -> Run:
         )  # fmt: skip
     except ValueError as exc:
         raise APIError(400, str(exc)) from None
-    decode = _decoder(lm)
+    editor = LocalEditor(lm)
 
-    def start(job: Job) -> tuple[EditResult, Attribution] | APIError:
+    def start(job: Job) -> tuple[EditResult, Attribution | None] | APIError:
+        # A streamed edit's client attributes the steps itself; only a plain answer carries it.
+        attribution: list[Attribution] = []
+
+        def on_start(prompt: EditPrompt, max_new_tokens: int) -> None:
+            job.emit(("start", (prompt, max_new_tokens)))
+            if not body.stream:
+                attribution.append(Attribution(prompt, editor.decode))
+
+        def on_step(step: Step) -> None:
+            for view in attribution:
+                view.add(step)
+            job.emit(("step", step))
+
         try:
-            prepared = prepare(lm, request)
-            job.emit(("start", prepared))
-            attribution = Attribution(prepared.prompt, decode)
-
-            def on_step(step: Step) -> None:
-                attribution.add(step)
-                job.emit(("step", step))
-
-            result = execute(lm, prepared, on_step, stop=job_stop(job))
+            result = editor.edit(request, on_start, on_step, stop=job_stop(job))
         except (EditError, PromptError, DrafterUnavailable) as exc:
             return APIError(422, str(exc), code="edit_failed")
-        return result, attribution
+        return result, attribution[0] if attribution else None
 
     return Run(start, f"edit-{uuid.uuid4().hex[:24]}")
 
 
-def _decoder(lm: LoadedModel) -> Callable[[list[int]], str]:
-    return lambda ids: lm.tokenizer.decode(ids, skip_special_tokens=True)
-
-
-def _edit_response(lm: LoadedModel, outcome: tuple[EditResult, Attribution] | APIError) -> dict:
+def _edit_response(
+    lm: LoadedModel, outcome: tuple[EditResult, Attribution | None] | APIError
+) -> dict:
     if isinstance(outcome, APIError):
         raise outcome
     result, attribution = outcome
-    return {
+    answer = {
         "model": lm.name,
         "text": result.text,
         "changed": result.changed,
@@ -521,8 +531,10 @@ def _edit_response(lm: LoadedModel, outcome: tuple[EditResult, Attribution] | AP
         "tokens": result.generation.tokens,
         "stats": result.generation.stats.as_dict(),
         "prompt": asdict(result.prompt),
-        "attribution": json.loads(attribution.to_json()),
     }
+    if attribution is not None:
+        answer["attribution"] = json.loads(attribution.to_json())
+    return answer
 
 
 def _edit_events(lm: LoadedModel, run: Run):
@@ -530,8 +542,9 @@ def _edit_events(lm: LoadedModel, run: Run):
         if what == "item":
             kind, payload = item
             if kind == "start":
-                data = {"type": "start", "prompt": asdict(payload.prompt),
-                        "max_new_tokens": payload.max_new_tokens}  # fmt: skip
+                prompt, max_new_tokens = payload
+                data = {"type": "start", "prompt": asdict(prompt),
+                        "max_new_tokens": max_new_tokens}  # fmt: skip
             else:
                 data = {"type": "step", **asdict(payload),
                         "bytes": token_bytes(lm.tokenizer, payload.tokens)}  # fmt: skip

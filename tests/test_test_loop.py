@@ -54,7 +54,7 @@ def canned(monkeypatch, *texts: str) -> list[edit.PreparedEdit]:
     stats and attribution tell the attempts apart; returns the prepared edits it was given."""
     calls: list[edit.PreparedEdit] = []
 
-    def execute(lm, prepared, on_step=None):
+    def execute(lm, prepared, on_step=None, stop=None):
         calls.append(prepared)
         short = replace(prepared, max_new_tokens=len(calls) + 1)
         generation = edit.generate_edit(lm, short, on_step)

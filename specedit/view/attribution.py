@@ -3,9 +3,9 @@
 Speculative decoding with the input as the draft knows, for every accepted token, the memory
 position it was copied from. Consecutive tokens copied from consecutive positions make one copied
 span; a run of the model's own tokens makes one generated span. Output offsets are characters of
-the decoded output. They come from decoding a short window of tokens incrementally, because a
-byte-level BPE token can hold part of a UTF-8 character, and decoding tokens one by one would
-garble it (and would drop SentencePiece's leading spaces).
+the decoded output, from `prompts.AnswerText`: a byte-level BPE token can hold part of a UTF-8
+character, and decoding tokens one by one would garble it (and drop SentencePiece's leading
+spaces).
 """
 
 from __future__ import annotations
@@ -17,11 +17,10 @@ from dataclasses import dataclass
 from itertools import chain, repeat
 
 from specedit.engine.events import Step
-from specedit.prompts import EditPrompt
+from specedit.prompts import AnswerText, EditPrompt
 
 RELAXED = "relaxed"  # a drafted token that a lossy (CASD) rule accepted against the model's choice
 GENERATED = "generated"  # how counts and the dashboard name the model's own tokens (kind None)
-_CONTEXT = 4  # settled tokens decoded before the new ones, so context-dependent decoding is right
 
 
 def step_kinds(step: Step) -> list[str | None]:
@@ -62,14 +61,21 @@ class Attribution:
 
     def __init__(self, prompt: EditPrompt, decode: Callable[[list[int]], str]) -> None:
         self.prompt = prompt
-        self.decode = decode
-        self.tokens: list[int] = []
-        self.text = ""
+        self.answer = AnswerText(decode)
         self.spans: list[Span] = []
         self.sources: Counter[str] = Counter()  # tokens by source, "generated" for the model's
         self.kinds: Counter[str] = Counter()  # tokens by kind, "generated" for the model's
         self._pending: list[tuple[int | None, str | None]] = []  # (source, kind) not yet settled
         self._next: int | None = None  # the memory position that would extend the last span
+
+    @property
+    def tokens(self) -> list[int]:
+        return self.answer.tokens
+
+    @property
+    def text(self) -> str:
+        """The output text of the settled tokens."""
+        return self.answer.text
 
     @property
     def copied_share(self) -> float:
@@ -85,34 +91,18 @@ class Attribution:
         return "input" if self.prompt.input_span(position) is not None else "prompt"
 
     def add(self, step: Step) -> None:
-        for token, source, kind in zip(step.tokens, step.sources, step_kinds(step)):
-            self.tokens.append(token)
+        """Each token that completes its characters settles with the pending tokens before it
+        (which get empty output spans)."""
+        for source, kind in zip(step.sources, step_kinds(step)):
             self._pending.append((source, kind))
             self.sources[self.origin(source) or GENERATED] += 1
             self.kinds[kind or GENERATED] += 1
-        self._settle()
-
-    def _settle(self) -> None:
-        """Decode the pending tokens after a little context; each token that completes its
-        characters settles with the tokens before it (which get empty output spans)."""
-        settled = len(self.tokens) - len(self._pending)
-        anchor = max(settled - _CONTEXT, 0)
-        done = len(self.decode(self.tokens[anchor:settled]))
-        for k in range(settled, len(self.tokens)):
-            piece = self.decode(self.tokens[anchor : k + 1])
-            if piece.endswith("\ufffd"):  # ends inside a character: wait for the rest
-                continue
-            group, self._pending = (
-                self._pending[: k + 1 - settled],
-                self._pending[k + 1 - settled :],
-            )
-            settled = k + 1
-            start = len(self.text)
-            self.text += piece[done:]
-            done = len(piece)
+        end = len(self.text)
+        for count, piece in self.answer.add(step.tokens):
+            group, self._pending = self._pending[:count], self._pending[count:]
+            start, end = end, end + len(piece)
             for i, (source, kind) in enumerate(group):
-                end = len(self.text) if i == len(group) - 1 else start
-                self._extend(source, kind, start, end)
+                self._extend(source, kind, start, end if i == len(group) - 1 else start)
 
     def _extend(self, source: int | None, kind: str | None, start: int, end: int) -> None:
         origin = self.origin(source)
