@@ -212,7 +212,7 @@ def _run_edits(prompt: str, files: list[str], instruction: str, **options) -> No
     if problems:
         error(problems[0])
         raise typer.Exit(Exit.INPUT)
-    unreadable = _unreadable(files)
+    texts, unreadable = _read_inputs(files)
     files = [file for file in files if file not in unreadable]
     if not files:  # nothing to edit: no model is loaded for that
         raise typer.Exit(Exit.INPUT)
@@ -250,26 +250,27 @@ def _run_edits(prompt: str, files: list[str], instruction: str, **options) -> No
     code = Exit.INPUT if unreadable else Exit.OK
     with _interruptible():
         for file in files:
-            code = max(code, edit_file(editor, file, template, delivery, console, test))
+            text = texts.get(file)
+            code = max(code, edit_file(editor, file, template, delivery, console, test, text))
     raise typer.Exit(code)
 
 
-def _unreadable(files: list[str]) -> set[str]:
-    """Files that cannot be edited (missing, binary, not UTF-8, empty), each reported now,
-    before a model is loaded; stdin is read when its turn comes."""
-    from specedit.files import InputError, read_text
+def _read_inputs(files: list[str]) -> tuple[dict[str, str], set[str]]:
+    """The files' texts, read once, before a model is loaded; those that cannot be edited
+    (missing, binary, not UTF-8, empty) are reported now and returned apart. Stdin is read
+    when its turn comes."""
+    from specedit.files import InputError, read_input
 
-    bad = set()
+    texts, bad = {}, set()
     for file in files:
         if file == "-":
             continue
         try:
-            if not read_text(file).strip():
-                raise InputError(f"{file} is empty")
+            texts[file] = read_input(file)
         except InputError as exc:
             error(str(exc))
             bad.add(file)
-    return bad
+    return texts, bad
 
 
 def _load(model: str, dtype: str, threads: int | None, device: str = "cpu"):

@@ -38,6 +38,14 @@ def read_text(path: str) -> str:
         ) from None
 
 
+def read_input(path: str) -> str:
+    """A text to edit: a file, or stdin for '-', that holds more than blanks."""
+    text = read_text(path)
+    if not text.strip():
+        raise InputError(f"{'stdin' if path == '-' else path} is empty")
+    return text
+
+
 def replace_atomically(path: str | Path, write: Callable[[Path], None]) -> Path:
     """Have `write(temporary path)` write the file, then rename it onto `path`, so a failure or
     Ctrl-C never leaves a half-written file and readers never see one; an existing file's mode is

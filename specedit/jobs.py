@@ -32,7 +32,7 @@ from specedit.edit import (
 )
 from specedit.engine.events import Step
 from specedit.exits import Exit
-from specedit.files import InputError, read_text, write_atomic
+from specedit.files import InputError, read_input, write_atomic
 from specedit.prompts import EditPrompt, PromptError, language_for
 from specedit.view.attribution import Attribution
 from specedit.view.dashboard import Dashboard, dashboard_enabled
@@ -75,8 +75,10 @@ def edit_file(
     delivery: Delivery,
     console: Console,
     test: CheckCommand | None = None,
+    text: str | None = None,
 ) -> int:
-    """Edit one file (or stdin for '-') and deliver the result; returns the exit code.
+    """Edit one file (or stdin for '-') and deliver the result; returns the exit code. `text` is
+    the file's text when the caller has read it already.
 
     With `test`, candidates are edited and checked until one passes (`edit.attempt_edits`); the
     first that passes is delivered, and if none does nothing is written (exit 5).
@@ -112,9 +114,7 @@ def edit_file(
         return result
 
     try:
-        text = read_text(path)
-        if not text.strip():
-            raise InputError(f"{name} is empty")
+        text = read_input(path) if text is None else text
         request = replace(template, text=text, language=language_for(None if path == "-" else path))
         if test is None:
             result, tries = run(request), None
