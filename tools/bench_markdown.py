@@ -17,16 +17,18 @@ def _x(value: float | None) -> str:
 
 def quality(reports: list[dict]) -> str:
     lines = [
-        "| model | setup | pass@1 | bug | feature | doc | unchanged | cut off | runaway "
-        "| unrequested lines | dropped lines | median tok/s | median s per edit | total s |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| model | setup | pass@1 | bug | feature | doc | insertion | unchanged | cut off "
+        "| runaway | unrequested lines | dropped lines | median tok/s | median s per edit "
+        "| total s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for report in reports:
         for setup, s in report["summary"].items():
             groups = s.get("pass_by_group", {})
             lines.append(
                 f"| {report['model']} | {setup} | {s['pass']} | {groups.get('bug', '-')} | "
-                f"{groups.get('feature', '-')} | {groups.get('doc', '-')} | {s['unchanged']} | "
+                f"{groups.get('feature', '-')} | {groups.get('doc', '-')} | "
+                f"{groups.get('insertion', '-')} | {s['unchanged']} | "
                 f"{s['cut_off']} | {s['runaway']} | {s['unrequested_lines']} | "
                 f"{s['dropped_lines']} | {s['median_tokens_per_second']:.1f} | "
                 f"{s['median_wall_seconds']:.1f} | {s['total_wall_seconds']:.0f} |"

@@ -15,8 +15,9 @@ Why this script exists instead of a hand-written task file:
   with ``python -I`` in an empty temporary directory (exit status 0 = pass). The
   tests compare the edited code with the real standard-library function on many
   deterministic inputs, so they pin behaviour rather than text. This script runs
-  every test twice and fails unless it passes on ``expected`` and fails on
-  ``input``.
+  every test twice and fails unless it passes on ``expected`` (or, for a task
+  without one, on a hand-written reference answer kept in this script, see
+  ``reference_answers``) and fails on ``input``.
 * There is no randomness, so the same interpreter and the same installed packages
   give a byte-identical file. The text does depend on those versions (the
   committed file was made with CPython 3.11 and the packages installed in the
@@ -38,6 +39,18 @@ Task groups (the ``group`` field) and where each comes from:
   packages' metadata with 2-4 planted typos (transposed letters or a doubled
   word); ``expected`` is the original prose, ``tests`` is null and a run passes
   only on an exact match. Some excerpts keep fenced code blocks on purpose.
+* ``insertion`` (kind ``edit``): edits whose answer must write new text that
+  cannot be copied from the input, to compare a draft model with copy drafting.
+  Short stdlib excerpts (25-90 lines): type hints for ``colorsys`` and
+  ``calendar`` functions; docstrings for ``posixpath`` and ``shlex`` functions
+  whose own docstrings are stripped (no ``expected``: wording varies, the tests
+  check length, distinctness and that the return value is described); a new
+  function (``colorsys``-style ``rgb_to_hex``, the ``bisect`` docs' ``index``
+  recipe); and ``heapq`` / ``posixpath.realpath`` code whose comments we
+  translated into German / French, to be translated back (``expected`` is the
+  original). Every test also checks that the existing behaviour is unchanged;
+  the translation tests read the program's comments with ``tokenize`` and
+  compare each function's syntax tree with the input's.
 
 Usage::
 
@@ -52,6 +65,7 @@ import functools
 import importlib
 import importlib.metadata
 import inspect
+import io
 import json
 import re
 import subprocess
@@ -59,13 +73,14 @@ import sys
 import sysconfig
 import tempfile
 import textwrap
+import tokenize
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Literal
 
 Kind = Literal["fix", "edit", "rewrite"]
-Group = Literal["bug", "feature", "doc"]
+Group = Literal["bug", "feature", "doc", "insertion"]
 
 DEFAULT_OUTPUT = Path(__file__).resolve().parent.parent / "specedit" / "bench" / "tasks.jsonl"
 
@@ -73,6 +88,8 @@ DEFAULT_OUTPUT = Path(__file__).resolve().parent.parent / "specedit" / "bench" /
 INPUT_LINES = range(20, 401)
 # The first suite's three shortest README excerpts are kept as they were (other code uses them).
 SHORT_LEGACY_IDS = frozenset({"typo-rich-readme", "typo-click-readme", "typo-flask-readme"})
+# Insertion tasks are short: a small model on a CPU should write each answer in about 2 minutes.
+INSERTION_LINES = range(25, 91)
 TEST_TIMEOUT_S = 20
 
 TYPO_INSTRUCTION = "Fix the typos."
@@ -88,7 +105,7 @@ class Task:
     instruction: str
     input: str
     language: str
-    expected: str
+    expected: str | None  # None: only the tests can judge (see reference_answers)
     tests: str | None
 
 
@@ -2155,6 +2172,630 @@ def doc_tasks() -> list[Task]:
     return legacy_doc_tasks() + new_doc_tasks()
 
 
+# --- the suite: insertions -------------------------------------------------------
+
+# The hand-written comment translations are checked against these words: none may be left in
+# the edited program's comments. Each list holds only words that no English comment would use.
+GERMAN_WORDS = (
+    "und der das ist wenn nach oben unten leer wurzel blatt eltern kleinere kleineren kindes "
+    "jetzt dort bis eine einem gerade ungerade größte wieder setzen passt stelle folgen platz"
+)
+FRENCH_WORDS = (
+    "le la les des est pas une nous avons donc répertoire courant résoudre lien liens "
+    "symbolique chemin déjà vu utiliser valeur boucle lever renvoyer partie résolue reste "
+    "inchangé résolu"
+)
+
+HEAPQ_GERMAN = {
+    "    # raises appropriate IndexError if heap is empty\n": (
+        "    # löst den passenden IndexError aus, wenn der Heap leer ist\n"
+    ),
+    "    # Transform bottom-up.  The largest index there's any point to looking at\n"
+    "    # is the largest with a child index in-range, so must have 2*i + 1 < n,\n"
+    "    # or i < (n-1)/2.  If n is even = 2*j, this is (2*j-1)/2 = j-1/2 so\n"
+    "    # j-1 is the largest, which is n//2 - 1.  If n is odd = 2*j+1, this is\n"
+    "    # (2*j+1-1)/2 = j so j-1 is the largest, and that's again n//2-1.\n": (
+        "    # Von unten nach oben umwandeln.  Der größte Index, den anzusehen sich lohnt,\n"
+        "    # ist der größte mit einem gültigen Kindindex, also muss 2*i + 1 < n gelten,\n"
+        "    # d.h. i < (n-1)/2.  Ist n gerade = 2*j, so ist das (2*j-1)/2 = j-1/2, also\n"
+        "    # ist j-1 der größte, und das ist n//2 - 1.  Ist n ungerade = 2*j+1, so ist\n"
+        "    # das (2*j+1-1)/2 = j, also ist j-1 der größte, und das ist wieder n//2-1.\n"
+    ),
+    "    # Follow the path to the root, moving parents down until finding a place\n"
+    "    # newitem fits.\n": (
+        "    # Dem Pfad zur Wurzel folgen und dabei Eltern nach unten schieben, bis eine\n"
+        "    # Stelle gefunden ist, an die newitem passt.\n"
+    ),
+    "    # Bubble up the smaller child until hitting a leaf.\n": (
+        "    # Das kleinere Kind nach oben steigen lassen, bis ein Blatt erreicht ist.\n"
+    ),
+    "    # leftmost child position\n": "    # Position des linken Kindes\n",
+    "        # Set childpos to index of smaller child.\n": (
+        "        # childpos auf den Index des kleineren Kindes setzen.\n"
+    ),
+    "        # Move the smaller child up.\n": (
+        "        # Das kleinere Kind nach oben verschieben.\n"
+    ),
+    "    # The leaf at pos is empty now.  Put newitem there, and bubble it up\n"
+    "    # to its final resting place (by sifting its parents down).\n": (
+        "    # Das Blatt an pos ist jetzt leer.  newitem dort ablegen und nach oben an\n"
+        "    # seinen endgültigen Platz steigen lassen (indem seine Eltern nach unten sinken).\n"
+    ),
+}
+
+REALPATH_FRENCH = {
+    "            # current dir\n": "            # répertoire courant\n",
+    "            # parent dir\n": "            # répertoire parent\n",
+    "        # Resolve the symbolic link\n": "        # Résoudre le lien symbolique\n",
+    "            # Already seen this path\n": "            # Chemin déjà vu\n",
+    "                # use cached value\n": "                # utiliser la valeur en cache\n",
+    "            # The symlink is not resolved, so we must have a symlink loop.\n": (
+        "            # Le lien symbolique n'est pas résolu, nous avons donc une boucle de liens.\n"
+    ),
+    "                # Raise OSError(errno.ELOOP)\n": (
+        "                # Lever OSError(errno.ELOOP)\n"
+    ),
+    "                # Return already resolved part + rest of the path unchanged.\n": (
+        "                # Renvoyer la partie déjà résolue + le reste du chemin inchangé.\n"
+    ),
+    "# not resolved symlink\n": "# lien symbolique non résolu\n",
+    "# resolved symlink\n": "# lien symbolique résolu\n",
+}
+
+# Reference docstrings for the docstring tasks: they show the tests can be met, but wording
+# varies too much for an exact answer, so these tasks have no ``expected``.
+POSIXPATH_DOCSTRINGS = {
+    "def _get_sep(path):\n": (
+        "Return the path separator for ``path``: b'/' for a bytes path, '/' for a str."
+    ),
+    "def split(p):\n": (
+        "Split the path ``p`` at its last slash and return the tuple (head, tail).\n\n"
+        "    Trailing slashes are removed from head unless it consists only of slashes.\n    "
+    ),
+    "def basename(p):\n": "Return the final component of ``p``: everything after the last slash.",
+    "def dirname(p):\n": (
+        "Return the directory part of ``p``, without trailing slashes unless it is the root."
+    ),
+    "def isabs(s):\n": (
+        "Return True if the path ``s`` is absolute (starts with a slash), else False."
+    ),
+}
+SHLEX_DOCSTRINGS = {
+    "def split(s, comments=False, posix=True):\n": (
+        "Split the string ``s`` with shell-like syntax and return the list of words.\n\n"
+        "    Comments are dropped unless ``comments`` is true; ``posix`` selects POSIX rules.\n    "
+    ),
+    "def join(split_command):\n": (
+        "Quote each item of ``split_command`` and return them joined with spaces."
+    ),
+    "def quote(s):\n": (
+        "Return a shell-escaped version of ``s`` that a shell reads back as a single word."
+    ),
+}
+
+
+def strip_docstrings(source: str) -> str:
+    """Remove the docstring of every function in ``source``; each must stand on its own lines."""
+    lines = source.splitlines(keepends=True)
+    drop: set[int] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.FunctionDef) and ast.get_docstring(node) is not None:
+            doc = node.body[0]
+            assert len(node.body) > 1 and doc.lineno > node.lineno, node.name
+            assert doc.end_lineno is not None
+            drop.update(range(doc.lineno - 1, doc.end_lineno))
+    return "".join(line for number, line in enumerate(lines) if number not in drop)
+
+
+def add_docstrings(source: str, docstrings: dict[str, str]) -> str:
+    """Put a docstring (one level of indentation) under each given ``def`` line."""
+    for def_line, doc in docstrings.items():
+        source = plant(source, def_line, f'{def_line}    """{doc}"""\n')
+    return source
+
+
+def translate_tests(original: str, foreign_words: str, english_words: str, behaviour: str) -> str:
+    """Tests for a comment translation task: no word of ``foreign_words`` is left in a comment,
+    the comments still hold at least half as many words as ``original``'s, 3+ of
+    ``english_words`` appear in them, every function's syntax tree is unchanged (the input is
+    embedded to compare with), and ``behaviour`` (more test code) passes."""
+    comments = [
+        token.string
+        for token in tokenize.generate_tokens(io.StringIO(original).readline)
+        if token.type == tokenize.COMMENT
+    ]
+    n_words = len(re.findall(r"[^\W\d_]+", " ".join(comments)))
+    assert n_words >= 20, f"only {n_words} words in comments"
+    checks = tests(
+        rf"""
+        import ast as _ast
+        import io as _io
+        import re as _re
+        import tokenize as _tokenize
+
+        _FOREIGN = set({foreign_words!r}.split())
+        _ENGLISH = set({english_words!r}.split())
+        with open(__file__, encoding="utf-8") as _handle:
+            _program = _handle.read()
+        _comments = [
+            _token.string
+            for _token in _tokenize.generate_tokens(_io.StringIO(_program).readline)
+            if _token.type == _tokenize.COMMENT
+        ]
+        _words = _re.findall(r"[^\W\d_]+", " ".join(_comments).lower())
+        _left = sorted(set(_words) & _FOREIGN)
+        assert not _left, f"comments still hold untranslated words: {{_left}}"
+        assert len(_words) >= {n_words // 2}, f"comments were dropped: {{_comments}}"
+        assert len(set(_words) & _ENGLISH) >= 3, f"comments are not in English: {{_comments}}"
+
+
+        def _functions(source):
+            return {{
+                _node.name: _ast.dump(_node)
+                for _node in _ast.parse(source).body
+                if isinstance(_node, _ast.FunctionDef)
+            }}
+
+
+        _mine = _functions(_program)
+        for _name, _dump in _functions(_INPUT).items():
+            assert _mine.get(_name) == _dump, f"the code of {{_name}} changed"
+        """
+    )
+    return checks + "\n" + tests(behaviour)
+
+
+def embed_input(test_source: str, text: str) -> str:
+    """Define ``_INPUT`` (the task's input, as a string) at the start of ``test_source``."""
+    assert "'''" not in text and "\\" not in text
+    return f"_INPUT = r'''{text}'''\n\n" + test_source
+
+
+def insertion_task(
+    task_id: str, instruction: str, original: str, expected: str | None, test_source: str
+) -> Task:
+    """Make an ``insertion`` task; ``expected`` is None where only the tests can judge."""
+    return Task(
+        task_id, "edit", "insertion", instruction, original, "python", expected, test_source
+    )
+
+
+HINT_TESTS = r"""
+import inspect as _inspect
+import typing as _typing
+
+
+def _check_hints(func, param_type, return_check):
+    _hints = _typing.get_type_hints(func)
+    for _name in _inspect.signature(func).parameters:
+        assert _name in _hints, (func.__name__, _name, "has no type hint")
+        assert _hints[_name] is param_type, (func.__name__, _name, _hints[_name])
+    assert "return" in _hints, (func.__name__, "has no return type")
+    assert return_check(_hints["return"]), (func.__name__, "returns", _hints["return"])
+
+
+def _tuple_of(item_type, size):
+    def _check(hint):
+        _args = _typing.get_args(hint)
+        return _typing.get_origin(hint) is tuple and _args in (
+            (item_type,) * size, (item_type, ...))
+    return _check
+"""
+
+
+def hints_colorsys_task() -> tuple[Task, str]:
+    """Type hints for ``colorsys``'s HSV conversions."""
+    original = stdlib_source("colorsys", "rgb_to_hsv", "hsv_to_rgb")
+    expected = plant(
+        original,
+        "def rgb_to_hsv(r, g, b):",
+        "def rgb_to_hsv(r: float, g: float, b: float) -> tuple[float, float, float]:",
+    )
+    expected = plant(
+        expected,
+        "def hsv_to_rgb(h, s, v):",
+        "def hsv_to_rgb(h: float, s: float, v: float) -> tuple[float, float, float]:",
+    )
+    task = insertion_task(
+        "insert-hints-colorsys-hsv",
+        "Add type hints to every parameter and the return value of `rgb_to_hsv` and "
+        "`hsv_to_rgb`. All color components are floats in [0.0, 1.0], and both functions "
+        "return a tuple of three floats.",
+        original,
+        expected,
+        tests(HINT_TESTS)
+        + "\n\n"
+        + tests(
+            r"""
+            for _func in (rgb_to_hsv, hsv_to_rgb):
+                _check_hints(_func, float, _tuple_of(float, 3))
+            """
+        )
+        + "\n"
+        + tests(COLORSYS_TESTS),
+    )
+    return task, expected
+
+
+def hints_calendar_task() -> tuple[Task, str]:
+    """Type hints for ``calendar``'s date helpers."""
+    original = join_sections(
+        stdlib_imports("calendar"),
+        stdlib_lines("calendar", "January =", "February =", "mdays ="),
+        stdlib_source(
+            "calendar",
+            "IllegalMonthError",
+            "isleap",
+            "leapdays",
+            "weekday",
+            "monthrange",
+            "_monthlen",
+            "_prevmonth",
+            "_nextmonth",
+        ),
+    )
+    expected = original
+    for old, new in {
+        "def isleap(year):": "def isleap(year: int) -> bool:",
+        "def leapdays(y1, y2):": "def leapdays(y1: int, y2: int) -> int:",
+        "def weekday(year, month, day):": "def weekday(year: int, month: int, day: int) -> int:",
+        "def monthrange(year, month):": "def monthrange(year: int, month: int) -> tuple[int, int]:",
+        "def _monthlen(year, month):": "def _monthlen(year: int, month: int) -> int:",
+        "def _prevmonth(year, month):": "def _prevmonth(year: int, month: int) -> tuple[int, int]:",
+        "def _nextmonth(year, month):": "def _nextmonth(year: int, month: int) -> tuple[int, int]:",
+    }.items():
+        expected = plant(expected, old, new)
+    task = insertion_task(
+        "insert-hints-calendar-dates",
+        "Add type hints to every parameter and the return value of the module-level "
+        "functions (`isleap`, `leapdays`, `weekday`, `monthrange`, `_monthlen`, `_prevmonth` "
+        "and `_nextmonth`; not the methods of `IllegalMonthError`). Years, months and days "
+        "are ints; give each function the precise type it returns.",
+        original,
+        expected,
+        tests(HINT_TESTS)
+        + "\n\n"
+        + tests(
+            r"""
+            import calendar as _ref
+
+            _check_hints(isleap, int, lambda hint: hint is bool)
+            for _func in (leapdays, weekday, _monthlen):
+                _check_hints(_func, int, lambda hint: hint is int)
+            for _func in (monthrange, _prevmonth, _nextmonth):
+                _check_hints(_func, int, _tuple_of(int, 2))
+            for _year in list(range(1895, 1905)) + list(range(1995, 2030)) + [1, 2400, 9999]:
+                assert isleap(_year) == _ref.isleap(_year), _year
+                assert leapdays(_year, 2100) == _ref.leapdays(_year, 2100), _year
+                for _month in range(1, 13):
+                    assert monthrange(_year, _month) == _ref.monthrange(_year, _month)
+                    assert weekday(_year, _month, 28) == _ref.weekday(_year, _month, 28)
+                    assert _monthlen(_year, _month) == _ref._monthlen(_year, _month)
+                    assert _prevmonth(_year, _month) == _ref._prevmonth(_year, _month)
+                    assert _nextmonth(_year, _month) == _ref._nextmonth(_year, _month)
+            assert weekday(10000, 1, 1) == _ref.weekday(10000, 1, 1)
+            for _month in (0, 13):
+                try:
+                    monthrange(2024, _month)
+                except IllegalMonthError as _error:
+                    assert str(_error) == f"bad month number {_month}; must be 1-12", str(_error)
+                else:
+                    raise AssertionError(f"monthrange(2024, {_month}) should raise")
+            """
+        ),
+    )
+    return task, expected
+
+
+def docstring_tests(names: str, min_words: int) -> str:
+    """Every function in ``names`` has its own docstring of ``min_words``+ words that says
+    what it returns."""
+    return tests(
+        rf"""
+        _funcs = [{", ".join(names.split())}]
+        for _func in _funcs:
+            _doc = _func.__doc__
+            assert _doc and len(_doc.split()) >= {min_words}, (_func.__name__, _doc)
+            assert "return" in _doc.lower(), (_func.__name__, "does not say what it returns")
+        assert len({{_func.__doc__.strip() for _func in _funcs}}) == len(_funcs), "same docstrings"
+        """
+    )
+
+
+def docstring_posixpath_task() -> tuple[Task, str]:
+    """Docstrings for ``posixpath``'s path splitting functions (stripped from the source)."""
+    original = join_sections(
+        "import os",
+        strip_docstrings(
+            stdlib_source("posixpath", "_get_sep", "split", "basename", "dirname", "isabs")
+        ),
+    )
+    reference = add_docstrings(original, POSIXPATH_DOCSTRINGS)
+    task = insertion_task(
+        "insert-docstring-posixpath-split",
+        "Add a docstring to each function (`_get_sep`, `split`, `basename`, `dirname` and "
+        "`isabs`) that says what the function does and what it returns. Do not change the "
+        "code.",
+        original,
+        None,
+        docstring_tests("_get_sep split basename dirname isabs", 6)
+        + "\n"
+        + tests(
+            r"""
+            import posixpath as _ref
+            import random as _random
+
+            _rng = _random.Random(0)
+            _parts = ["", "a", "bc", ".", "..", "d.txt", "/", "//"]
+            for _ in range(500):
+                _path = "/".join(_rng.choice(_parts) for _ in range(_rng.randrange(5)))
+                for _p in (_path, _path.encode()):
+                    for _name in ("split", "basename", "dirname", "isabs"):
+                        _got, _want = globals()[_name](_p), getattr(_ref, _name)(_p)
+                        assert _got == _want, (_name, _p, _got, _want)
+                    assert _get_sep(_p) == ("/" if isinstance(_p, str) else b"/"), _p
+            """
+        ),
+    )
+    return task, reference
+
+
+def docstring_shlex_task() -> tuple[Task, str]:
+    """Docstrings for ``shlex.split``, ``join`` and ``quote`` (stripped from the source)."""
+    original = join_sections(
+        "import re\nfrom shlex import shlex",
+        stdlib_lines("shlex", "_find_unsafe ="),
+        strip_docstrings(stdlib_source("shlex", "split", "join", "quote")),
+    )
+    reference = add_docstrings(original, SHLEX_DOCSTRINGS)
+    task = insertion_task(
+        "insert-docstring-shlex-quote",
+        "Add a docstring to each of `split`, `join` and `quote` that says what the function "
+        "does with its arguments and what it returns. Do not change the code.",
+        original,
+        None,
+        docstring_tests("split join quote", 8) + "\n" + tests(SHLEX_TESTS),
+    )
+    return task, reference
+
+
+def function_colorsys_task() -> tuple[Task, str]:
+    """A new ``rgb_to_hex`` next to ``colorsys``'s HLS conversions."""
+    original = join_sections(
+        stdlib_lines("colorsys", "ONE_THIRD =", "ONE_SIXTH =", "TWO_THIRD ="),
+        stdlib_source("colorsys", "rgb_to_hls", "hls_to_rgb", "_v"),
+    )
+    expected = (
+        original
+        + "\n\n"
+        + normalize(
+            """
+            def rgb_to_hex(r, g, b):
+                return '#%02x%02x%02x' % (round(r*255), round(g*255), round(b*255))
+            """
+        )
+    )
+    task = insertion_task(
+        "insert-function-colorsys-hex",
+        "Add a function `rgb_to_hex(r, g, b)` that returns the color as a string like "
+        "`'#ff8000'`: each component (a float in [0.0, 1.0]) is multiplied by 255, rounded "
+        "to the nearest integer and written as two lowercase hexadecimal digits.",
+        original,
+        expected,
+        tests(
+            r"""
+            import random as _random
+
+            for _rgb, _want in [((1.0, 0.0, 0.0), "#ff0000"), ((0.0, 0.0, 0.0), "#000000"),
+                                ((1.0, 1.0, 1.0), "#ffffff"), ((1.0, 0.5, 0.0), "#ff8000"),
+                                ((0.2, 0.4, 0.6), "#336699"), ((0.004, 0.996, 0.5), "#01fe80")]:
+                assert rgb_to_hex(*_rgb) == _want, (_rgb, rgb_to_hex(*_rgb), _want)
+            _rng = _random.Random(1)
+            for _ in range(500):
+                _levels = [_rng.randrange(256) for _ in range(3)]
+                _rgb = [min(1.0, max(0.0, (k + _rng.uniform(-0.4, 0.4)) / 255)) for k in _levels]
+                _want = "#%02x%02x%02x" % tuple(_levels)
+                assert rgb_to_hex(*_rgb) == _want, (_rgb, rgb_to_hex(*_rgb), _want)
+            _hls = rgb_to_hls(0.8, 0.4, 0.2)
+            assert rgb_to_hex(*hls_to_rgb(*_hls)) == "#cc6633", _hls
+            """
+        )
+        + "\n"
+        + tests(COLORSYS_TESTS),
+    )
+    return task, expected
+
+
+def function_bisect_task() -> tuple[Task, str]:
+    """The ``bisect`` documentation's ``index`` recipe, added next to ``bisect_left``."""
+    original = stdlib_source("bisect", "insort_left", "bisect_left")
+    expected = (
+        original
+        + "\n\n"
+        + normalize(
+            """
+            def index(a, x):
+                i = bisect_left(a, x)
+                if i != len(a) and a[i] == x:
+                    return i
+                raise ValueError
+            """
+        )
+    )
+    task = insertion_task(
+        "insert-function-bisect-index",
+        "Add a function `index(a, x)` that returns the index of the leftmost item equal to "
+        "`x` in the sorted list `a`, found with `bisect_left` (not a linear search), and "
+        "raises `ValueError` when `x` is not in `a`.",
+        original,
+        expected,
+        tests(
+            r"""
+            import bisect as _ref
+            import random as _random
+
+            assert "bisect_left" in index.__code__.co_names, "index does not call bisect_left"
+            assert index([1, 2, 2, 3], 2) == 1 and index([5], 5) == 0
+            _rng = _random.Random(0)
+            _key = lambda p: p[0]  # noqa: E731
+            for _ in range(500):
+                _a = sorted(_rng.randrange(10) for _ in range(_rng.randrange(12)))
+                _x = _rng.randrange(-1, 11)
+                if _x in _a:
+                    assert index(_a, _x) == _a.index(_x), (_a, _x, index(_a, _x))
+                else:
+                    try:
+                        index(_a, _x)
+                    except ValueError:
+                        pass
+                    else:
+                        raise AssertionError(f"index({_a}, {_x}) should raise ValueError")
+                _lo = _rng.randrange(len(_a) + 1)
+                _got, _want = bisect_left(_a, _x, _lo), _ref.bisect_left(_a, _x, _lo)
+                assert _got == _want, (_a, _x, _lo, _got, _want)
+                _pairs = [(v, i) for i, v in enumerate(_a)]
+                _got = bisect_left(_pairs, _x, key=_key)
+                assert _got == _ref.bisect_left(_pairs, _x, key=_key), (_pairs, _x, _got)
+                _mine, _theirs = list(_a), list(_a)
+                insort_left(_mine, _x)
+                _ref.insort_left(_theirs, _x)
+                assert _mine == _theirs, (_a, _x, _mine, _theirs)
+            """
+        ),
+    )
+    return task, expected
+
+
+def translate_heapq_task() -> tuple[Task, str]:
+    """``heapq``'s core functions with their comments put into German."""
+    original = stdlib_source("heapq", "heappush", "heappop", "heapify", "_siftdown", "_siftup")
+    german = original
+    for english, translation in HEAPQ_GERMAN.items():
+        german = plant(german, english, translation)
+    task = insertion_task(
+        "translate-comments-heapq-siftup",
+        "The comments in this code are written in German. Translate the comments into "
+        "English; do not change the code or the docstrings.",
+        german,
+        original,
+        embed_input(
+            translate_tests(
+                original,
+                GERMAN_WORDS,
+                "heap child smaller leaf root parent parents index largest empty position",
+                r"""
+                import heapq as _ref
+                import random as _random
+
+                _rng = _random.Random(0)
+                for _ in range(300):
+                    _data = [_rng.randrange(20) for _ in range(_rng.randrange(15))]
+                    _mine, _theirs = list(_data), list(_data)
+                    heapify(_mine)
+                    _ref.heapify(_theirs)
+                    assert _mine == _theirs, (_data, _mine, _theirs)
+                    for _step in range(_rng.randrange(1, 20)):
+                        if _theirs and _rng.random() < 0.4:
+                            assert heappop(_mine) == _ref.heappop(_theirs), _data
+                        else:
+                            _x = _rng.randrange(20)
+                            heappush(_mine, _x)
+                            _ref.heappush(_theirs, _x)
+                        assert _mine == _theirs, (_data, _mine, _theirs)
+                try:
+                    heappop([])
+                except IndexError:
+                    pass
+                else:
+                    raise AssertionError("heappop([]) should raise IndexError")
+                """,
+            ),
+            german,
+        ),
+    )
+    return task, original
+
+
+def translate_realpath_task() -> tuple[Task, str]:
+    """``posixpath.realpath`` with its comments put into French."""
+    original = join_sections(
+        "import os\nimport stat\nfrom posixpath import abspath, isabs, join, split",
+        stdlib_source("posixpath", "realpath", "_joinrealpath"),
+    )
+    french = original
+    for english, translation in REALPATH_FRENCH.items():
+        french = plant(french, english, translation)
+    task = insertion_task(
+        "translate-comments-posixpath-realpath",
+        "The comments in this code are written in French. Translate the comments into "
+        "English; do not change the code or the docstring.",
+        french,
+        original,
+        embed_input(
+            translate_tests(
+                original,
+                FRENCH_WORDS,
+                "current parent directory dir resolve resolved symbolic link symlink path "
+                "seen cached value loop rest unchanged",
+                r"""
+                import os as _os
+                import posixpath as _ref
+
+                _os.makedirs("real/sub")
+                _os.symlink("real", "link")
+                _os.symlink("sub/../..", "real/up")
+                _os.symlink("loop2", "loop1")
+                _os.symlink("loop1", "loop2")
+                _os.symlink("missing/x", "dangling")
+                _paths = ["link", "link/sub", "link/up/link", "real/./sub/..", "loop1",
+                          "loop1/x", "dangling", "dangling/y", "nope/..", "/", "", ".", "..",
+                          "//a", b"link/sub", "link/../link/sub/"]
+                for _path in _paths:
+                    assert realpath(_path) == _ref.realpath(_path), _path
+                    try:
+                        _want = _ref.realpath(_path, strict=True)
+                    except OSError as _error:
+                        try:
+                            realpath(_path, strict=True)
+                        except OSError as _mine:
+                            assert _mine.errno == _error.errno, (_path, _mine, _error)
+                        else:
+                            raise AssertionError(f"realpath({_path!r}, strict=True) should raise")
+                    else:
+                        assert realpath(_path, strict=True) == _want, _path
+                """,
+            ),
+            french,
+        ),
+    )
+    return task, original
+
+
+def insertion_tasks_and_answers() -> list[tuple[Task, str]]:
+    """Each ``insertion`` task with an answer its tests must pass: ``expected``, or for the
+    docstring tasks a hand-written reference that is not written to the file."""
+    return [
+        hints_colorsys_task(),
+        hints_calendar_task(),
+        docstring_posixpath_task(),
+        docstring_shlex_task(),
+        function_colorsys_task(),
+        function_bisect_task(),
+        translate_heapq_task(),
+        translate_realpath_task(),
+    ]
+
+
+def insertion_tasks() -> list[Task]:
+    """All ``insertion`` tasks."""
+    return [task for task, _ in insertion_tasks_and_answers()]
+
+
+def reference_answers() -> dict[str, str]:
+    """The hand-written answers of the tasks without ``expected``, by task id."""
+    return {task.id: answer for task, answer in insertion_tasks_and_answers() if not task.expected}
+
+
 # --- checks --------------------------------------------------------------------
 
 
@@ -2175,12 +2816,13 @@ def run_program(source: str) -> tuple[int, str]:
         return done.returncode, done.stderr
 
 
-def test_problem(task: Task) -> str | None:
-    """Why the tests are unfit: they must pass on ``expected`` and fail on ``input``."""
+def test_problem(task: Task, answer: str) -> str | None:
+    """Why the tests are unfit: they must pass on ``answer`` (``expected`` or a reference
+    answer) and fail on ``input``."""
     assert task.tests is not None
-    status, stderr = run_program(task.expected + "\n" + task.tests)
+    status, stderr = run_program(answer + "\n" + task.tests)
     if status != 0:
-        return f"{task.id}: tests fail on expected:\n{stderr[-3000:]}"
+        return f"{task.id}: tests fail on the answer:\n{stderr[-3000:]}"
     status, _ = run_program(task.input + "\n" + task.tests)
     if status == 0:
         return f"{task.id}: tests pass on the unedited input"
@@ -2190,28 +2832,35 @@ def test_problem(task: Task) -> str | None:
 def check(task: Task) -> None:
     """Fail loudly on a malformed task (the slow test runs are in ``check_tests``)."""
     assert re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", task.id), task.id
-    for text in (task.input, task.expected):
+    for text in (task.input, task.expected or task.input):
         assert text.endswith("\n") and not text.endswith("\n\n"), task.id
         assert all(line == line.rstrip() for line in text.splitlines()), task.id
     n_lines = len(task.input.splitlines())
     if task.id not in SHORT_LEGACY_IDS:
         assert n_lines in INPUT_LINES, f"{task.id}: {n_lines} lines"
+    if task.group == "insertion":
+        assert n_lines in INSERTION_LINES, f"{task.id}: {n_lines} lines"
     assert task.input != task.expected, f"{task.id}: nothing planted"
     assert (task.group == "doc") == (task.tests is None), f"{task.id}: tests vs group"
-    assert task.kind == {"bug": "fix", "feature": "edit", "doc": "rewrite"}[task.group], task.id
+    kinds = {"bug": "fix", "feature": "edit", "doc": "rewrite", "insertion": "edit"}
+    assert task.kind == kinds[task.group], task.id
+    assert task.expected is not None or task.group == "insertion", f"{task.id}: no expected"
     if task.language == "python":
         ast.parse(task.input)  # planted bugs must still be valid Python
-        ast.parse(task.expected)
+        ast.parse(task.expected or "")
 
 
 def build_tasks() -> list[Task]:
     """Build and check the whole suite, in file order."""
-    tasks = bug_tasks() + doc_tasks() + feature_tasks()
+    tasks = bug_tasks() + doc_tasks() + feature_tasks() + insertion_tasks()
     assert len({t.id for t in tasks}) == len(tasks), "duplicate task ids"
     for task in tasks:
         check(task)
+    references = reference_answers()
+    tested = [t for t in tasks if t.tests is not None]
+    answers = [references[t.id] if t.expected is None else t.expected for t in tested]
     with ThreadPoolExecutor(max_workers=2) as pool:
-        problems = pool.map(test_problem, [t for t in tasks if t.tests is not None])
+        problems = pool.map(test_problem, tested, answers)
     problems = [p for p in problems if p]
     assert not problems, "\n\n".join(problems)
     return tasks
@@ -2228,7 +2877,7 @@ def main() -> None:
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text("".join(lines), encoding="utf-8")
     for task in tasks:
-        print(f"{task.id:36} {task.group:8} {len(task.input.splitlines()):3} lines")
+        print(f"{task.id:38} {task.group:9} {len(task.input.splitlines()):3} lines")
     print(f"wrote {len(tasks)} tasks to {args.output}")
 
 

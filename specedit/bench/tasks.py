@@ -27,7 +27,7 @@ class Task:
     input: str
     language: str = ""
     expected: str | None = None
-    group: str = ""  # bug, feature or doc: what the bench's quality table is split by
+    group: str = ""  # bug, feature, doc or insertion: what the quality table is split by
     # Python run after the edited text (program = output + "\n" + tests); passing = exit 0.
     tests: str | None = None
 
