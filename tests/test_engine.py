@@ -11,7 +11,7 @@ from specedit.calibrate.preverifier import save
 from specedit.drafting.copy import rerank_layer
 from specedit.drafting.kinds import BRANCH
 from specedit.drafting.preverifier import PreVerifierNet
-from specedit.drafting.registry import ABLATIONS, METHODS, make_drafter
+from specedit.drafting.registry import ABLATIONS, DRAFT_MODEL_METHODS, METHODS, make_drafter
 from specedit.engine.cache import keep_path
 from specedit.engine.drafter import Drafter
 from specedit.engine.memory import Memory
@@ -115,8 +115,11 @@ def test_compaction_of_a_non_prefix_path_moves_entries(qwen_tiny):
         torch.testing.assert_close(mine.keys, theirs.keys, atol=1e-5, rtol=1e-5)
 
 
-# pldplus-attn needs calibrated heads; test_heads.py checks it with explicit ones.
-@pytest.mark.parametrize("method", sorted({*METHODS, *ABLATIONS} - {"pldplus-attn"}))
+# pldplus-attn needs calibrated heads (test_heads.py checks it with explicit ones), the draft
+# model methods a second model (test_hybrid.py).
+@pytest.mark.parametrize(
+    "method", sorted({*METHODS, *ABLATIONS} - {"pldplus-attn", *DRAFT_MODEL_METHODS})
+)
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_greedy_lookup_drafters_equal_generate(qwen_tiny, method, seed, tmp_path, monkeypatch):
     if "trained" in method:  # any pre-verifier will do: exactness must not depend on it

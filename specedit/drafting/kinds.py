@@ -5,3 +5,4 @@ MAIN = "main"  # the main copy: what followed the chosen earlier occurrence
 BRANCH = "branch"  # an alternative first token (the model's top-K at the anchor)
 SUCCESSOR = "successor"  # what followed a branch token elsewhere in memory
 POOL = "pool"  # a continuation from the draft pool (input and reference files)
+MODEL = "model"  # proposed by a draft model (the hybrid drafter)

@@ -13,16 +13,19 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from specedit.engine.drafter import Drafter
+    from specedit.models import LoadedModel
 
 
 @dataclass(frozen=True)
 class DraftSources:
-    """Texts a drafter may copy from besides memory: where the input lies in the prompt, and
-    reference documents that feed only the draft pool, never the prompt."""
+    """What a drafter may draw on besides memory: where the input lies in the prompt, reference
+    documents that feed only the draft pool (never the prompt), and a small draft model with the
+    target's tokenizer (`--draft-model`)."""
 
     input_start: int = 0
     input_tokens: list[int] = field(default_factory=list)
     references: list[list[int]] = field(default_factory=list)
+    draft: LoadedModel | None = None
 
 
 def _ar(model, sources: DraftSources) -> Drafter:
@@ -62,6 +65,18 @@ def _pool(model, sources: DraftSources) -> Drafter:
     return PoolDrafter([sources.input_tokens, *sources.references], sources.input_start)
 
 
+def _evospec(model, sources: DraftSources, **options) -> Drafter:
+    from specedit.drafting import DrafterUnavailable
+    from specedit.drafting.hybrid import Hybrid
+
+    if sources.draft is None:
+        raise DrafterUnavailable(
+            "this method drafts with a second model: add --draft-model "
+            "(e.g. --draft-model qwen2.5-coder-0.5b for the 1.5B)"
+        )
+    return Hybrid(model, sources.draft, sources.input_tokens, **options)
+
+
 # Each factory takes the model (drafters size themselves to it) and the draft sources.
 Factory = Callable[..., "Drafter"]
 METHODS: dict[str, Factory] = {
@@ -71,8 +86,10 @@ METHODS: dict[str, Factory] = {
     "pldplus-attn": _pldplus_attention,
     "adapld": _adapld,
     "pool": _pool,
+    "evospec": _evospec,
 }
-# Parts of adapld switched off or swapped, for `specedit bench` only.
+# Parts of adapld and evospec switched off or swapped, and plain draft-model drafting, for
+# `specedit bench` only.
 ABLATIONS: dict[str, Factory] = {
     "adapld-no-semantic": partial(_adapld, semantic=False),
     "adapld-no-branch": partial(_adapld, branch=False),
@@ -80,8 +97,15 @@ ABLATIONS: dict[str, Factory] = {
     "adapld-adaptive-length": partial(_adapld, adaptive=True),
     "adapld-trained-length": partial(_adapld, adaptive=True, pre_verifier="trained"),
     "adapld-exact-head": partial(_adapld, hnsw=False),
+    "evospec-core-only": partial(_evospec, vocabulary="core"),
+    "evospec-full-head": partial(_evospec, vocabulary="full"),
+    "evospec-lora": partial(_evospec, lora=True),
+    "draft-model": partial(_evospec, copy=False, vocabulary="full"),
 }
 DEFAULT_METHOD = "adapld"
+DRAFT_MODEL_METHODS = (
+    "evospec", "evospec-core-only", "evospec-full-head", "evospec-lora", "draft-model",
+)  # fmt: skip
 
 
 def make_drafter(method: str, model, sources: DraftSources | None = None) -> Drafter:

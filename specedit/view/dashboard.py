@@ -21,7 +21,7 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
-from specedit.drafting.kinds import BRANCH, MAIN, POOL, SUCCESSOR
+from specedit.drafting.kinds import BRANCH, MAIN, MODEL, POOL, SUCCESSOR
 from specedit.engine.events import Stats, Step
 from specedit.prompts import EditPrompt
 from specedit.view.attribution import GENERATED, RELAXED, Attribution, step_kinds
@@ -31,6 +31,7 @@ STYLES = {
     BRANCH: "cyan",
     SUCCESSOR: "bright_blue",
     POOL: "magenta",
+    MODEL: "bright_green",
     RELAXED: "yellow",
     GENERATED: "bold red",
 }

@@ -1,0 +1,149 @@
+"""EvoSpec-style hybrid drafting: copy where the input drafts, a draft model where it cannot.
+
+An edit mostly copies its input, and there AdaPLD's copies are long and cheap; where the answer
+writes new text (type hints, a docstring, a new function) copies are rejected at once and a small
+draft model with the target's tokenizer does better. The hybrid follows the verifier's verdicts:
+while copies are accepted it only copies; after a copy is rejected it adds the draft model's
+chain beside a short copy, until a copy is accepted again. Verification is unchanged, so greedy
+output is exactly the target's.
+
+The draft model's LM head may be restricted to an active vocabulary (draft_model.py) that grows
+when the target commits a token outside it: the miss's seeds are the target's own top tokens at
+that position, read from its LM-head HNSW index with the stored final state.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from specedit.drafting.adapld import AdaPLD
+from specedit.drafting.artefacts import artefact_path
+from specedit.drafting.cooccurrence import token_statistics
+from specedit.drafting.draft_model import ActiveVocabulary, DraftModel
+from specedit.drafting.kinds import MAIN, MODEL
+from specedit.engine.drafter import Drafter
+from specedit.engine.memory import Memory
+from specedit.engine.tree import DraftTree
+
+VOCABULARIES = ("dynamic", "core", "full")  # EvoSpec's, its static core alone, the whole head
+TRUST_AFTER = 4  # main-copy tokens one pass must accept for copies to be trusted again
+SEEDS = 10  # target top tokens and embedding neighbours of a missed token (the paper's 10 + 10)
+
+
+def active_vocabulary(draft, document: list[int], kind: str, core_size: int, budget: int):
+    """The draft model's active vocabulary of `kind` for one document (None: the full head)."""
+    if kind not in VOCABULARIES:
+        raise ValueError(f"unknown vocabulary {kind!r}: choose one of {', '.join(VOCABULARIES)}")
+    if kind == "full":
+        return None
+    head = draft.model.get_output_embeddings().weight.detach()
+    path = artefact_path("indexes", "tokens", head, ".npz")
+    statistics = token_statistics(draft.tokenizer, head.shape[0], path)
+    core = statistics.most_frequent(core_size)
+    return ActiveVocabulary(
+        head, core, document, statistics if kind == "dynamic" else None,
+        budget if kind == "dynamic" else 0,
+    )  # fmt: skip
+
+
+class Hybrid(Drafter):
+    """AdaPLD's copies plus a draft model's chains; `copy=False` is plain draft-model drafting."""
+
+    name = "evospec"
+
+    def __init__(
+        self,
+        model,
+        draft,
+        document: list[int],
+        *,
+        copy: bool = True,
+        vocabulary: str = "dynamic",
+        horizon: int = 6,
+        unsure_copy: int = 16,
+        core_size: int = 32768,
+        budget: int = 256,
+        lora: bool = False,
+    ) -> None:
+        self.copier = AdaPLD(model)
+        self.hidden_layers = self.copier.hidden_layers  # its last entry is the final layer
+        self.final = self.copier.final
+        self.active = active_vocabulary(draft, document, vocabulary, core_size, budget)
+        self.draft = DraftModel(draft.model, self.active)
+        self.copy, self.horizon, self.unsure_copy = copy, horizon, unsure_copy
+        self.trusted = copy  # edits start by copying
+        self.checked = 0  # committed tokens already learnt from
+        self.alignment = None
+        if lora:
+            from specedit.drafting.alignment import OnlineAlignment  # needs the lora extra
+
+            self.alignment = OnlineAlignment(draft.model, self.copier.vocabulary, self.final)
+            self.draft = DraftModel(self.alignment.model, self.active)
+        self.counts: Counter[str] = Counter()
+
+    def _expand_on_misses(self, memory: Memory, fresh: range) -> None:
+        """Grow the active vocabulary with seeds for each committed token that was outside it."""
+        if self.active is None or self.active.dynamic is None:
+            return
+        for position in fresh:
+            token = memory.tokens[position]
+            if token in self.active:
+                continue
+            self.counts["vocabulary_misses"] += 1
+            target_top = self.copier.vocabulary.top_tokens(
+                memory.hidden(self.final)[position - 1], SEEDS
+            )
+            similar = self.copier.vocabulary.similar_tokens(token, 0.0, SEEDS)
+            self.active.expand([token, *target_top, *similar])
+
+    def propose(self, memory: Memory, budget: int) -> DraftTree:
+        # The tokens committed since the last draft (none before the first: the prompt is the
+        # document) are what the vocabulary and the alignment learn from.
+        fresh = range(self.checked or len(memory), len(memory))
+        self.checked = len(memory)
+        self._expand_on_misses(memory, fresh)
+        if self.alignment is not None:
+            self.alignment.learn(memory, fresh)
+        if self.trusted:
+            self.counts["copy_passes"] += 1
+            return self.copier.propose(memory, budget)
+        horizon = min(self.horizon, budget)
+        copy_room = min(budget - horizon, self.unsure_copy) if self.copy else 0
+        tree = self.copier.propose(memory, copy_room) if copy_room > 0 else None
+        tree = tree or DraftTree(root=memory.tokens[-1])
+        chain = self.draft.chain(memory.tokens, horizon)
+        self.counts["model_passes"] += 1
+        _merge_chain(tree, chain)
+        return tree
+
+    def observe(self, tree: DraftTree, accepted: list[int]) -> None:
+        self.copier.observe(tree, accepted)
+        kinds = [tree.kind(node) for node in accepted]
+        if self.active is not None:
+            for node in accepted:
+                self.active.hit(tree.token(node))
+        self.counts["model_tokens_accepted"] += kinds.count(MODEL)
+        if self.copy:  # copies are trusted while the verifier keeps accepting them
+            main = sum(1 for node in range(1, len(tree)) if tree.kind(node) == MAIN)
+            self.trusted = main > 0 and kinds.count(MAIN) >= min(TRUST_AFTER, main)
+
+    def report(self) -> dict[str, int]:
+        report = {**self.copier.report(), **self.counts, "draft_model_steps": self.draft.steps}
+        if self.active is not None:
+            report["active_vocabulary"] = len(self.active)
+            report["vocabulary_inserted"] = self.active.inserted
+        if self.alignment is not None:
+            report.update(self.alignment.report())
+        return report
+
+
+def _merge_chain(tree: DraftTree, chain: list[int]) -> None:
+    """Hang `chain` below the root, sharing the nodes already drafted with the same tokens."""
+    children = tree.children()
+    node = 0
+    for depth, token in enumerate(chain):
+        same = next((c for c in children[node] if tree.token(c) == token), None)
+        if same is None:
+            tree.add_chain(chain[depth:], node, kind=MODEL)
+            return
+        node = same

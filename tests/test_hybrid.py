@@ -1,0 +1,178 @@
+"""The hybrid drafter (copy + draft model, EvoSpec's dynamic vocabulary): exact against plain
+greedy decoding, and its parts (ARC, token statistics, active vocabulary, the draft model's
+cache) doing what they claim."""
+
+from __future__ import annotations
+
+import copy
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import torch
+from conftest import greedy_reference, repeating_prompt, tiny_model
+
+from specedit.drafting import DrafterUnavailable, cooccurrence
+from specedit.drafting.arc import ARC
+from specedit.drafting.draft_model import MAX_INSERTED, ActiveVocabulary, DraftModel
+from specedit.drafting.hybrid import Hybrid
+from specedit.drafting.kinds import MAIN
+from specedit.drafting.registry import DRAFT_MODEL_METHODS, DraftSources, make_drafter
+from specedit.engine.session import generate
+
+VOCAB = 96
+
+
+@pytest.fixture(scope="module")
+def target():
+    return tiny_model("qwen2", vocab=VOCAB, seed=0)
+
+
+@pytest.fixture(scope="module")
+def stranger():
+    """A draft model that disagrees with the target often."""
+    return tiny_model("qwen2", vocab=VOCAB, seed=7)
+
+
+class IdTokenizer:
+    """Token statistics count ids: this maps each character to one id below VOCAB."""
+
+    def __call__(self, text: str, add_special_tokens: bool = False):
+        return {"input_ids": [ord(c) % VOCAB for c in text]}
+
+
+@pytest.fixture(autouse=True)
+def _small_cache(tmp_path, monkeypatch):
+    """Indexes and token statistics go to a fresh folder; the corpus is kept short."""
+    monkeypatch.setenv("SPECEDIT_CACHE", str(tmp_path))
+    monkeypatch.setattr(cooccurrence, "CORPUS_CHARS", 20_000)
+
+
+def _sources(draft_model, prompt, input_slice=slice(0, 24)):
+    draft = SimpleNamespace(model=draft_model, tokenizer=IdTokenizer())
+    return DraftSources(input_slice.start, prompt[input_slice], draft=draft)
+
+
+@pytest.mark.parametrize("method", DRAFT_MODEL_METHODS)
+@pytest.mark.parametrize("seed", [0, 3])
+@pytest.mark.parametrize("draft_name", ["stranger", "twin"])
+def test_greedy_hybrid_equals_generate(request, target, method, seed, draft_name):
+    draft = copy.deepcopy(target) if draft_name == "twin" else request.getfixturevalue(draft_name)
+    prompt = repeating_prompt(seed) + torch.randint(0, VOCAB, (9,)).tolist()
+    reference = greedy_reference(target, prompt, 64)
+    drafter = make_drafter(method, target, _sources(draft, prompt))
+    result = generate(target, prompt, drafter, max_new_tokens=64)
+    assert result.tokens == reference
+    assert result.stop_reason == "length"
+    if draft_name == "twin":  # the draft model is the target: its chains are always right
+        assert result.stats.drafting["model_tokens_accepted"] > 0
+
+
+def test_eos_and_the_limit_inside_a_model_chain(target):
+    """The twin drafts the target's own continuation, so EOS and the limit fall inside chains."""
+    prompt = torch.randint(0, VOCAB, (20,), generator=torch.Generator().manual_seed(2)).tolist()
+    free_run = greedy_reference(target, prompt, 40)
+    eos = free_run[13]
+    reference = greedy_reference(target, prompt, 40, eos=eos)
+    sources = _sources(copy.deepcopy(target), prompt)
+    drafter = make_drafter("draft-model", target, sources)
+    result = generate(target, prompt, drafter, max_new_tokens=40, eos_token_ids={eos})
+    assert result.tokens == reference and result.stop_reason == "eos"
+    for limit in (1, 5, 11):
+        drafter = make_drafter("draft-model", target, sources)
+        result = generate(target, prompt, drafter, max_new_tokens=limit)
+        assert result.tokens == free_run[:limit] and result.stop_reason == "length"
+
+
+def test_sampled_hybrid_with_a_seed_matches_plain_sampling(target, stranger):
+    """Drafts are deterministic given the history, so a sampled run with drafts draws the same
+    tokens as the same seed without drafts (the walk consumes one draw per committed token)."""
+    from specedit.engine.drafter import Drafter
+    from specedit.engine.options import Sampling
+
+    prompt = repeating_prompt(1)
+    sampling = Sampling(temperature=0.8, seed=11)
+    plain = generate(target, prompt, Drafter(), max_new_tokens=40, sampling=sampling)
+    drafter = make_drafter("evospec", target, _sources(copy.deepcopy(target), prompt))
+    hybrid = generate(target, prompt, drafter, max_new_tokens=40, sampling=sampling)
+    assert hybrid.stats.forward_passes < plain.stats.forward_passes
+    assert hybrid.tokens == plain.tokens
+
+
+def test_methods_with_a_draft_model_say_how_to_get_one(target):
+    for method in DRAFT_MODEL_METHODS:
+        with pytest.raises(DrafterUnavailable, match="--draft-model"):
+            make_drafter(method, target)
+
+
+def test_the_hybrid_copies_while_copies_hold_and_adds_a_chain_after_a_rejection(target, stranger):
+    prompt = repeating_prompt(0)
+    drafter = Hybrid(target, SimpleNamespace(model=stranger, tokenizer=IdTokenizer()), prompt)
+    steps = []
+    generate(target, prompt, drafter, max_new_tokens=48, on_step=steps.append)
+    assert steps[0].kinds[0] in (MAIN, None)  # the first draft is a copy only
+    report = drafter.report()
+    assert report["copy_passes"] > 0 and report["model_passes"] > 0
+    assert report["draft_model_steps"] >= report["model_passes"]
+
+
+def test_arc_keeps_its_capacity_and_frequent_keys_survive_a_scan():
+    arc = ARC(4)
+    for key in "ab":
+        arc.request(key)
+        arc.request(key)  # seen twice: frequent
+    for key in "cdefghij":  # a one-off scan longer than the capacity
+        arc.request(key)
+        assert len(arc) <= 4
+    assert "a" in arc and "b" in arc
+    assert "c" not in arc
+
+
+def test_arc_learns_from_its_ghosts():
+    arc = ARC(2)
+    for key in "aabc":  # "a" is frequent; "c" pushes "b" out of T1 into its ghost list
+        arc.request(key)
+    assert "b" not in arc
+    before = arc.target
+    assert arc.request("b")  # a ghost hit re-admits it, as frequent, and grows T1's share
+    assert "b" in arc and arc.target > before and len(arc) <= 2
+
+
+def test_token_statistics_count_frequencies_and_prune_the_graph():
+    stream = np.array([1, 2] * 20 + [1, 3] * 2 + [4, 5] * 3, dtype=np.int64)
+    stats = cooccurrence.count(stream, 8)
+    assert stats.frequency[1] == 22 and stats.frequency[0] == 0
+    assert stats.followers(1) == [2]  # 1 -> 3 was seen twice: below the minimum count
+    assert stats.followers(2) == [1]
+    assert list(stats.most_frequent(3)) == [1, 2, 4]  # 4 and 5 tie: the lower id wins
+    assert 0 not in stats.most_frequent(8)  # a token never seen is never in the core
+
+
+def test_active_vocabulary_argmax_is_the_restricted_argmax():
+    torch.manual_seed(0)
+    head = torch.randn(50, 8)
+    statistics = cooccurrence.TokenStatistics(
+        np.ones(50, dtype=np.int64), np.arange(51), np.arange(1, 51) % 50
+    )  # token t is followed by t + 1
+    active = ActiveVocabulary(head, np.array([0, 1, 2]), [10, 11], statistics, budget=4)
+    assert 10 in active and 30 not in active
+    hidden = torch.randn(8)
+    allowed = torch.tensor([0, 1, 2, 10, 11])
+    assert active.argmax(hidden) == int(allowed[(head[allowed] @ hidden).argmax()])
+    active.expand([30])  # the miss and its successor 31
+    assert 30 in active and 31 in active
+    allowed = torch.tensor([0, 1, 2, 10, 11, 30, 31])
+    assert active.argmax(hidden) == int(allowed[(head[allowed] @ hidden).argmax()])
+    active.expand(range(12, 12 + MAX_INSERTED + 4))
+    assert len(active.dynamic) <= 4  # the budget holds, whatever a miss brings
+
+
+def test_the_draft_cache_follows_rejections(stranger):
+    """After a chain whose tokens were partly rejected, the next chain equals one drafted by a
+    fresh draft model over the same committed tokens."""
+    prompt = repeating_prompt(4)
+    kept = DraftModel(stranger)
+    drafted = kept.chain(prompt, 6)
+    committed = prompt + drafted[:2] + [(drafted[2] + 1) % VOCAB]  # the third was rejected
+    assert kept.chain(committed, 5) == DraftModel(stranger).chain(committed, 5)
+    assert kept.fed[: len(committed)] == committed
