@@ -19,7 +19,7 @@ import typer
 
 from specedit import __version__
 from specedit.console import error, say
-from specedit.drafting.registry import ABLATIONS, DEFAULT_METHOD, METHODS
+from specedit.drafting.registry import ABLATIONS, DEFAULT_METHOD, DRAFT_MODEL_METHODS, METHODS
 from specedit.engine.options import VERIFY_MODES
 from specedit.exits import Exit
 from specedit.models import DEFAULT_MODEL, DTYPES
@@ -47,6 +47,15 @@ def _opt(*names: str, help: str, env: str | None = None, **extra) -> typer.Optio
 ModelOption = Annotated[
     str, _opt("--model", help="Bundled name, model folder, .gguf file or hub id.", env="MODEL")
 ]
+DraftModelOption = Annotated[
+    str | None,
+    _opt(
+        "--draft-model",
+        help="A small model with the same tokenizer that drafts new text where the input has "
+        "nothing to copy (--method evospec), e.g. qwen2.5-coder-0.5b.",
+        env="DRAFT_MODEL",
+    ),
+]
 DtypeOption = Annotated[
     Literal[tuple(DTYPES)],
     _opt("--dtype", help="auto: bf16 where the CPU has it, else fp32.", env="DTYPE"),
@@ -65,6 +74,7 @@ def _edit_options(
         _opt("--method", help="How drafts are made (adapld: the default).", env="METHOD"),
     ] = DEFAULT_METHOD,
     model: ModelOption = DEFAULT_MODEL,
+    draft_model: DraftModelOption = None,
     in_place: Annotated[
         bool, _opt("-i", "--in-place", help="Rewrite the file (atomically) instead of printing it.")
     ] = False,
@@ -201,6 +211,12 @@ def _run_edits(prompt: str, files: list[str], instruction: str, **options) -> No
             problems.append("--test-timeout must be above 0 seconds")
     if options["reference"] and options["method"] != "pool":
         problems.append("--reference feeds the draft pool: add --method pool")
+    if options["method"] in DRAFT_MODEL_METHODS and not (
+        options["draft_model"] or options["server"]
+    ):
+        problems.append(
+            f"--method {options['method']} drafts with a second model: add --draft-model"
+        )
     try:
         sampling = Sampling(
             options["temperature"], options["top_k"], options["top_p"], options["seed"]
@@ -228,7 +244,13 @@ def _run_edits(prompt: str, files: list[str], instruction: str, **options) -> No
                 raise typer.Exit(Exit.MODEL) from None
     else:
         editor = LocalEditor(
-            *_load(options["model"], options["dtype"], options["threads"], options["device"])
+            *_load(
+                options["model"],
+                options["dtype"],
+                options["threads"],
+                options["device"],
+                options["draft_model"],
+            )
         )
     template = EditRequest(
         "", instruction, prompt=prompt, method=options["method"],
@@ -273,21 +295,26 @@ def _read_inputs(files: list[str]) -> tuple[dict[str, str], set[str]]:
     return texts, bad
 
 
-def _load(model: str, dtype: str, threads: int | None, device: str = "cpu"):
-    """Pin the CPU threads and load the model once; a model error exits with code 3.
+def _load(
+    model: str, dtype: str, threads: int | None, device: str = "cpu", draft: str | None = None
+):
+    """Pin the CPU threads and load the model (and its draft model) once; a model error exits
+    with code 3.
 
     Returns the model and the start-up seconds: imports (from the CLI's start to torch and
-    transformers imported) and the model's load."""
+    transformers imported) and the models' load."""
     import torch
     import transformers  # noqa: F401  (timed here, so the load below is the load alone)
 
-    from specedit.models import ModelError, load
+    from specedit.models import ModelError, load, with_draft
 
     imported = time.perf_counter()
     torch.set_num_threads(threads or os.cpu_count() or 1)
     with _interruptible():
         try:
             lm = load(model, dtype, device)
+            if draft:
+                lm = with_draft(lm, draft, dtype, device)
         except ModelError as exc:
             error(str(exc))
             raise typer.Exit(Exit.MODEL) from None
@@ -455,7 +482,8 @@ def bench(
         str,
         typer.Option(
             help="Comma-separated methods: hf-pld (transformers' prompt lookup), "
-            f"{', '.join(METHODS)}, and ablations of adapld: {', '.join(ABLATIONS)}."
+            f"{', '.join(METHODS)}, and ablations: {', '.join(ABLATIONS)}; "
+            f"{', '.join(DRAFT_MODEL_METHODS)} need --draft-model."
         ),
     ] = "ar,hf-pld,pld,pldplus,adapld",
     tasks: Annotated[
@@ -469,6 +497,7 @@ def bench(
         Path | None, typer.Option("--tasks-file", help="Your own tasks, one JSON object a line.")
     ] = None,
     model: ModelOption = DEFAULT_MODEL,
+    draft_model: DraftModelOption = None,
     dtype: DtypeOption = "auto",
     repeat: Annotated[int, typer.Option(help="Runs per task and method; the fastest counts.")] = 1,
     max_new_tokens: Annotated[int | None, typer.Option(help="Token limit per task.")] = None,
@@ -503,12 +532,13 @@ def bench(
       specedit bench --methods adapld --verify strict,conditional --json quality.json
       specedit bench --methods adapld --attempts 3
       specedit bench --suite apply --methods ar,adapld
+      specedit bench --methods ar,adapld,evospec --draft-model qwen2.5-coder-0.5b
       specedit bench --tasks-file my_tasks.jsonl
     """
     from specedit.bench.runner import BenchError, run_bench
     from specedit.drafting import DrafterUnavailable
 
-    lm, _ = _load(model, dtype, threads)
+    lm, _ = _load(model, dtype, threads, draft=draft_model)
     with _interruptible():
         try:
             run_bench(
@@ -552,6 +582,7 @@ def calibrate(
 @app.command()
 def serve(
     model: ModelOption = DEFAULT_MODEL,
+    draft_model: DraftModelOption = None,
     dtype: DtypeOption = "auto",
     threads: ThreadsOption = None,
     device: DeviceOption = "cpu",
@@ -574,7 +605,7 @@ def serve(
     except ImportError as exc:
         error(f"the server needs {exc.name}: pip install 'specedit[serve]'")
         raise typer.Exit(Exit.INPUT) from None
-    lm, _ = _load(model, dtype, threads, device)
+    lm, _ = _load(model, dtype, threads, device, draft_model)
     say(f"serving {lm.name} on http://{host}:{port}/v1 (Ctrl-C stops)")
     uvicorn.run(create_app(lm), host=host, port=port, log_level="warning")
 

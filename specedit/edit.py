@@ -147,6 +147,7 @@ def generate_edit(
         prompt.input_start,
         prompt.ids[prompt.input_start : prompt.input_end],
         [lm.tokenizer(text, add_special_tokens=False)["input_ids"] for text in request.references],
+        lm.draft,
     )
     started = time.perf_counter()
     drafter = make_drafter(request.method, lm.model, sources)

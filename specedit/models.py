@@ -12,7 +12,7 @@ import importlib.util
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -215,6 +215,7 @@ class LoadedModel:
     name: str
     model: torch.nn.Module
     tokenizer: object
+    draft: LoadedModel | None = None  # a small model with the same tokenizer that drafts
 
     @property
     def context_length(self) -> int:
@@ -255,3 +256,15 @@ def load(model: str = DEFAULT_MODEL, dtype: str = "auto", device: str = "cpu") -
         raise ModelError(f"model {model!r} has no chat template, so it cannot follow instructions")
     lm.eval()
     return LoadedModel(name=model, model=lm, tokenizer=tokenizer)
+
+
+def with_draft(lm: LoadedModel, draft_model: str, dtype: str = "auto", device: str = "cpu"):
+    """`lm` with a draft model beside it; the draft must tokenize exactly as `lm` does, since
+    its tokens are verified as `lm`'s own."""
+    draft = load(draft_model, dtype, device)
+    if draft.tokenizer.get_vocab() != lm.tokenizer.get_vocab():
+        raise ModelError(
+            f"draft model {draft_model!r} has another tokenizer than {lm.name!r}: a draft model "
+            "must share the target's vocabulary (e.g. qwen2.5-coder-0.5b for qwen2.5-coder-1.5b)"
+        )
+    return replace(lm, draft=draft)

@@ -366,7 +366,7 @@ def _chat_run(lm: LoadedModel, body: ChatRequest) -> Run:
     stops = [body.stop] if isinstance(body.stop, str) else list(body.stop or [])
     in_prompt = bool(prediction) and any(prediction in m["content"] for m in messages)
     method = DEFAULT_METHOD if not prediction or in_prompt else "pool"
-    sources = DraftSources(references=[predicted] if method == "pool" else [])
+    sources = DraftSources(references=[predicted] if method == "pool" else [], draft=lm.draft)
     sampling = Sampling(body.temperature, 0, body.top_p, body.seed)
 
     def start(job: Job) -> dict:

@@ -29,7 +29,7 @@ from transformers import StoppingCriteria, StoppingCriteriaList
 from specedit import prompts
 from specedit.bench.tasks import Task, TaskError, load_tasks
 from specedit.checks import CheckResult, run_program
-from specedit.drafting.registry import ABLATIONS, METHODS, make_drafter
+from specedit.drafting.registry import ABLATIONS, DRAFT_MODEL_METHODS, METHODS, make_drafter
 from specedit.edit import (
     EditRequest,
     LocalEditor,
@@ -252,6 +252,9 @@ def run_bench(
     unknown = [m for m in methods if m not in known]
     if unknown:
         raise BenchError(f"unknown methods {', '.join(unknown)}: choose from {', '.join(known)}")
+    needing = [m for m in methods if m in DRAFT_MODEL_METHODS]
+    if needing and lm.draft is None:
+        raise BenchError(f"{', '.join(needing)} draft with a second model: add --draft-model")
     prompt_sets = ["" if d == "default" else d for d in prompt_sets or [""]]
     missing = [d for d in prompt_sets if d and not Path(d).is_dir()]
     if missing:
