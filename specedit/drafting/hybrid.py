@@ -127,7 +127,7 @@ class Hybrid(Drafter):
             main = sum(1 for node in range(1, len(tree)) if tree.kind(node) == MAIN)
             self.trusted = main > 0 and kinds.count(MAIN) >= min(TRUST_AFTER, main)
 
-    def report(self) -> dict[str, int]:
+    def report(self) -> dict[str, float]:
         report = {**self.copier.report(), **self.counts, "draft_model_steps": self.draft.steps}
         if self.active is not None:
             report["active_vocabulary"] = len(self.active)

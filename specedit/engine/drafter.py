@@ -27,7 +27,7 @@ class Drafter:
     def observe(self, tree: DraftTree, accepted: list[int]) -> None:
         """Called after each verify pass with the accepted nodes of `tree` (root excluded)."""
 
-    def report(self) -> dict[str, int]:
+    def report(self) -> dict[str, float]:
         """Method-specific counters for the stats (e.g. how retrieval went)."""
         return {}
 

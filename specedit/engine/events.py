@@ -32,7 +32,7 @@ class Stats:
     relaxed_tokens: int = 0  # of those, accepted only by conditional verification (lossy)
     accepted_lengths: Counter = field(default_factory=Counter)  # drafts accepted per pass
     accepted_paths: Counter = field(default_factory=Counter)  # which draft path each pass took
-    drafting: dict[str, int] = field(default_factory=dict)  # the drafter's own counters
+    drafting: dict[str, float] = field(default_factory=dict)  # the drafter's own counters
     prefill_seconds: float = 0.0
     draft_seconds: float = 0.0
     verify_seconds: float = 0.0
