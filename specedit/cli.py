@@ -19,7 +19,14 @@ import typer
 
 from specedit import __version__
 from specedit.console import error, say
-from specedit.drafting.registry import ABLATIONS, DEFAULT_METHOD, DRAFT_MODEL_METHODS, METHODS
+from specedit.drafting.registry import (
+    ABLATIONS,
+    DEFAULT_METHOD,
+    DRAFT_MODEL_METHODS,
+    HYBRID_METHOD,
+    METHODS,
+    default_method,
+)
 from specedit.engine.options import VERIFY_MODES
 from specedit.exits import Exit
 from specedit.models import DEFAULT_MODEL, DTYPES
@@ -52,7 +59,7 @@ DraftModelOption = Annotated[
     _opt(
         "--draft-model",
         help="A small model with the same tokenizer that drafts new text where the input has "
-        "nothing to copy (--method evospec), e.g. qwen2.5-coder-0.5b.",
+        "nothing to copy, e.g. qwen2.5-coder-0.5b; the default method is then evospec.",
         env="DRAFT_MODEL",
     ),
 ]
@@ -70,9 +77,15 @@ DeviceOption = Annotated[
 
 def _edit_options(
     method: Annotated[
-        Literal[tuple(METHODS)],
-        _opt("--method", help="How drafts are made (adapld: the default).", env="METHOD"),
-    ] = DEFAULT_METHOD,
+        Literal[tuple(METHODS)] | None,
+        _opt(
+            "--method",
+            help=f"How drafts are made [default: {DEFAULT_METHOD}; {HYBRID_METHOD} with "
+            "--draft-model].",
+            env="METHOD",
+            show_default=False,
+        ),
+    ] = None,
     model: ModelOption = DEFAULT_MODEL,
     draft_model: DraftModelOption = None,
     in_place: Annotated[
@@ -181,6 +194,7 @@ def _edit_options(
 
 def _run_edits(prompt: str, files: list[str], instruction: str, **options) -> None:
     """Validate, load the model once, edit each file; exit with the worst file's code."""
+    options["method"] = options["method"] or default_method(bool(options["draft_model"]))
     from rich.console import Console
 
     from specedit.edit import EditorUnavailable, EditRequest, LocalEditor

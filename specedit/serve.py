@@ -31,7 +31,13 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from specedit.drafting import DrafterUnavailable
-from specedit.drafting.registry import DEFAULT_METHOD, METHODS, DraftSources, make_drafter
+from specedit.drafting.registry import (
+    DEFAULT_METHOD,
+    METHODS,
+    DraftSources,
+    default_method,
+    make_drafter,
+)
 from specedit.edit import EditError, EditRequest, EditResult, LocalEditor, default_token_limit
 from specedit.engine.events import Generation, Step
 from specedit.engine.options import VERIFY_MODES, Sampling, Verification
@@ -365,7 +371,7 @@ def _chat_run(lm: LoadedModel, body: ChatRequest) -> Run:
                        f"{lm.context_length}", "messages", "context_length_exceeded")  # fmt: skip
     stops = [body.stop] if isinstance(body.stop, str) else list(body.stop or [])
     in_prompt = bool(prediction) and any(prediction in m["content"] for m in messages)
-    method = DEFAULT_METHOD if not prediction or in_prompt else "pool"
+    method = default_method(lm.draft is not None) if not prediction or in_prompt else "pool"
     sources = DraftSources(references=[predicted] if method == "pool" else [], draft=lm.draft)
     sampling = Sampling(body.temperature, 0, body.top_p, body.seed)
 

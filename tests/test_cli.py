@@ -145,3 +145,42 @@ def test_unreadable_files_are_reported_before_any_model_is_loaded(tmp_path, sour
     result = _run("rewrite", str(missing), str(binary), "-m", "fix", "--check", "--model", "nope")
     assert result.exit_code == 2
     assert "no such file" in result.stderr and "looks binary" in result.stderr
+
+
+def test_draft_model_methods_need_a_draft_model_with_the_same_tokenizer(
+    source, tiny_model_dir, tmp_path
+):
+    from conftest import tiny_model, train_tokenizer
+
+    result = _run("edit", str(source), "add hints", "--method", "evospec")
+    assert result.exit_code == 2 and "add --draft-model" in result.stderr
+    result = _run("bench", "--model", str(tiny_model_dir), "--methods", "ar,evospec")
+    assert result.exit_code == 2 and "evospec draft with a second model" in result.stderr
+    other = tmp_path / "other-tokenizer"
+    trained = train_tokenizer(vocab_size=600)
+    tiny_model("qwen2", vocab=len(trained)).save_pretrained(other)
+    trained.save_pretrained(other)
+    result = _run("edit", str(source), "add hints", "--method", "evospec", "--draft-model",
+                  str(other))  # fmt: skip
+    assert result.exit_code == 3 and "another tokenizer" in result.stderr
+    assert result.stdout == ""
+
+
+def test_bench_runs_the_hybrid_beside_plain_decoding_with_the_same_tokens(tiny_model_dir, tmp_path):
+    import json
+
+    source = "def add(a, b):\n    return a + b\n"
+    task = {"id": "t", "kind": "edit", "instruction": "add a docstring", "input": source,
+            "tests": "assert add(1, 2) == 3"}  # fmt: skip
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(json.dumps(task) + "\n")
+    report = tmp_path / "report.json"
+    result = _run(
+        "bench", "--model", str(tiny_model_dir), "--draft-model", str(tiny_model_dir),
+        "--methods", "ar,evospec,draft-model", "--tasks-file", str(tasks),
+        "--max-new-tokens", "40", "--json", str(report),
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    rows = {row["method"]: row for row in json.loads(report.read_text())["rows"]}
+    assert rows["evospec"]["identical"] and rows["draft-model"]["identical"]
+    assert rows["draft-model"]["mean_accepted"] > 1  # the draft is the target: chains hold

@@ -103,9 +103,16 @@ ABLATIONS: dict[str, Factory] = {
     "draft-model": partial(_evospec, copy=False, vocabulary="full"),
 }
 DEFAULT_METHOD = "adapld"
+HYBRID_METHOD = "evospec"  # the default instead when a draft model is configured (README)
 DRAFT_MODEL_METHODS = (
     "evospec", "evospec-core-only", "evospec-full-head", "evospec-lora", "draft-model",
 )  # fmt: skip
+
+
+def default_method(has_draft_model: bool) -> str:
+    """The method an edit uses unless told: the hybrid wherever a draft model is at hand (it
+    wins where the input cannot draft and copies like adapld where it can)."""
+    return HYBRID_METHOD if has_draft_model else DEFAULT_METHOD
 
 
 def make_drafter(method: str, model, sources: DraftSources | None = None) -> Drafter:
