@@ -176,3 +176,17 @@ def test_the_draft_cache_follows_rejections(stranger):
     committed = prompt + drafted[:2] + [(drafted[2] + 1) % VOCAB]  # the third was rejected
     assert kept.chain(committed, 5) == DraftModel(stranger).chain(committed, 5)
     assert kept.fed[: len(committed)] == committed
+
+
+def test_a_far_behind_draft_model_waits_for_a_second_rejection(target, stranger, monkeypatch):
+    """With every lag counted as far behind, a single rejected copy is followed by a short copy
+    alone; the draft model drafts only after a second rejection in a row. Output stays exact."""
+    from specedit.drafting import hybrid
+
+    monkeypatch.setattr(hybrid, "COLD_LAG", -1)
+    prompt = repeating_prompt(0)
+    drafter = Hybrid(target, SimpleNamespace(model=stranger, tokenizer=IdTokenizer()), prompt)
+    result = generate(target, prompt, drafter, max_new_tokens=48)
+    assert result.tokens == greedy_reference(target, prompt, 48)
+    report = drafter.report()
+    assert report["short_copy_passes"] > 0 and report["model_passes"] > 0

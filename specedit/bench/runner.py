@@ -412,16 +412,16 @@ def _summary(rows: list[Row], methods: list[str]) -> dict[str, dict]:
         if not engine_rows:
             continue
         paths: Counter[str] = Counter()
-        retrieval: Counter[str] = Counter()
+        counters: Counter[str] = Counter()
         for reuse in engine_rows:
             paths.update(reuse["paths"])
-            retrieval.update(reuse["drafting"])
+            counters.update(reuse["drafting"])
         drafted = sum(r["drafted"] for r in engine_rows)
         accepted = sum(r["accepted"] for r in engine_rows)
         summary[method]["reuse"] = {
             "drafted_per_accepted": round(drafted / max(accepted, 1), 3),
             "paths": dict(paths.most_common()),
-            "retrieval": dict(retrieval.most_common()),
+            "drafter": dict(counters.most_common()),  # the drafter's counters, summed
             "draft_share_of_verify": round(
                 sum(r["draft_seconds"] for r in engine_rows)
                 / max(sum(r["verify_seconds"] for r in engine_rows), 1e-9),
@@ -474,7 +474,7 @@ def _print(console: Console, rows: list[Row], summary: dict, methods: list[str])
     console.print(totals)
     reuse = Table(title="reuse: where accepted tokens came from (passes by accepted path)")
     for column in ("method", "drafted/accepted", "draft/verify time", "accepted paths",
-                   "retrieval"):  # fmt: skip
+                   "drafter counters"):  # fmt: skip
         reuse.add_column(column)
     for method in methods:
         r = summary[method].get("reuse")
@@ -482,7 +482,8 @@ def _print(console: Console, rows: list[Row], summary: dict, methods: list[str])
             reuse.add_row(
                 method, f"{r['drafted_per_accepted']:.2f}", f"{r['draft_share_of_verify']:.1%}",
                 ", ".join(f"{k} {v}" for k, v in r["paths"].items()),
-                ", ".join(f"{k[10:]} {v}" for k, v in r["retrieval"].items()) or "-",
+                ", ".join(f"{k.removeprefix('retrieval_')} {v:g}" for k, v in r["drafter"].items())
+                or "-",
             )  # fmt: skip
     console.print(reuse)
 

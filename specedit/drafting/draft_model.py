@@ -99,6 +99,7 @@ class DraftModel:
         self.vocabulary = vocabulary
         self.cache = DynamicCache(config=model.config)
         self.fed: list[int] = []  # the tokens whose keys and values the cache holds
+        self.synced = 0  # committed tokens at the last catch-up (all of them were fed)
         self.steps = 0  # forward passes of the draft model
 
     def _feed(self, tokens: list[int]) -> torch.Tensor:
@@ -127,7 +128,12 @@ class DraftModel:
         if common < len(self.fed):
             self.cache.crop(common - len(self.fed))  # a negative count: tokens to drop
             del self.fed[common:]
+        self.synced = len(tokens)
         return self._feed(tokens[common:])
+
+    def lag(self, tokens: list[int]) -> int:
+        """Committed tokens a draft would first have to read."""
+        return len(tokens) - self.synced
 
     def chain(self, tokens: list[int], length: int) -> list[int]:
         """The draft model's greedy continuation of `tokens`, `length` tokens long."""

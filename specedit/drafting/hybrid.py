@@ -4,8 +4,10 @@ An edit mostly copies its input, and there AdaPLD's copies are long and cheap; w
 writes new text (type hints, a docstring, a new function) copies are rejected at once and a small
 draft model with the target's tokenizer does better. The hybrid follows the verifier's verdicts:
 while copies are accepted it only copies; after a copy is rejected it adds the draft model's
-chain beside a short copy, until a copy is accepted again. Verification is unchanged, so greedy
-output is exactly the target's.
+chain beside a short copy, until a copy is accepted again. A draft model that is far behind
+(the first time, it has the whole prompt to read) is asked only after a second rejection in a
+row, the pass between drafting a short copy alone. Verification is unchanged, so greedy output
+is exactly the target's.
 
 The draft model's LM head may be restricted to an active vocabulary (draft_model.py) that grows
 when the target commits a token outside it: the miss's seeds are the target's own top tokens at
@@ -27,6 +29,10 @@ from specedit.engine.tree import DraftTree
 
 VOCABULARIES = ("dynamic", "core", "full")  # EvoSpec's, its static core alone, the whole head
 TRUST_AFTER = 4  # main-copy tokens one pass must accept for copies to be trusted again
+# Committed tokens the draft model has not read yet, above which one rejected copy is not enough
+# to ask it: catching up (the whole prompt, the first time) costs more than a short copy pass,
+# and a fix's single rejection is usually followed by copies that hold again.
+COLD_LAG = 256
 SEEDS = 10  # target top tokens and embedding neighbours of a missed token (the paper's 10 + 10)
 
 
@@ -71,7 +77,7 @@ class Hybrid(Drafter):
         self.active = active_vocabulary(draft, document, vocabulary, core_size, budget)
         self.draft = DraftModel(draft.model, self.active)
         self.copy, self.horizon, self.unsure_copy = copy, horizon, unsure_copy
-        self.trusted = copy  # edits start by copying
+        self.rejections = 0 if copy else 2  # copy passes rejected in a row (edits start copying)
         self.checked = 0  # committed tokens already learnt from
         self.alignment = None
         if lora:
@@ -104,9 +110,12 @@ class Hybrid(Drafter):
         self._expand_on_misses(memory, fresh)
         if self.alignment is not None:
             self.alignment.learn(memory, fresh)
-        if self.trusted:
+        if self.rejections == 0:
             self.counts["copy_passes"] += 1
             return self.copier.propose(memory, budget)
+        if self.rejections == 1 and self.draft.lag(memory.tokens) > COLD_LAG:
+            self.counts["short_copy_passes"] += 1
+            return self.copier.propose(memory, min(budget, self.unsure_copy))
         horizon = min(self.horizon, budget)
         copy_room = min(budget - horizon, self.unsure_copy) if self.copy else 0
         tree = self.copier.propose(memory, copy_room) if copy_room > 0 else None
@@ -125,7 +134,8 @@ class Hybrid(Drafter):
         self.counts["model_tokens_accepted"] += kinds.count(MODEL)
         if self.copy:  # copies are trusted while the verifier keeps accepting them
             main = sum(1 for node in range(1, len(tree)) if tree.kind(node) == MAIN)
-            self.trusted = main > 0 and kinds.count(MAIN) >= min(TRUST_AFTER, main)
+            held = main > 0 and kinds.count(MAIN) >= min(TRUST_AFTER, main)
+            self.rejections = 0 if held else self.rejections + 1
 
     def report(self) -> dict[str, float]:
         report = {**self.copier.report(), **self.counts, "draft_model_steps": self.draft.steps}
