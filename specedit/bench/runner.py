@@ -399,7 +399,9 @@ def _summary(rows: list[Row], methods: list[str]) -> dict[str, dict]:
             if speedups
             else None,
             "mean_accepted": round(statistics.fmean(r.mean_accepted for r in mine), 3),
-            "identical": f"{sum(bool(r.identical) for r in mine)}/{len(mine)}",
+            "identical": f"{sum(bool(r.identical) for r in mine)}/{len(mine)}"
+            if any(r.identical is not None for r in mine)
+            else "-",  # no `ar` to compare with
             "exact_match": f"{sum(bool(r.exact_match) for r in scored)}/{len(scored)}",
             "mean_similarity": round(statistics.fmean(r.similarity for r in scored), 4)
             if scored

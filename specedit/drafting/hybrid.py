@@ -6,7 +6,7 @@ draft model with the target's tokenizer does better. The hybrid follows the veri
 while copies are accepted it only copies; after a copy is rejected it adds the draft model's
 chain beside a short copy, until a copy is accepted again. A draft model that is far behind
 (the first time, it has the whole prompt to read) is asked only after a second rejection in a
-row, the pass between drafting a short copy alone. Verification is unchanged, so greedy output
+row: the copy gets a second chance first. Verification is unchanged, so greedy output
 is exactly the target's.
 
 The draft model's LM head may be restricted to an active vocabulary (draft_model.py) that grows
@@ -30,8 +30,8 @@ from specedit.engine.tree import DraftTree
 VOCABULARIES = ("dynamic", "core", "full")  # EvoSpec's, its static core alone, the whole head
 TRUST_AFTER = 4  # main-copy tokens one pass must accept for copies to be trusted again
 # Committed tokens the draft model has not read yet, above which one rejected copy is not enough
-# to ask it: catching up (the whole prompt, the first time) costs more than a short copy pass,
-# and a fix's single rejection is usually followed by copies that hold again.
+# to ask it: catching up (the whole prompt, the first time) costs seconds, and a fix's single
+# rejection is usually followed by copies that hold again.
 COLD_LAG = 256
 SEEDS = 10  # target top tokens and embedding neighbours of a missed token (the paper's 10 + 10)
 
@@ -110,12 +110,10 @@ class Hybrid(Drafter):
         self._expand_on_misses(memory, fresh)
         if self.alignment is not None:
             self.alignment.learn(memory, fresh)
-        if self.rejections == 0:
-            self.counts["copy_passes"] += 1
+        cold = self.rejections == 1 and self.draft.lag(memory.tokens) > COLD_LAG
+        if self.rejections == 0 or cold:
+            self.counts["second_chances" if cold else "copy_passes"] += 1
             return self.copier.propose(memory, budget)
-        if self.rejections == 1 and self.draft.lag(memory.tokens) > COLD_LAG:
-            self.counts["short_copy_passes"] += 1
-            return self.copier.propose(memory, min(budget, self.unsure_copy))
         horizon = min(self.horizon, budget)
         copy_room = min(budget - horizon, self.unsure_copy) if self.copy else 0
         tree = self.copier.propose(memory, copy_room) if copy_room > 0 else None
