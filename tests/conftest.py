@@ -78,6 +78,38 @@ def qwen_tiny():
 
 
 @pytest.fixture(scope="session")
+def stranger_tiny():
+    """A draft model for `qwen_tiny` (same vocabulary) that disagrees with it often."""
+    return tiny_model("qwen2", seed=7)
+
+
+class IdTokenizer:
+    """For token statistics over ids below 96 (the tiny models' vocabulary): one id a character."""
+
+    def __call__(self, text: str, add_special_tokens: bool = False):
+        return {"input_ids": [ord(c) % 96 for c in text]}
+
+
+def draft_sources(draft_model, prompt: list[int], input_tokens: int = 24):
+    """Draft sources with `draft_model` as the draft model and the prompt's start as the input."""
+    from types import SimpleNamespace
+
+    from specedit.drafting.registry import DraftSources
+
+    draft = SimpleNamespace(model=draft_model, tokenizer=IdTokenizer())
+    return DraftSources(0, prompt[:input_tokens], draft=draft)
+
+
+@pytest.fixture
+def small_drafting_cache(tmp_path, monkeypatch):
+    """Indexes and token statistics go to a fresh folder; the statistics' corpus is short."""
+    from specedit.drafting import cooccurrence
+
+    monkeypatch.setenv("SPECEDIT_CACHE", str(tmp_path))
+    monkeypatch.setattr(cooccurrence, "CORPUS_CHARS", 20_000)
+
+
+@pytest.fixture(scope="session")
 def llama_tiny_eager():
     return tiny_model("llama", attn="eager", seed=1)
 

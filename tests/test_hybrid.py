@@ -10,47 +10,30 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 import torch
-from conftest import greedy_reference, repeating_prompt, tiny_model
+from conftest import IdTokenizer, draft_sources, greedy_reference, repeating_prompt
 
 from specedit.drafting import DrafterUnavailable, cooccurrence
 from specedit.drafting.arc import ARC
 from specedit.drafting.draft_model import MAX_INSERTED, ActiveVocabulary, DraftModel
 from specedit.drafting.hybrid import Hybrid
 from specedit.drafting.kinds import MAIN
-from specedit.drafting.registry import DRAFT_MODEL_METHODS, DraftSources, make_drafter
+from specedit.drafting.registry import DRAFT_MODEL_METHODS, make_drafter
 from specedit.engine.session import generate
 
 VOCAB = 96
 
 
-@pytest.fixture(scope="module")
-def target():
-    return tiny_model("qwen2", vocab=VOCAB, seed=0)
+pytestmark = pytest.mark.usefixtures("small_drafting_cache")
 
 
-@pytest.fixture(scope="module")
-def stranger():
-    """A draft model that disagrees with the target often."""
-    return tiny_model("qwen2", vocab=VOCAB, seed=7)
+@pytest.fixture
+def target(qwen_tiny):
+    return qwen_tiny
 
 
-class IdTokenizer:
-    """Token statistics count ids: this maps each character to one id below VOCAB."""
-
-    def __call__(self, text: str, add_special_tokens: bool = False):
-        return {"input_ids": [ord(c) % VOCAB for c in text]}
-
-
-@pytest.fixture(autouse=True)
-def _small_cache(tmp_path, monkeypatch):
-    """Indexes and token statistics go to a fresh folder; the corpus is kept short."""
-    monkeypatch.setenv("SPECEDIT_CACHE", str(tmp_path))
-    monkeypatch.setattr(cooccurrence, "CORPUS_CHARS", 20_000)
-
-
-def _sources(draft_model, prompt, input_slice=slice(0, 24)):
-    draft = SimpleNamespace(model=draft_model, tokenizer=IdTokenizer())
-    return DraftSources(input_slice.start, prompt[input_slice], draft=draft)
+@pytest.fixture
+def stranger(stranger_tiny):
+    return stranger_tiny
 
 
 @pytest.mark.parametrize("method", DRAFT_MODEL_METHODS)
@@ -60,7 +43,7 @@ def test_greedy_hybrid_equals_generate(request, target, method, seed, draft_name
     draft = copy.deepcopy(target) if draft_name == "twin" else request.getfixturevalue(draft_name)
     prompt = repeating_prompt(seed) + torch.randint(0, VOCAB, (9,)).tolist()
     reference = greedy_reference(target, prompt, 64)
-    drafter = make_drafter(method, target, _sources(draft, prompt))
+    drafter = make_drafter(method, target, draft_sources(draft, prompt))
     result = generate(target, prompt, drafter, max_new_tokens=64)
     assert result.tokens == reference
     assert result.stop_reason == "length"
@@ -74,7 +57,7 @@ def test_eos_and_the_limit_inside_a_model_chain(target):
     free_run = greedy_reference(target, prompt, 40)
     eos = free_run[13]
     reference = greedy_reference(target, prompt, 40, eos=eos)
-    sources = _sources(copy.deepcopy(target), prompt)
+    sources = draft_sources(copy.deepcopy(target), prompt)
     drafter = make_drafter("draft-model", target, sources)
     result = generate(target, prompt, drafter, max_new_tokens=40, eos_token_ids={eos})
     assert result.tokens == reference and result.stop_reason == "eos"
@@ -93,7 +76,7 @@ def test_sampled_hybrid_with_a_seed_matches_plain_sampling(target, stranger):
     prompt = repeating_prompt(1)
     sampling = Sampling(temperature=0.8, seed=11)
     plain = generate(target, prompt, Drafter(), max_new_tokens=40, sampling=sampling)
-    drafter = make_drafter("evospec", target, _sources(copy.deepcopy(target), prompt))
+    drafter = make_drafter("evospec", target, draft_sources(copy.deepcopy(target), prompt))
     hybrid = generate(target, prompt, drafter, max_new_tokens=40, sampling=sampling)
     assert hybrid.stats.forward_passes < plain.stats.forward_passes
     assert hybrid.tokens == plain.tokens
