@@ -74,6 +74,7 @@ import sysconfig
 import tempfile
 import textwrap
 import tokenize
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -951,6 +952,13 @@ def difflib_bug_task() -> Task:
     )
 
 
+# The date helpers at the top of ``calendar``: the input of two tasks.
+CALENDAR_DATE_HELPERS = (
+    "IllegalMonthError", "isleap", "leapdays", "weekday", "monthrange", "_monthlen",
+    "_prevmonth", "_nextmonth",
+)  # fmt: skip
+
+
 def calendar_bug_task() -> Task:
     """``calendar``'s date helpers and the ``Calendar`` class (no formatting)."""
     return bug_task(
@@ -960,14 +968,7 @@ def calendar_bug_task() -> Task:
             stdlib_lines("calendar", "January =", "February =", "mdays ="),
             stdlib_source(
                 "calendar",
-                "IllegalMonthError",
-                "isleap",
-                "leapdays",
-                "weekday",
-                "monthrange",
-                "_monthlen",
-                "_prevmonth",
-                "_nextmonth",
+                *CALENDAR_DATE_HELPERS,
                 "Calendar",
             ),
         ),
@@ -2422,17 +2423,7 @@ def hints_calendar_task() -> tuple[Task, str]:
     original = join_sections(
         stdlib_imports("calendar"),
         stdlib_lines("calendar", "January =", "February =", "mdays ="),
-        stdlib_source(
-            "calendar",
-            "IllegalMonthError",
-            "isleap",
-            "leapdays",
-            "weekday",
-            "monthrange",
-            "_monthlen",
-            "_prevmonth",
-            "_nextmonth",
-        ),
+        stdlib_source("calendar", *CALENDAR_DATE_HELPERS),
     )
     expected = original
     for old, new in {
@@ -2666,19 +2657,40 @@ def function_bisect_task() -> tuple[Task, str]:
     return task, expected
 
 
+def translation_task(
+    task_id: str,
+    language: str,
+    docstrings: str,
+    original: str,
+    translations: dict[str, str],
+    tests_for: Callable[[str], str],
+) -> tuple[Task, str]:
+    """A task whose comments were put into `language` (each English phrase replaced by its
+    translation) and must be put back; `tests_for(foreign input)` makes its tests."""
+    foreign = original
+    for english, translation in translations.items():
+        foreign = plant(foreign, english, translation)
+    task = insertion_task(
+        task_id,
+        f"The comments in this code are written in {language}. Translate the comments into "
+        f"English; do not change the code or the {docstrings}.",
+        foreign,
+        original,
+        tests_for(foreign),
+    )
+    return task, original
+
+
 def translate_heapq_task() -> tuple[Task, str]:
     """``heapq``'s core functions with their comments put into German."""
     original = stdlib_source("heapq", "heappush", "heappop", "heapify", "_siftdown", "_siftup")
-    german = original
-    for english, translation in HEAPQ_GERMAN.items():
-        german = plant(german, english, translation)
-    task = insertion_task(
+    return translation_task(
         "translate-comments-heapq-siftup",
-        "The comments in this code are written in German. Translate the comments into "
-        "English; do not change the code or the docstrings.",
-        german,
+        "German",
+        "docstrings",
         original,
-        embed_input(
+        HEAPQ_GERMAN,
+        lambda foreign: embed_input(
             translate_tests(
                 original,
                 GERMAN_WORDS,
@@ -2710,10 +2722,9 @@ def translate_heapq_task() -> tuple[Task, str]:
                     raise AssertionError("heappop([]) should raise IndexError")
                 """,
             ),
-            german,
+            foreign,
         ),
     )
-    return task, original
 
 
 def translate_realpath_task() -> tuple[Task, str]:
@@ -2722,16 +2733,13 @@ def translate_realpath_task() -> tuple[Task, str]:
         "import os\nimport stat\nfrom posixpath import abspath, isabs, join, split",
         stdlib_source("posixpath", "realpath", "_joinrealpath"),
     )
-    french = original
-    for english, translation in REALPATH_FRENCH.items():
-        french = plant(french, english, translation)
-    task = insertion_task(
+    return translation_task(
         "translate-comments-posixpath-realpath",
-        "The comments in this code are written in French. Translate the comments into "
-        "English; do not change the code or the docstring.",
-        french,
+        "French",
+        "docstring",
         original,
-        embed_input(
+        REALPATH_FRENCH,
+        lambda foreign: embed_input(
             translate_tests(
                 original,
                 FRENCH_WORDS,
@@ -2765,10 +2773,9 @@ def translate_realpath_task() -> tuple[Task, str]:
                         assert realpath(_path, strict=True) == _want, _path
                 """,
             ),
-            french,
+            foreign,
         ),
     )
-    return task, original
 
 
 def insertion_tasks_and_answers() -> list[tuple[Task, str]]:
