@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import greedy_reference, repeating_prompt, tiny_model
+from conftest import draft_sources, greedy_reference, repeating_prompt, tiny_model
 
 from specedit.calibrate.preverifier import save
 from specedit.drafting.copy import CopyDrafter, rerank_layer
 from specedit.drafting.heads import AttentionRanker
 from specedit.drafting.preverifier import PreVerifierNet
-from specedit.drafting.registry import ABLATIONS, METHODS, make_drafter
+from specedit.drafting.registry import ABLATIONS, DRAFT_MODEL_METHODS, METHODS, make_drafter
 from specedit.engine.options import Sampling
 from specedit.engine.session import generate
 
@@ -33,7 +33,10 @@ def cache(tmp_path, monkeypatch):
     return tmp_path
 
 
-def drafter_for(method: str, model):
+def drafter_for(method: str, model, prompt: list[int]):
+    if method in DRAFT_MODEL_METHODS:  # a second tiny model on the GPU drafts
+        draft = tiny_model("qwen2", seed=7).to("cuda")
+        return make_drafter(method, model, draft_sources(draft, prompt))
     if method == "pldplus-attn":  # explicit heads: no calibration needed
         return CopyDrafter("pldplus-attn", AttentionRanker(model, heads=[(1, 2), (0, 1), (1, 0)]))
     if "trained" in method:  # any pre-verifier will do: exactness must not depend on it
@@ -52,7 +55,7 @@ def test_the_model_is_on_the_gpu(model):
 def test_every_method_equals_greedy_generate_on_cuda(model, method, seed):
     prompt = repeating_prompt(seed)
     reference = greedy_reference(model, prompt, 48)
-    result = generate(model, prompt, drafter_for(method, model), max_new_tokens=48)
+    result = generate(model, prompt, drafter_for(method, model, prompt), max_new_tokens=48)
     assert result.tokens == reference
     assert result.stop_reason == "length"
     assert result.stats.new_tokens == 48
