@@ -2384,6 +2384,11 @@ def _tuple_of(item_type, size):
 """
 
 
+def hint_tests(checks: str) -> str:
+    """The type-hint helpers, then `checks` (which call them and pin the behaviour)."""
+    return tests(HINT_TESTS) + "\n\n" + tests(checks)
+
+
 def hints_colorsys_task() -> tuple[Task, str]:
     """Type hints for ``colorsys``'s HSV conversions."""
     original = stdlib_source("colorsys", "rgb_to_hsv", "hsv_to_rgb")
@@ -2404,9 +2409,7 @@ def hints_colorsys_task() -> tuple[Task, str]:
         "return a tuple of three floats.",
         original,
         expected,
-        tests(HINT_TESTS)
-        + "\n\n"
-        + tests(
+        hint_tests(
             r"""
             for _func in (rgb_to_hsv, hsv_to_rgb):
                 _check_hints(_func, float, _tuple_of(float, 3))
@@ -2444,9 +2447,7 @@ def hints_calendar_task() -> tuple[Task, str]:
         "are ints; give each function the precise type it returns.",
         original,
         expected,
-        tests(HINT_TESTS)
-        + "\n\n"
-        + tests(
+        hint_tests(
             r"""
             import calendar as _ref
 

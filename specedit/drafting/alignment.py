@@ -131,29 +131,38 @@ class OnlineAlignment:
             ids = torch.tensor([tokens[begin:end]], device=device)
             states = self.decoder(input_ids=ids, use_cache=False).last_hidden_state[0]
             rows = torch.tensor([s.position - 1 - begin for s in self.buffer], device=device)
-            verified = torch.tensor([tokens[s.position] for s in self.buffer], device=device)
             with torch.no_grad():
-                wrong = (states[rows] @ self.head.T).argmax(-1) != verified
-            if not wrong.any():
+                log_probs, at_start = self._full_head(states, rows, begin)
+            verified = torch.tensor([tokens[s.position] for s in self.buffer], device=device)
+            if not (log_probs.argmax(-1) != verified).any():
                 self.skipped += 1
                 return
-            weights = self._curriculum(states.detach(), tokens, begin)
-            loss = (weights * self._divergence(states[rows])).mean()
+            loss = (self._curriculum(at_start, tokens) * self._divergence(states[rows])).mean()
             loss.backward()
             self.optimizer.step()
             self.optimizer.zero_grad(set_to_none=True)
         self.updates += 1
         self.last_loss = loss.item()
 
-    def _curriculum(self, states: torch.Tensor, tokens: list[int], begin: int) -> torch.Tensor:
+    def _full_head(
+        self, states: torch.Tensor, rows: torch.Tensor, begin: int
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The draft's full-vocabulary log-probabilities at each buffered token and at the first
+        token of its verification step, from one product with the head over the distinct rows
+        (buffered tokens of one step share their start)."""
+        starts = torch.tensor([s.position - s.step - 1 - begin for s in self.buffer],
+                              device=rows.device)  # fmt: skip
+        needed, where = torch.unique(torch.cat([rows, starts]), return_inverse=True)
+        log_probs = torch.log_softmax((states[needed] @ self.head.T).float(), dim=-1)
+        return log_probs[where[: len(rows)]], log_probs[where[len(rows) :]]
+
+    def _curriculum(self, at_start: torch.Tensor, tokens: list[int]) -> torch.Tensor:
         """exp(-beta * k * L1) per buffered token, L1 the draft's cross-entropy on the first
-        token of its verification step."""
-        starts = [s.position - s.step for s in self.buffer]
-        rows = torch.tensor([start - 1 - begin for start in starts], device=states.device)
-        first = torch.tensor([tokens[start] for start in starts], device=states.device)
-        log_probs = torch.log_softmax((states[rows] @ self.head.T).float(), dim=-1)
-        first_loss = -log_probs.gather(1, first[:, None])[:, 0]
-        steps = torch.tensor([s.step for s in self.buffer], device=states.device)
+        token of its verification step (`at_start`: the log-probabilities before it)."""
+        first = torch.tensor([tokens[s.position - s.step] for s in self.buffer],
+                             device=at_start.device)  # fmt: skip
+        first_loss = -at_start.gather(1, first[:, None])[:, 0]
+        steps = torch.tensor([s.step for s in self.buffer], device=at_start.device)
         return torch.exp(-BETA * steps * first_loss)
 
     def _divergence(self, states: torch.Tensor) -> torch.Tensor:

@@ -119,10 +119,11 @@ class DraftModel:
         return int((self.head @ hidden).argmax())
 
     def catch_up(self, tokens: list[int]) -> torch.Tensor:
-        """Make the cache hold `tokens` (cropping drafts the target rejected) and return the
-        state after the last one."""
-        common = 0
+        """Make the cache hold `tokens`, which extend the tokens of the last catch-up (cropping
+        drafts the target rejected), and return the state after the last one."""
+        # Committed tokens only grow, so the ones fed by the last catch-up still match.
         limit = min(len(self.fed), len(tokens) - 1)  # the last token is always fed again
+        common = min(self.synced, limit)
         while common < limit and self.fed[common] == tokens[common]:
             common += 1
         if common < len(self.fed):

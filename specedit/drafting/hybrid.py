@@ -75,16 +75,16 @@ class Hybrid(Drafter):
         self.hidden_layers = self.copier.hidden_layers  # its last entry is the final layer
         self.final = self.copier.final
         self.active = active_vocabulary(draft, document, vocabulary, core_size, budget)
-        self.draft = DraftModel(draft.model, self.active)
-        self.copy, self.horizon, self.unsure_copy = copy, horizon, unsure_copy
-        self.rejections = 0 if copy else 2  # copy passes rejected in a row (edits start copying)
-        self.checked = 0  # committed tokens already learnt from
         self.alignment = None
         if lora:
             from specedit.drafting.alignment import OnlineAlignment  # needs the lora extra
 
             self.alignment = OnlineAlignment(draft.model, self.copier.vocabulary, self.final)
-            self.draft = DraftModel(self.alignment.model, self.active)
+        drafting_model = self.alignment.model if self.alignment else draft.model
+        self.draft = DraftModel(drafting_model, self.active)
+        self.copy, self.horizon, self.unsure_copy = copy, horizon, unsure_copy
+        self.rejections = 0 if copy else 2  # copy passes rejected in a row (edits start copying)
+        self.checked = 0  # committed tokens already learnt from
         self.counts: Counter[str] = Counter()
 
     def _expand_on_misses(self, memory: Memory, fresh: range) -> None:
@@ -131,7 +131,7 @@ class Hybrid(Drafter):
                 self.active.hit(tree.token(node))
         self.counts["model_tokens_accepted"] += kinds.count(MODEL)
         if self.copy:  # copies are trusted while the verifier keeps accepting them
-            main = sum(1 for node in range(1, len(tree)) if tree.kind(node) == MAIN)
+            main = tree.kinds.count(MAIN)
             held = main > 0 and kinds.count(MAIN) >= min(TRUST_AFTER, main)
             self.rejections = 0 if held else self.rejections + 1
 

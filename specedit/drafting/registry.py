@@ -104,9 +104,12 @@ ABLATIONS: dict[str, Factory] = {
 }
 DEFAULT_METHOD = "adapld"
 HYBRID_METHOD = "evospec"  # the default instead when a draft model is configured (README)
-DRAFT_MODEL_METHODS = (
-    "evospec", "evospec-core-only", "evospec-full-head", "evospec-lora", "draft-model",
-)  # fmt: skip
+# The methods that need `--draft-model`: every one made by the hybrid's factory.
+DRAFT_MODEL_METHODS = tuple(
+    name
+    for name, factory in {**METHODS, **ABLATIONS}.items()
+    if getattr(factory, "func", factory) is _evospec
+)
 
 
 def default_method(has_draft_model: bool) -> str:
