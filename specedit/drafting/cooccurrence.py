@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sysconfig
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -97,5 +98,11 @@ def token_statistics(tokenizer, vocab: int, path: Path) -> TokenStatistics:
                 done(min(first + chunk, len(lines)))
         stats = count(np.asarray(ids, dtype=np.int64), vocab)
         save_artefact(path, lambda tmp: _save(tmp, stats))
+    return _load(path)
+
+
+@cache
+def _load(path: Path) -> TokenStatistics:
+    """Read once per process: every edit of a session drafts with the same statistics."""
     with np.load(path) as data:
         return TokenStatistics(data["frequency"], data["successor_start"], data["successors"])
