@@ -136,6 +136,14 @@ def _edit_options(
     test_timeout: Annotated[
         float, _opt("--test-timeout", help="Seconds each --test run may take.")
     ] = 120.0,
+    lines: Annotated[
+        str | None,
+        _opt(
+            "--lines",
+            help="A-B: rewrite only lines A to B (1-based, inclusive); the model sees the whole "
+            "file, and every other line is kept byte for byte.",
+        ),
+    ] = None,
     max_new_tokens: Annotated[
         int | None,
         _opt(
@@ -201,8 +209,17 @@ def _run_edits(prompt: str, files: list[str], instruction: str, **options) -> No
     from specedit.engine.options import Sampling, Verification
     from specedit.files import InputError, read_text
     from specedit.jobs import CheckCommand, Delivery, edit_file
+    from specedit.region import Region
 
     problems = []
+    region = None
+    if options["lines"] is not None:
+        try:
+            region = Region.parse(options["lines"])
+        except ValueError as exc:
+            problems.append(str(exc))
+        if len(files) > 1:
+            problems.append("--lines edits one file")
     if not instruction.strip():
         problems.append("the instruction is empty")
     if (
@@ -287,7 +304,9 @@ def _run_edits(prompt: str, files: list[str], instruction: str, **options) -> No
     with _interruptible():
         for file in files:
             text = texts.get(file)
-            code = max(code, edit_file(editor, file, template, delivery, console, test, text))
+            code = max(
+                code, edit_file(editor, file, template, delivery, console, test, text, region)
+            )
     raise typer.Exit(code)
 
 

@@ -17,6 +17,7 @@ from specedit.drafting.registry import DEFAULT_METHOD, DraftSources, make_drafte
 from specedit.engine.events import Generation, Step, StopCondition
 from specedit.engine.options import GREEDY, STRICT, Sampling, Verification
 from specedit.models import LoadedModel
+from specedit.region import Surroundings
 from specedit.runaway import RUNAWAY, RunawayGuard
 
 FEEDBACK_CHARS = 1500  # of a failed check's output, shown to the model on the next attempt
@@ -44,6 +45,7 @@ class EditRequest:
     verification: Verification = STRICT  # anything but strict is lossy on purpose
     references: tuple[str, ...] = ()  # texts that feed only the draft pool
     feedback: str = ""  # what went wrong with an earlier attempt, shown after the instruction
+    surroundings: Surroundings | None = None  # a region edit: `text` is the region (--lines)
 
 
 @dataclass
@@ -106,7 +108,10 @@ def prepare(lm: LoadedModel, request: EditRequest) -> PreparedEdit:
             "\n\nAn earlier attempt at this edit failed the user's check. The end of the "
             f"check's output:\n```\n{request.feedback[-FEEDBACK_CHARS:].strip()}\n```"
         )
-    prompt = prompts.build(lm.tokenizer, template, request.text, instruction, request.language)
+    prompt = prompts.build(
+        lm.tokenizer, template, request.text, instruction, request.language,
+        surroundings=request.surroundings,
+    )  # fmt: skip
     input_tokens = prompt.input_end - prompt.input_start
     needed = (
         len(prompt.ids) + input_tokens + 16 + (STATEMENT_TOKENS if prompt.asks_statement else 0)
@@ -121,8 +126,9 @@ def prepare(lm: LoadedModel, request: EditRequest) -> PreparedEdit:
     if prompt.asks_statement:
         statement = state_the_change(lm, prompt)
         prompt = prompts.build(
-            lm.tokenizer, template, request.text, instruction, request.language, statement
-        )
+            lm.tokenizer, template, request.text, instruction, request.language, statement,
+            request.surroundings,
+        )  # fmt: skip
     limit = min(request.max_new_tokens or default_token_limit(input_tokens),
                 lm.context_length - len(prompt.ids))  # fmt: skip
     return PreparedEdit(request, prompt, limit, statement, time.perf_counter() - started)

@@ -34,6 +34,7 @@ from specedit.engine.events import Step
 from specedit.exits import Exit
 from specedit.files import InputError, read_input, write_atomic
 from specedit.prompts import EditPrompt, PromptError, language_for
+from specedit.region import Region
 from specedit.view.attribution import Attribution
 from specedit.view.dashboard import Dashboard, dashboard_enabled
 
@@ -76,9 +77,11 @@ def edit_file(
     console: Console,
     test: CheckCommand | None = None,
     text: str | None = None,
+    region: Region | None = None,
 ) -> int:
     """Edit one file (or stdin for '-') and deliver the result; returns the exit code. `text` is
-    the file's text when the caller has read it already.
+    the file's text when the caller has read it already. With `region`, the model rewrites only
+    those lines and everything else is kept as it was; checks and tests see the whole file.
 
     With `test`, candidates are edited and checked until one passes (`edit.attempt_edits`); the
     first that passes is delivered, and if none does nothing is written (exit 5).
@@ -116,12 +119,20 @@ def edit_file(
     try:
         text = read_input(path) if text is None else text
         request = replace(template, text=text, language=language_for(None if path == "-" else path))
+        whole = str  # the whole file, given the model's answer
+        if region:
+            try:
+                inside, surroundings = region.cut(text)
+            except ValueError as exc:
+                raise InputError(f"{name}: {exc}") from None
+            request = replace(request, text=inside, surroundings=surroundings)
+            whole = surroundings.around
         if test is None:
             result, tries = run(request), None
         else:
 
             def check(candidate: str) -> CheckResult:
-                return run_command(test.command, Path(path), candidate, test.timeout)
+                return run_command(test.command, Path(path), whole(candidate), test.timeout)
 
             tries = attempt_edits(run, request, check, test.attempts)
             # the delivered candidate is the last one: the one that passed, if any did
@@ -145,7 +156,7 @@ def edit_file(
             # an edit that never reached the check is an edit error, not a failed test
             ran = any(attempt.check is not None for attempt in tries)
             return Exit.TEST_FAILED if ran else Exit.INPUT
-    code = _deliver(path, name, result, delivery, request)
+    code = _deliver(path, name, text, whole(result.text), delivery, request)
     report.stats(result, _attribution_of(result, attributions), code == Exit.UNSAFE)
     return code
 
@@ -166,14 +177,12 @@ def _diff(original: str, edited: str, name: str) -> list[str]:
 
 
 def _deliver(
-    path: str, name: str, result: EditResult, delivery: Delivery, request: EditRequest
+    path: str, name: str, original: str, edited: str, delivery: Delivery, request: EditRequest
 ) -> int:
     """Print, diff, check or write the edited text; an unsafe edit is refused unless forced."""
-    original, edited = result.prompt.text, result.text
+    changed = edited != original
     problems = (
-        safety.problems(original, edited, request.instruction, request.language)
-        if result.changed
-        else []
+        safety.problems(original, edited, request.instruction, request.language) if changed else []
     )
     if problems and delivery.writes and not delivery.force:
         for problem in problems:
@@ -185,13 +194,13 @@ def _deliver(
         warning(f"{name}: {problem}" + (" (written anyway: --force)" if delivery.writes else ""))
     code = Exit.OK
     if delivery.check:
-        if result.changed:
+        if changed:
             console.line(f"would edit {name}")
             code = Exit.CHANGED
     elif delivery.diff:
         sys.stdout.writelines(_diff(original, edited, name))
     elif delivery.in_place:
-        if result.changed:
+        if changed:
             write_atomic(path, edited)
             if not delivery.quiet:
                 console.line(f"edited {name}")

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from specedit.region import Surroundings
+
 LANGUAGES = {
     ".py": "python", ".pyi": "python", ".js": "javascript", ".mjs": "javascript",
     ".ts": "typescript", ".tsx": "tsx", ".jsx": "jsx", ".rs": "rust", ".go": "go",
@@ -109,14 +111,40 @@ class EditPrompt:
         return None
 
 
+# A region edit (`--lines`) shows the whole file first; the template then asks for the region.
+REGION_PREFACE = """This is the whole file, for context only. Lines {first}-{last} are left out of \
+it: they are the code block further below, the only part to edit. Below, "the file" means those \
+lines: return them, edited, and nothing else of the file.
+
+{fence}{language}
+{before}{gap}{after}{fence}
+
+"""
+REGION_GAP = "... lines {first}-{last}: the part to edit, given below ...\n"
+
+
 def chat_messages(
-    template: Template, body: str, instruction: str, language: str, fence: str
+    template: Template,
+    body: str,
+    instruction: str,
+    language: str,
+    fence: str,
+    surroundings: Surroundings | None = None,
 ) -> list[dict[str, str]]:
     """The system and user messages of an edit, `body` being what goes in the code block (the
-    input ending with a newline); what any chat-completions server is sent."""
+    input ending with a newline); what any chat-completions server is sent. A region edit's
+    `surroundings` are shown first, with the region left out."""
     user = template.user.format(
         instruction=instruction.strip(), fence=fence, language=language, text=body
     )
+    if surroundings:
+        where = {"first": surroundings.first, "last": surroundings.last}
+        after = surroundings.after
+        user = REGION_PREFACE.format(
+            fence=fence_for(surroundings.before + surroundings.after), language=language,
+            before=surroundings.before, gap=REGION_GAP.format(**where),
+            after=after if not after or after.endswith("\n") else after + "\n", **where,
+        ) + user  # fmt: skip
     return [{"role": "system", "content": template.system}, {"role": "user", "content": user}]
 
 
@@ -127,6 +155,7 @@ def build(
     instruction: str,
     language: str,
     statement: str | None = None,
+    surroundings: Surroundings | None = None,
 ) -> EditPrompt:
     """Render system + user through the chat template, with the answer's opening: the code
     fence. A template with statement words opens with them instead, so that the model states
@@ -135,7 +164,7 @@ def build(
     fence = fence_for(text)
     body = text if text.endswith("\n") else text + "\n"
     marker = "\x00specedit-input\x00"  # where the input goes, found again after the chat template
-    messages = chat_messages(template, marker, instruction, language, fence)
+    messages = chat_messages(template, marker, instruction, language, fence, surroundings)
     rendered = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
     start_char = rendered.index(marker)
     opening = f"{fence}{language}\n"

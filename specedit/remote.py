@@ -17,6 +17,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
+from dataclasses import asdict
 
 from specedit import prompts
 from specedit.edit import (
@@ -113,6 +114,7 @@ class RemoteEditor:
             "verify": verification.mode, "delta": verification.delta,
             "verify_top_k": verification.top_k, "references": list(request.references),
             "feedback": request.feedback, "stream": True,
+            "surroundings": asdict(request.surroundings) if request.surroundings else None,
         }  # fmt: skip
         prompt = None
         with _request(self.url + "/v1/specedit/edit", body) as response:
@@ -183,7 +185,8 @@ class OpenAIEditor:
         payload = {
             "model": self._model(),
             "messages": prompts.chat_messages(
-                template, body, request.instruction, request.language, fence
+                template, body, request.instruction, request.language, fence,
+                request.surroundings,
             ),
             "prediction": {"type": "content", "content": text},
             "temperature": sampling.temperature, "top_p": sampling.top_p,

@@ -44,6 +44,7 @@ from specedit.engine.options import VERIFY_MODES, Sampling, Verification
 from specedit.engine.session import generate
 from specedit.models import LoadedModel
 from specedit.prompts import AnswerText, EditPrompt, PromptError
+from specedit.region import Surroundings
 from specedit.view.attribution import Attribution
 
 CANCELLED = "cancelled"  # the stop reason of a generation whose client went away
@@ -118,6 +119,16 @@ class ChatRequest(BaseModel):
     user: str | None = None
 
 
+class SurroundingsBody(BaseModel):
+    """A region edit's file around the region (`--lines`)."""
+
+    model_config = ConfigDict(extra="forbid")
+    before: str
+    after: str
+    first: int = Field(ge=1)
+    last: int = Field(ge=1)
+
+
 class EditBody(BaseModel):
     """`/v1/specedit/edit`: one edit, as the CLI describes it."""
 
@@ -137,6 +148,7 @@ class EditBody(BaseModel):
     verify_top_k: int = 5
     references: list[str] = []
     feedback: str = ""
+    surroundings: SurroundingsBody | None = None
     stream: bool = False
 
 
@@ -493,6 +505,8 @@ def _edit_run(lm: LoadedModel, body: EditBody) -> Run:
             sampling=Sampling(body.temperature, body.top_k, body.top_p, body.seed),
             verification=Verification(body.verify, body.delta, body.verify_top_k),
             references=tuple(body.references), feedback=body.feedback,
+            surroundings=Surroundings(**body.surroundings.model_dump())
+            if body.surroundings else None,
         )  # fmt: skip
     except ValueError as exc:
         raise APIError(400, str(exc)) from None

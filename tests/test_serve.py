@@ -215,6 +215,27 @@ def test_the_edit_endpoint_reports_an_edit_it_could_not_finish(tiny_server, tiny
     assert "cut off at the token limit" in json.loads(error.value.read())["error"]["message"]
 
 
+def test_a_region_edit_through_the_server_shows_the_model_the_whole_file(tiny_server, tokenizer):
+    """--lines with --server: the server's prompt holds the surroundings and asks for the
+    region, exactly as a local edit's prompt does."""
+    from specedit.edit import EditError
+    from specedit.region import Region
+
+    text = "import math\n\n\n" + CODE + "\n\ndef half(x):\n    return x / 2\n"
+    region, surroundings = Region(4, 5).cut(text)
+    assert region == CODE
+    editor = RemoteEditor(tiny_server)
+    seen = []
+    request = EditRequest(region, "fix it", prompt="fix", method="pld", max_new_tokens=3,
+                          surroundings=surroundings)  # fmt: skip
+    with pytest.raises(EditError, match="cut off"):  # the tiny model's answer never closes
+        editor.edit(request, on_start=lambda prompt, limit: seen.append(prompt))
+    prompt = seen[0]
+    rendered = tokenizer.decode(prompt.ids)
+    assert prompt.text == region and "lines 4-5: the part to edit" in rendered
+    assert "import math" in rendered and "def half(x):" in rendered
+
+
 def test_the_cli_says_when_no_server_answers(tmp_path):
     source = tmp_path / "code.py"
     source.write_text(CODE)

@@ -1,0 +1,66 @@
+"""`--lines A-B`: edit one region of a file.
+
+The model sees the whole file, for context, but writes only the region, so a one-line fix in a
+long file costs the file's prompt and the region's answer instead of an answer as long as the
+file. The text outside the region is never generated: it is kept byte for byte.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+SPEC = re.compile(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?")
+
+
+@dataclass(frozen=True)
+class Surroundings:
+    """What lies around the region: shown to the model, put back around its answer."""
+
+    before: str
+    after: str
+    first: int  # the region's first and last line numbers in the file (1-based, inclusive)
+    last: int
+
+    def around(self, region: str) -> str:
+        """The whole file with `region` in its place."""
+        return self.before + region + self.after
+
+
+@dataclass(frozen=True)
+class Region:
+    """Lines `first` to `last` of a file, 1-based and inclusive."""
+
+    first: int
+    last: int
+
+    @classmethod
+    def parse(cls, spec: str) -> Region:
+        """`A-B` or `A` (one line); raises ValueError with a message for the user."""
+        match = SPEC.fullmatch(spec)
+        if not match:
+            raise ValueError(f"--lines takes A-B (line numbers, e.g. 120-140), not {spec!r}")
+        first = int(match[1])
+        last = int(match[2] or first)
+        if not 1 <= first <= last:
+            raise ValueError(f"--lines {spec}: lines count from 1 and A must not exceed B")
+        return cls(first, last)
+
+    def cut(self, text: str) -> tuple[str, Surroundings]:
+        """The region's text and what surrounds it; ValueError when the file is shorter.
+
+        Lines end at "\\n" only (not at the other characters `str.splitlines` breaks on, such
+        as a form feed), so that the pieces join back into exactly `text`.
+        """
+        lines = text.split("\n")
+        lines = [line + "\n" for line in lines[:-1]] + ([lines[-1]] if lines[-1] else [])
+        if self.last > len(lines):
+            raise ValueError(f"--lines {self}: the file has {len(lines)} lines")
+        before = "".join(lines[: self.first - 1])
+        after = "".join(lines[self.last :])
+        return "".join(lines[self.first - 1 : self.last]), Surroundings(
+            before, after, self.first, self.last
+        )
+
+    def __str__(self) -> str:
+        return f"{self.first}-{self.last}"

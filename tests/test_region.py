@@ -1,0 +1,141 @@
+"""--lines A-B: the model is asked for the region only, sees the rest of the file, and every byte
+outside the region is kept; checks, tests and writes see the whole file."""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import replace
+
+import pytest
+from rich.console import Console
+from typer.testing import CliRunner
+
+from specedit import prompts
+from specedit.cli import app
+from specedit.edit import EditRequest, EditResult
+from specedit.engine.events import Generation, Stats
+from specedit.exits import Exit
+from specedit.jobs import CheckCommand, Delivery, edit_file
+from specedit.region import Region
+
+# A form feed and a CRLF line outside the region: bytes that a careless split would change.
+FILE = (
+    "import math\r\n"
+    "\x0c\n"
+    "def double(x):\n"
+    "    return x * 3\n"
+    "\n"
+    "\n"
+    "def halve(x):\n"
+    "    return x / 2"  # no newline at the end
+)
+
+
+def test_a_region_cuts_and_joins_back_to_the_same_bytes():
+    inside, around = Region.parse("3-4").cut(FILE)
+    assert inside == "def double(x):\n    return x * 3\n"
+    assert around.before == "import math\r\n\x0c\n" and around.after.startswith("\n\ndef halve")
+    assert around.around(inside) == FILE
+    last, around = Region.parse("8").cut(FILE)
+    assert last == "    return x / 2" and around.around(last) == FILE
+    assert Region.parse(" 2 - 5 ") == Region(2, 5)
+    with pytest.raises(ValueError, match="the file has 8 lines"):
+        Region(7, 9).cut(FILE)
+    for bad in ("", "a-b", "0-3", "5-2", "3-"):
+        with pytest.raises(ValueError, match="--lines"):
+            Region.parse(bad)
+
+
+def test_the_prompt_shows_the_file_around_the_region_and_asks_for_the_region(tokenizer):
+    inside, around = Region(3, 4).cut(FILE)
+    template = prompts.load_template("fix")
+    prompt = prompts.build(tokenizer, template, inside, "double it", "python", surroundings=around)
+    rendered = tokenizer.decode(prompt.ids)
+    assert prompt.text == inside  # what the answer replaces, and what drafts copy from
+    assert tokenizer.decode(prompt.ids[prompt.input_start : prompt.input_end]) == inside
+    assert "lines 3-4: the part to edit, given below" in rendered
+    context = rendered[: rendered.index("Fix this file")]
+    assert "import math" in context and "def halve(x):\n    return x / 2\n```" in context
+    assert "return x * 3" not in context  # the region appears once: where it is to be edited
+    plain = prompts.build(tokenizer, template, inside, "double it", "python")
+    assert "part to edit" not in tokenizer.decode(plain.ids)
+
+
+class ScriptedEditor:
+    """Stands in for the model: doubles instead of tripling, and keeps what it was asked."""
+
+    def __init__(self) -> None:
+        self.startup: dict[str, float] = {}
+        self.requests: list[EditRequest] = []
+
+    def decode(self, tokens: list[int]) -> str:
+        return ""
+
+    def edit(self, request, on_start=None, on_step=None) -> EditResult:
+        self.requests.append(request)
+        prompt = prompts.EditPrompt([], "```", request.text, 0, 0)
+        if on_start:
+            on_start(prompt, 100)
+        generation = Generation([], "stop", Stats(new_tokens=1, forward_passes=1))
+        return EditResult(request.text.replace("x * 3", "x * 2"), generation, prompt)
+
+
+def _edit(tmp_path, region, test=None, text=FILE):
+    path = tmp_path / "calc.py"
+    path.write_bytes(text.encode())
+    editor = ScriptedEditor()
+    template = EditRequest("", "double() triples", prompt="fix")
+    code = edit_file(editor, str(path), template, Delivery(in_place=True, quiet=True),
+                     Console(stderr=True), test, None, region)  # fmt: skip
+    return code, path.read_bytes().decode(), editor.requests
+
+
+def test_a_region_edit_writes_the_whole_file_with_only_the_region_changed(tmp_path):
+    code, written, [request] = _edit(tmp_path, Region(3, 4))
+    assert code == Exit.OK
+    assert written == FILE.replace("x * 3", "x * 2")  # every other byte as it was
+    assert request.text == "def double(x):\n    return x * 3\n"
+    assert request.surroundings.first == 3 and request.surroundings.last == 4
+
+
+def test_the_test_command_sees_the_whole_edited_file(tmp_path):
+    check = f"{sys.executable} -c \"import sys; t = open(sys.argv[1]).read(); " \
+            "assert 'x * 2' in t and 'def halve' in t and 'import math' in t\" {file}"  # fmt: skip
+    code, written, requests = _edit(tmp_path, Region(3, 4), CheckCommand(check, attempts=1))
+    assert code == Exit.OK and len(requests) == 1 and "x * 2" in written
+
+
+def test_a_region_past_the_end_is_an_input_error_and_nothing_is_written(tmp_path, capsys):
+    code, written, requests = _edit(tmp_path, Region(8, 12))
+    assert code == Exit.INPUT and written == FILE and requests == []
+    assert "calc.py: --lines 8-12: the file has 8 lines" in capsys.readouterr().err
+
+
+class BreakingEditor(ScriptedEditor):
+    def edit(self, request, on_start=None, on_step=None) -> EditResult:
+        result = super().edit(request, on_start, on_step)
+        return replace(result, text="def double(x:\n")
+
+
+def test_the_safety_check_reads_the_whole_file(tmp_path):
+    """An answer that breaks the syntax inside the region is refused like any other edit."""
+    path = tmp_path / "calc.py"
+    path.write_bytes(FILE.encode())
+    code = edit_file(BreakingEditor(), str(path), EditRequest("", "fix", prompt="fix"),
+                     Delivery(in_place=True, quiet=True), Console(stderr=True), None, None,
+                     Region(3, 4))  # fmt: skip
+    assert code == Exit.UNSAFE and path.read_bytes() == FILE.encode()
+
+
+def test_the_cli_checks_lines_before_loading_a_model(tmp_path):
+    path = tmp_path / "calc.py"
+    path.write_text(FILE)
+    runner = CliRunner()
+    result = runner.invoke(app, ["fix", str(path), "double it", "--lines", "4-2"])
+    assert result.exit_code == 2 and "A must not exceed B" in result.stderr
+    result = runner.invoke(
+        app, ["rewrite", str(path), str(path), "-m", "x", "--lines", "1-2", "--diff"]
+    )
+    assert result.exit_code == 2 and "--lines edits one file" in result.stderr
+    assert re.search(r"--lines\s", runner.invoke(app, ["fix", "--help"]).stdout)
