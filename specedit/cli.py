@@ -514,7 +514,8 @@ def bench(
     methods: Annotated[
         str,
         typer.Option(
-            help="Comma-separated methods: hf-pld (transformers' prompt lookup), "
+            help="Comma-separated methods: hf-pld (transformers' prompt lookup), llama.cpp and "
+            "llama.cpp-pld (on the model's GGUF file; the llamacpp extra), "
             f"{', '.join(METHODS)}, and ablations: {', '.join(ABLATIONS)}; "
             f"{', '.join(DRAFT_MODEL_METHODS)} need --draft-model."
         ),
@@ -566,6 +567,7 @@ def bench(
       specedit bench --methods adapld --attempts 3
       specedit bench --suite apply --methods ar,adapld
       specedit bench --methods ar,adapld,evospec --draft-model qwen2.5-coder-0.5b
+      specedit bench --methods adapld,llama.cpp,llama.cpp-pld
       specedit bench --tasks-file my_tasks.jsonl
     """
     from specedit.bench.runner import BenchError, run_bench

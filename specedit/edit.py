@@ -149,6 +149,11 @@ def generate_edit(
     request, prompt = prepared.request, prepared.prompt
     fence = prompts.FenceStop(lm.tokenizer, prompt)
     guard = RunawayGuard(lambda token: lm.tokenizer.decode([token]), prompt.text)
+    region = (
+        prompts.PastRegion(lm.tokenizer, request.surroundings)
+        if request.surroundings
+        else lambda token: False
+    )
     sources = DraftSources(
         prompt.input_start,
         prompt.ids[prompt.input_start : prompt.input_end],
@@ -167,7 +172,9 @@ def generate_edit(
         sampling=request.sampling,
         verification=request.verification,
         eos_token_ids=lm.eos_token_ids,
-        stop=lambda token: fence(token) or guard(token) or (stop(token) if stop else None),
+        stop=lambda token: (
+            fence(token) or guard(token) or region(token) or (stop(token) if stop else None)
+        ),
         on_step=on_step,
     )
 
@@ -188,7 +195,9 @@ def execute(
             f"{len(generation.tokens)} tokens); nothing was written; rephrase the instruction "
             "or try a larger --model"
         )
-    text = prompts.extract(lm.tokenizer, generation.tokens, prepared.prompt)
+    text = prompts.extract(
+        lm.tokenizer, generation.tokens, prepared.prompt, prepared.request.surroundings
+    )
     if text is None:
         raise EditError(
             f"the edit was cut off at the token limit ({len(generation.tokens)} new tokens); "

@@ -111,16 +111,16 @@ class EditPrompt:
         return None
 
 
-# A region edit (`--lines`) shows the whole file first; the template then asks for the region.
-REGION_PREFACE = """This is the whole file, for context only. Lines {first}-{last} are left out of \
-it: they are the code block further below, the only part to edit. Below, "the file" means those \
-lines: return them, edited, and nothing else of the file.
+# A region edit (`--lines`): the code block holds the region; the rest of the file follows the
+# template's text, for context (shown first, a model copies it instead of the region).
+REGION_CONTEXT = """
+
+The code block above is lines {first}-{last} of a longer file. For context only, here is the \
+rest of that file, with those lines left out; do not return any of it:
 
 {fence}{language}
-{before}{gap}{after}{fence}
-
-"""
-REGION_GAP = "... lines {first}-{last}: the part to edit, given below ...\n"
+{before}{gap}{after}{fence}"""
+REGION_GAP = "... lines {first}-{last}: the code block above ...\n"
 
 
 def chat_messages(
@@ -133,18 +133,18 @@ def chat_messages(
 ) -> list[dict[str, str]]:
     """The system and user messages of an edit, `body` being what goes in the code block (the
     input ending with a newline); what any chat-completions server is sent. A region edit's
-    `surroundings` are shown first, with the region left out."""
+    `surroundings` follow, with the region left out."""
     user = template.user.format(
         instruction=instruction.strip(), fence=fence, language=language, text=body
     )
     if surroundings:
         where = {"first": surroundings.first, "last": surroundings.last}
         after = surroundings.after
-        user = REGION_PREFACE.format(
+        user += REGION_CONTEXT.format(
             fence=fence_for(surroundings.before + surroundings.after), language=language,
             before=surroundings.before, gap=REGION_GAP.format(**where),
             after=after if not after or after.endswith("\n") else after + "\n", **where,
-        ) + user  # fmt: skip
+        )  # fmt: skip
     return [{"role": "system", "content": template.system}, {"role": "user", "content": user}]
 
 
@@ -275,16 +275,37 @@ class FenceStop:
         return any([self.closing.closes(line) for line in lines])  # every line, in order
 
 
-def extract(tokenizer, tokens: list[int], prompt: EditPrompt) -> str | None:
+def extract(
+    tokenizer, tokens: list[int], prompt: EditPrompt, surroundings: Surroundings | None = None
+) -> str | None:
     """The edited text from the answer's tokens, or None if the answer was cut off.
 
     The answer ends at its closing fence line (`Closing`); an EOS ends it too (right after the
     fence, or when the model finished without one). The input's trailing newlines are kept as
-    they were.
+    they were. A region edit's answer also ends where it went on past the region.
     """
     answer = tokenizer.decode(tokens, skip_special_tokens=True)
     finished = bool(tokens) and tokens[-1] in set(tokenizer.all_special_ids)
+    cut = surroundings.overrun(answer) if surroundings else None
+    if cut is not None:
+        answer, finished = answer[:cut] + prompt.fence, True
     return extract_text(answer, finished, prompt)
+
+
+class PastRegion:
+    """Stop condition of a region edit: the answer has written the two lines that follow the
+    region (`Surroundings.landmark`), so it is copying on past the region."""
+
+    def __init__(self, tokenizer, surroundings: Surroundings) -> None:
+        self.landmark = surroundings.landmark()
+        self.lines = Lines(lambda token: tokenizer.decode([token]))
+        self.recent: list[str] = []  # the answer's last two non-blank complete lines
+
+    def __call__(self, token: int) -> bool:
+        for line in self.lines.feed(token):
+            if line.strip():
+                self.recent = [*self.recent[-1:], line]
+        return len(self.landmark) == 2 and self.recent == self.landmark
 
 
 def extract_text(answer: str, finished: bool, prompt: EditPrompt) -> str | None:

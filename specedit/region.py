@@ -7,6 +7,7 @@ file. The text outside the region is never generated: it is kept byte for byte.
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
 
@@ -25,6 +26,28 @@ class Surroundings:
     def around(self, region: str) -> str:
         """The whole file with `region` in its place."""
         return self.before + region + self.after
+
+    def landmark(self) -> list[str]:
+        """The first two non-blank lines after the region: an answer that writes them has gone
+        past the region (a model shown the whole file tends to go on copying it)."""
+        return [line for line in self.after.split("\n") if line.strip()][:2]
+
+    def overrun(self, answer: str) -> int | None:
+        """Where in `answer` the text after the region begins, if the answer wrote it: the
+        landmark's first line, less the blank lines that open the text after the region."""
+        landmark = self.landmark()
+        if len(landmark) < 2:
+            return None
+        lines = answer.split("\n")
+        starts = list(itertools.accumulate((len(line) + 1 for line in lines), initial=0))
+        written = [(i, line) for i, line in enumerate(lines[:-1]) if line.strip()]  # complete
+        for (i, first), (_, second) in itertools.pairwise(written):
+            if [first, second] == landmark:
+                blank = len(self.after) - len(self.after.lstrip("\n"))
+                while blank and i and not lines[i - 1].strip():
+                    i, blank = i - 1, blank - 1
+                return starts[i]
+        return None
 
 
 @dataclass(frozen=True)

@@ -16,12 +16,14 @@ from specedit import prompts
 from specedit.cli import app
 
 HAS_LLAMA_CPP = importlib.util.find_spec("llama_cpp") is not None
+# Long enough that the prompt spans more than one of llama.cpp's 512-token batches.
+HELPERS = "".join(f"\n\ndef times_{n}(x):\n    return x * {n}\n" for n in range(4, 40))
 TASK = {
     "id": "doubled",
     "kind": "fix",
     "instruction": "double() returns the value tripled; it must return it doubled",
-    "input": "def double(x):\n    return x * 3\n\n\ndef halve(x):\n    return x / 2\n",
-    "tests": "assert double(4) == 8 and halve(4) == 2",
+    "input": "def double(x):\n    return x * 3\n\n\ndef halve(x):\n    return x / 2\n" + HELPERS,
+    "tests": "assert double(4) == 8 and halve(4) == 2 and times_39(1) == 39",
 }
 
 
@@ -52,7 +54,7 @@ def test_llama_cpp_and_its_prompt_lookup_decode_the_same_tokens(bundled_model_di
         for method in ("llama.cpp", "llama.cpp-pld", "llama.cpp"):
             stop = prompts.FenceStop(lm.tokenizer, prepared.prompt)
             runs.setdefault(method, []).append(
-                llama.run(method, prepared.prompt.ids, 200, stop, lm.eos_token_ids)
+                llama.run(method, prepared.prompt.ids, 1000, stop, lm.eos_token_ids)
             )
     finally:
         llama.close()
@@ -62,7 +64,7 @@ def test_llama_cpp_and_its_prompt_lookup_decode_the_same_tokens(bundled_model_di
     assert plain.passes == again.passes == len(plain.tokens)  # the prompt's pass gives token 1
     assert lookup.passes < plain.passes
     text = prompts.extract(lm.tokenizer, plain.tokens, prepared.prompt)
-    assert "def double(x):" in text and "def halve(x):" in text
+    assert len(prepared.prompt.ids) > 512 and text.count("\n") == TASK["input"].count("\n")
 
     tasks = tmp_path / "tasks.jsonl"
     tasks.write_text(json.dumps(TASK) + "\n")

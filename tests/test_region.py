@@ -47,19 +47,37 @@ def test_a_region_cuts_and_joins_back_to_the_same_bytes():
             Region.parse(bad)
 
 
-def test_the_prompt_shows_the_file_around_the_region_and_asks_for_the_region(tokenizer):
+def test_the_prompt_asks_for_the_region_and_shows_the_rest_of_the_file(tokenizer):
     inside, around = Region(3, 4).cut(FILE)
     template = prompts.load_template("fix")
     prompt = prompts.build(tokenizer, template, inside, "double it", "python", surroundings=around)
     rendered = tokenizer.decode(prompt.ids)
     assert prompt.text == inside  # what the answer replaces, and what drafts copy from
     assert tokenizer.decode(prompt.ids[prompt.input_start : prompt.input_end]) == inside
-    assert "lines 3-4: the part to edit, given below" in rendered
-    context = rendered[: rendered.index("Fix this file")]
+    context = rendered[rendered.index("The code block above is lines 3-4") :]
     assert "import math" in context and "def halve(x):\n    return x / 2\n```" in context
+    assert "lines 3-4: the code block above" in context
     assert "return x * 3" not in context  # the region appears once: where it is to be edited
     plain = prompts.build(tokenizer, template, inside, "double it", "python")
-    assert "part to edit" not in tokenizer.decode(plain.ids)
+    assert "code block above" not in tokenizer.decode(plain.ids)
+
+
+def test_an_answer_that_runs_past_the_region_ends_where_the_rest_begins(tokenizer):
+    """A model shown the whole file may go on copying it: the answer is cut where the lines
+    after the region begin (their leading blank lines included), and generation stops there."""
+    inside, around = Region(3, 4).cut(FILE)
+    answer = "def double(x):\n    return x * 2\n\n\ndef halve(x):\n    return x / 2\n"
+    cut = around.overrun(answer)
+    assert around.around(answer[:cut]) == FILE.replace("x * 3", "x * 2")
+    assert around.overrun("def double(x):\n    return x * 2\n") is None
+    stop = prompts.PastRegion(tokenizer, around)
+    ids = tokenizer(answer, add_special_tokens=False)["input_ids"]
+    fired = [i for i, token in enumerate(ids) if stop(token)]
+    assert fired and tokenizer.decode(ids[: fired[0] + 1]).endswith("return x / 2\n")
+    prompt = prompts.build(tokenizer, prompts.load_template("fix"), inside, "x", "python",
+                           surroundings=around)  # fmt: skip
+    assert prompts.extract(tokenizer, ids, prompt, around) == "def double(x):\n    return x * 2\n"
+    assert prompts.extract(tokenizer, ids, prompt) is None  # without the region: cut off
 
 
 class ScriptedEditor:

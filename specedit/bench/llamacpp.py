@@ -68,6 +68,7 @@ class LlamaCpp:
             n_threads=self.threads,
             n_threads_batch=self.threads,
             draft_model=LlamaPromptLookupDecoding(num_pred_tokens=draft) if draft else None,
+            logits_all=bool(draft),  # sizes the logits buffer for the whole context
             verbose=False,
         )
         for _ in llm.generate(llm.tokenize(b"def warm_up():"), temp=0.0):  # pages in the weights
