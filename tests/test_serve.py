@@ -232,7 +232,7 @@ def test_a_region_edit_through_the_server_shows_the_model_the_whole_file(tiny_se
         editor.edit(request, on_start=lambda prompt, limit: seen.append(prompt))
     prompt = seen[0]
     rendered = tokenizer.decode(prompt.ids)
-    assert prompt.text == region and "lines 4-5: the part to edit" in rendered
+    assert prompt.text == region and "lines 4-5: the code block above" in rendered
     assert "import math" in rendered and "def half(x):" in rendered
 
 
