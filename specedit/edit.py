@@ -147,13 +147,8 @@ def generate_edit(
     from specedit.engine.session import generate  # here: a remote client never loads torch
 
     request, prompt = prepared.request, prepared.prompt
-    fence = prompts.FenceStop(lm.tokenizer, prompt)
+    fence = prompts.FenceStop(lm.tokenizer, prompt, request.surroundings)
     guard = RunawayGuard(lambda token: lm.tokenizer.decode([token]), prompt.text)
-    region = (
-        prompts.PastRegion(lm.tokenizer, request.surroundings)
-        if request.surroundings
-        else lambda token: False
-    )
     sources = DraftSources(
         prompt.input_start,
         prompt.ids[prompt.input_start : prompt.input_end],
@@ -172,9 +167,7 @@ def generate_edit(
         sampling=request.sampling,
         verification=request.verification,
         eos_token_ids=lm.eos_token_ids,
-        stop=lambda token: (
-            fence(token) or guard(token) or region(token) or (stop(token) if stop else None)
-        ),
+        stop=lambda token: fence(token) or guard(token) or (stop(token) if stop else None),
         on_step=on_step,
     )
 

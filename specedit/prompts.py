@@ -264,15 +264,26 @@ class Lines:
 
 
 class FenceStop:
-    """Stop condition: the answer's closing fence line is complete (see `Closing`)."""
+    """Stop condition: the answer's closing fence line is complete (see `Closing`). In a region
+    edit the answer is also done once it has written the two lines that follow the region
+    (`Surroundings.landmark`): it is copying on past the region."""
 
-    def __init__(self, tokenizer, prompt: EditPrompt) -> None:
+    def __init__(
+        self, tokenizer, prompt: EditPrompt, surroundings: Surroundings | None = None
+    ) -> None:
         self.closing = Closing(prompt)
         self.lines = Lines(lambda token: tokenizer.decode([token]))
+        self.landmark = surroundings.landmark() if surroundings else []
+        self.recent: list[str] = []  # the answer's last two non-blank complete lines
 
     def __call__(self, token: int) -> bool:
         lines = self.lines.feed(token)
-        return any([self.closing.closes(line) for line in lines])  # every line, in order
+        closed = any([self.closing.closes(line) for line in lines])  # every line, in order
+        if len(self.landmark) == 2:
+            for line in filter(str.strip, lines):
+                self.recent = [*self.recent[-1:], line]
+            closed = closed or self.recent == self.landmark
+        return closed
 
 
 def extract(
@@ -290,22 +301,6 @@ def extract(
     if cut is not None:
         answer, finished = answer[:cut] + prompt.fence, True
     return extract_text(answer, finished, prompt)
-
-
-class PastRegion:
-    """Stop condition of a region edit: the answer has written the two lines that follow the
-    region (`Surroundings.landmark`), so it is copying on past the region."""
-
-    def __init__(self, tokenizer, surroundings: Surroundings) -> None:
-        self.landmark = surroundings.landmark()
-        self.lines = Lines(lambda token: tokenizer.decode([token]))
-        self.recent: list[str] = []  # the answer's last two non-blank complete lines
-
-    def __call__(self, token: int) -> bool:
-        for line in self.lines.feed(token):
-            if line.strip():
-                self.recent = [*self.recent[-1:], line]
-        return len(self.landmark) == 2 and self.recent == self.landmark
 
 
 def extract_text(answer: str, finished: bool, prompt: EditPrompt) -> str | None:

@@ -70,12 +70,12 @@ def test_an_answer_that_runs_past_the_region_ends_where_the_rest_begins(tokenize
     cut = around.overrun(answer)
     assert around.around(answer[:cut]) == FILE.replace("x * 3", "x * 2")
     assert around.overrun("def double(x):\n    return x * 2\n") is None
-    stop = prompts.PastRegion(tokenizer, around)
+    prompt = prompts.build(tokenizer, prompts.load_template("fix"), inside, "x", "python",
+                           surroundings=around)  # fmt: skip
+    stop = prompts.FenceStop(tokenizer, prompt, around)
     ids = tokenizer(answer, add_special_tokens=False)["input_ids"]
     fired = [i for i, token in enumerate(ids) if stop(token)]
     assert fired and tokenizer.decode(ids[: fired[0] + 1]).endswith("return x / 2\n")
-    prompt = prompts.build(tokenizer, prompts.load_template("fix"), inside, "x", "python",
-                           surroundings=around)  # fmt: skip
     assert prompts.extract(tokenizer, ids, prompt, around) == "def double(x):\n    return x * 2\n"
     assert prompts.extract(tokenizer, ids, prompt) is None  # without the region: cut off
 

@@ -16,8 +16,8 @@ from typing import Any
 
 from specedit.models import ModelError, gguf_file
 
-# Draft length of llama.cpp's prompt lookup, chosen on the shipped suite (README, "Benchmark"):
-# 64 beat 10 and 32 on its copy-heavy edits.
+# Draft length of llama.cpp's prompt lookup: the length that did best on copy-heavy edits when
+# llama.cpp was first measured on this kind of machine (not re-tuned since; README, "Benchmark").
 PLD_TOKENS = 64
 LLAMA_CPP_METHODS = {"llama.cpp": None, "llama.cpp-pld": PLD_TOKENS}  # method -> draft length
 INSTALL = "pip install 'specedit[llamacpp]' (llama-cpp-python builds from source: minutes)"
