@@ -62,11 +62,9 @@ class ActiveVocabulary:
         if self.statistics is not None:
             wanted += [f for seed in wanted for f in self.statistics.followers(seed)]
         fresh = [t for t in dict.fromkeys(wanted) if t not in self._fixed][:MAX_INSERTED]
-        changed = False
-        for token in fresh:
-            changed |= self.dynamic.request(token)
-        if changed:
-            self.inserted += len(fresh)
+        admitted = sum(self.dynamic.request(token) for token in fresh)
+        if admitted:
+            self.inserted += admitted
             self._dynamic_ids = None
 
     def hit(self, token: int) -> None:
