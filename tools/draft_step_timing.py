@@ -22,7 +22,6 @@ import time
 import torch
 from transformers import DynamicCache
 
-from specedit.drafting.artefacts import artefact_path
 from specedit.drafting.cooccurrence import token_statistics
 from specedit.models import load
 
@@ -56,8 +55,7 @@ def draft_step(name: str, context: int, core: int, budget: int, repeats: int) ->
         model.get_decoder()(input_ids=torch.tensor([[ids[-1]]]), past_key_values=cache)
         cache.crop(-1)
 
-    stats = token_statistics(lm.tokenizer, head.shape[0], artefact_path("indexes", "tokens",
-                                                                        head, ".npz"))  # fmt: skip
+    stats = token_statistics(lm.tokenizer, head)
     core_ids = torch.from_numpy(stats.most_frequent(core))
     active_ids = torch.unique(torch.cat([core_ids, torch.tensor(ids), torch.arange(budget)]))
     core_head, active_head = head[core_ids].contiguous(), head[active_ids].contiguous()

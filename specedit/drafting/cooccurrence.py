@@ -12,11 +12,15 @@ import sysconfig
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from specedit.console import progress
-from specedit.drafting.artefacts import save_artefact
+from specedit.drafting.artefacts import artefact_path, save_artefact
+
+if TYPE_CHECKING:
+    import torch
 
 CORPUS_CHARS = 3_000_000  # ~1M tokens: enough for stable frequencies, ~10 s to count
 MIN_COUNT = 5  # a bigram seen fewer times is noise (the paper's threshold)
@@ -84,8 +88,11 @@ def _save(path: Path, stats: TokenStatistics) -> None:
         )  # fmt: skip
 
 
-def token_statistics(tokenizer, vocab: int, path: Path) -> TokenStatistics:
-    """Load the statistics at `path`, or count them over `corpus()` once and save them."""
+def token_statistics(tokenizer, head: torch.Tensor) -> TokenStatistics:
+    """The statistics of the model whose LM head is `head`: counted over `corpus()` once, saved
+    beside its indexes, then loaded."""
+    path = artefact_path("indexes", "tokens", head, ".npz")
+    vocab = head.shape[0]
     if not path.exists():
         text = corpus()
         lines = text.splitlines(keepends=True)

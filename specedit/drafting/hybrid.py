@@ -19,10 +19,10 @@ from __future__ import annotations
 from collections import Counter
 
 from specedit.drafting.adapld import AdaPLD
-from specedit.drafting.artefacts import artefact_path
 from specedit.drafting.cooccurrence import token_statistics
 from specedit.drafting.draft_model import ActiveVocabulary, DraftModel
 from specedit.drafting.kinds import MAIN, MODEL
+from specedit.drafting.vocabulary import vocabulary_index
 from specedit.engine.drafter import Drafter
 from specedit.engine.memory import Memory
 from specedit.engine.tree import DraftTree
@@ -43,17 +43,15 @@ def active_vocabulary(draft, document: list[int], kind: str, core_size: int, bud
     if kind == "full":
         return None
     head = draft.model.get_output_embeddings().weight.detach()
-    path = artefact_path("indexes", "tokens", head, ".npz")
-    statistics = token_statistics(draft.tokenizer, head.shape[0], path)
+    statistics = token_statistics(draft.tokenizer, head)
     core = statistics.most_frequent(core_size)
-    return ActiveVocabulary(
-        head, core, document, statistics if kind == "dynamic" else None,
-        budget if kind == "dynamic" else 0,
-    )  # fmt: skip
+    return ActiveVocabulary(head, core, document, statistics, budget if kind == "dynamic" else 0)
 
 
 class Hybrid(Drafter):
-    """AdaPLD's copies plus a draft model's chains; `copy=False` is plain draft-model drafting."""
+    """AdaPLD's copies plus a draft model's chains; `copy=False` is plain draft-model drafting
+    (no copier, and no hidden states asked of the target unless the vocabulary or the
+    alignment learns from them)."""
 
     name = "evospec"
 
@@ -71,15 +69,20 @@ class Hybrid(Drafter):
         budget: int = 256,
         lora: bool = False,
     ) -> None:
-        self.copier = AdaPLD(model)
-        self.hidden_layers = self.copier.hidden_layers  # its last entry is the final layer
-        self.final = self.copier.final
+        self.copier = AdaPLD(model) if copy else None
+        self.final = model.config.num_hidden_layers  # the normed state the target's head reads
+        learns = vocabulary == "dynamic" or lora  # from the target's final states
+        # The target's LM-head index (the copier's own): the target's top tokens at a position.
+        self.vocabulary = vocabulary_index(model) if learns or copy else None
+        self.hidden_layers = (
+            self.copier.hidden_layers if copy else (self.final,) if learns else ()
+        )  # the copier's last entry is the final layer
         self.active = active_vocabulary(draft, document, vocabulary, core_size, budget)
         self.alignment = None
         if lora:
             from specedit.drafting.alignment import OnlineAlignment  # needs the lora extra
 
-            self.alignment = OnlineAlignment(draft.model, self.copier.vocabulary, self.final)
+            self.alignment = OnlineAlignment(draft.model, self.vocabulary, self.final)
         drafting_model = self.alignment.model if self.alignment else draft.model
         self.draft = DraftModel(drafting_model, self.active)
         self.copy, self.horizon, self.unsure_copy = copy, horizon, unsure_copy
@@ -96,10 +99,8 @@ class Hybrid(Drafter):
             if token in self.active:
                 continue
             self.counts["vocabulary_misses"] += 1
-            target_top = self.copier.vocabulary.top_tokens(
-                memory.hidden(self.final)[position - 1], SEEDS
-            )
-            similar = self.copier.vocabulary.similar_tokens(token, 0.0, SEEDS)
+            target_top = self.vocabulary.top_tokens(memory.hidden(self.final)[position - 1], SEEDS)
+            similar = self.vocabulary.similar_tokens(token, 0.0, SEEDS)
             self.active.expand([token, *target_top, *similar])
 
     def propose(self, memory: Memory, budget: int) -> DraftTree:
@@ -116,15 +117,19 @@ class Hybrid(Drafter):
             return self.copier.propose(memory, budget)
         horizon = min(self.horizon, budget)
         copy_room = min(budget - horizon, self.unsure_copy) if self.copy else 0
-        tree = self.copier.propose(memory, copy_room) if copy_room > 0 else None
-        tree = tree or DraftTree(root=memory.tokens[-1])
+        tree = (
+            self.copier.propose(memory, copy_room)
+            if copy_room > 0
+            else DraftTree(root=memory.tokens[-1])
+        )
         chain = self.draft.chain(memory.tokens, horizon)
         self.counts["model_passes"] += 1
         _merge_chain(tree, chain)
         return tree
 
     def observe(self, tree: DraftTree, accepted: list[int]) -> None:
-        self.copier.observe(tree, accepted)
+        if self.copier is not None:
+            self.copier.observe(tree, accepted)
         kinds = [tree.kind(node) for node in accepted]
         if self.active is not None:
             for node in accepted:
@@ -136,7 +141,8 @@ class Hybrid(Drafter):
             self.rejections = 0 if held else self.rejections + 1
 
     def report(self) -> dict[str, float]:
-        report = {**self.copier.report(), **self.counts, "draft_model_steps": self.draft.steps}
+        copier = self.copier.report() if self.copier is not None else {}
+        report = {**copier, **self.counts, "draft_model_steps": self.draft.steps}
         if self.active is not None:
             report["active_vocabulary"] = len(self.active)
             report["vocabulary_inserted"] = self.active.inserted
