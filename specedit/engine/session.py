@@ -7,40 +7,17 @@ the KV cache and memory, and reports each step as an event.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
 import torch
-from transformers import DynamicCache
 
-from specedit.engine.cache import keep_path
 from specedit.engine.drafter import Drafter
 from specedit.engine.events import Generation, Stats, Step, StopCondition
 from specedit.engine.memory import Memory
 from specedit.engine.options import GREEDY, STRICT, Sampling, Verification
+from specedit.engine.target import open_target
 from specedit.engine.tree import DraftTree
 from specedit.engine.verify import Verifier
-
-
-def _forward(model, cache: DynamicCache, tree: DraftTree, prefix_length: int, hidden: bool):
-    """One pass over the tree's nodes; `hidden` returns every layer's states (for drafters that
-    keep some)."""
-    ids, positions, mask = tree.inputs(prefix_length, model.dtype, model.device)
-    return model(
-        input_ids=ids,
-        position_ids=positions,
-        attention_mask=mask,
-        past_key_values=cache,
-        use_cache=True,
-        output_hidden_states=hidden,
-    )
-
-
-def _clock(device: torch.device) -> float:
-    """perf_counter once the device's queued work is done, so stage times hold on a GPU too."""
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-    return time.perf_counter()
 
 
 @torch.inference_mode()
@@ -57,49 +34,47 @@ def generate(
     stop: StopCondition | None = None,
     on_step: Callable[[Step], None] | None = None,
 ) -> Generation:
-    """Generate up to `max_new_tokens` after `prompt`, exactly as plain decoding would (unless
-    `verification` is conditional, which is lossy on purpose)."""
+    """Generate up to `max_new_tokens` after `prompt` with `model` (a transformers model or a
+    GGUF model), exactly as its plain decoding would (unless `verification` is conditional,
+    which is lossy on purpose)."""
     if not prompt:
         raise ValueError("the prompt is empty")
-    started = _clock(model.device)
+    target = open_target(model, len(prompt) + max_new_tokens + max_draft + 1)
+    hidden = bool(drafter.hidden_layers)
+    if hidden and not target.hidden_states:
+        raise ValueError(f"{drafter.name} reads hidden states, which this model does not give")
+    started = target.clock()
     stats = Stats(prompt_tokens=len(prompt))
     verifier = Verifier(sampling, verification)
     memory = Memory(prompt, drafter.hidden_layers)
-    cache = DynamicCache(config=model.config)
-    hidden = bool(drafter.hidden_layers)
 
-    # Prefill: all prompt tokens but the last, which becomes the first tree's root. No mask is
-    # passed, so attention takes its causal path instead of an n x n mask (long files).
+    # Prefill: all prompt tokens but the last, which becomes the first tree's root.
     if len(prompt) > 1:
-        out = model(
-            input_ids=torch.tensor([prompt[:-1]], device=model.device),
-            past_key_values=cache,
-            use_cache=True,
-            output_hidden_states=hidden,
-            logits_to_keep=1,  # its logits are never used
-        )
-        memory.store_hidden(out.hidden_states, list(range(len(prompt) - 1)))
-    stats.prefill_seconds = _clock(model.device) - started
+        states = target.prefill(prompt[:-1], hidden)
+        memory.store_hidden(states, list(range(len(prompt) - 1)))
+    stats.prefill_seconds = target.clock() - started
 
     new_tokens: list[int] = []
     stop_reason: str | None = "length"
     while len(new_tokens) < max_new_tokens:
         prefix_length = len(memory) - 1
-        t0 = _clock(model.device)
+        t0 = target.clock()
         budget = min(max_draft, max_new_tokens - len(new_tokens) - 1)
         tree = drafter.propose(memory, budget) if budget > 0 else DraftTree(memory.tokens[-1])
-        t1 = _clock(model.device)
-        out = _forward(model, cache, tree, prefix_length, hidden)
-        t2 = _clock(model.device)
+        if not target.trees:
+            tree = tree.main_chain()
+        t1 = target.clock()
+        out = target.forward(tree, prefix_length, hidden)
+        t2 = target.clock()
         stats.draft_seconds += t1 - t0
         stats.verify_seconds += t2 - t1
         stats.forward_passes += 1
         stats.drafted_tokens += len(tree) - 1
 
-        acceptance = verifier.walk(tree, out.logits[0], eos_token_ids)
+        acceptance = verifier.walk(tree, out.logits, eos_token_ids)
         drafter.observe(tree, acceptance.path)
         kept = [0, *acceptance.path]
-        keep_path(cache, prefix_length, kept)
+        target.keep(prefix_length, kept)
         memory.store_hidden(out.hidden_states, kept)
 
         step = Step(
@@ -122,7 +97,7 @@ def generate(
 
     stats.new_tokens = len(new_tokens)
     stats.drafting = drafter.report()
-    stats.total_seconds = _clock(model.device) - started
+    stats.total_seconds = target.clock() - started
     return Generation(new_tokens, stop_reason or "length", stats)
 
 

@@ -75,6 +75,16 @@ class DraftTree:
             depth.append(depth[parent] + 1)
         return depth
 
+    def main_chain(self) -> DraftTree:
+        """The path of first children from the root (a drafter's main copy comes first): what a
+        model that verifies chains only is given."""
+        chain = DraftTree(self.root)
+        children, node = self.children(), 0
+        while children[node]:
+            node = children[node][0]
+            chain.add(self.token(node), len(chain) - 1, self.source(node), self.kind(node))
+        return chain
+
     def is_chain(self) -> bool:
         return all(parent == node for node, parent in enumerate(self.parents))
 

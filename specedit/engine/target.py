@@ -1,0 +1,90 @@
+"""What the engine verifies drafts with: a model and its KV cache, behind three calls.
+
+One generation opens a target (an empty cache), prefills the prompt, then repeats forward (one
+pass over a draft tree) and keep (only the accepted path stays in the cache). Two kinds exist: a
+transformers model (trees, hidden states, any dtype and device) and a GGUF file run by llama.cpp's
+kernels (engine/llamacpp.py: chains only, no hidden states, its own quantized weights).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Protocol
+
+import torch
+from transformers import DynamicCache
+
+from specedit.engine.cache import keep_path
+from specedit.engine.tree import DraftTree
+
+
+@dataclass
+class Pass:
+    logits: torch.Tensor  # (nodes, vocabulary): the model's scores after each tree node
+    hidden_states: tuple[torch.Tensor, ...] | None = None  # embeddings first, then each layer
+
+
+class Target(Protocol):
+    trees: bool  # verifies a branching tree in one pass; if not, drafts are cut to their chain
+    hidden_states: bool  # can return hidden states (drafters that rerank by state need them)
+
+    def prefill(self, tokens: list[int], hidden: bool) -> tuple[torch.Tensor, ...] | None:
+        """Feed `tokens` into the cache; their hidden states if `hidden`."""
+        ...
+
+    def forward(self, tree: DraftTree, prefix_length: int, hidden: bool) -> Pass: ...
+
+    def keep(self, prefix_length: int, nodes: list[int]) -> None: ...
+
+    def clock(self) -> float: ...
+
+
+def open_target(model, capacity: int) -> Target:
+    """A target with an empty cache for `model`: a transformers model, or anything that opens its
+    own (a GGUF model) with room for `capacity` tokens."""
+    opener = getattr(model, "open_target", None)
+    return opener(capacity) if opener else TransformersTarget(model)
+
+
+class TransformersTarget:
+    """A transformers causal LM and a DynamicCache; trees go in as one pass with a tree mask."""
+
+    trees = True
+    hidden_states = True
+
+    def __init__(self, model) -> None:
+        self.model = model
+        self.cache = DynamicCache(config=model.config)
+
+    def prefill(self, tokens: list[int], hidden: bool) -> tuple[torch.Tensor, ...] | None:
+        # No mask is passed, so attention takes its causal path instead of an n x n mask.
+        out = self.model(
+            input_ids=torch.tensor([tokens], device=self.model.device),
+            past_key_values=self.cache,
+            use_cache=True,
+            output_hidden_states=hidden,
+            logits_to_keep=1,  # its logits are never used
+        )
+        return out.hidden_states
+
+    def forward(self, tree: DraftTree, prefix_length: int, hidden: bool) -> Pass:
+        ids, positions, mask = tree.inputs(prefix_length, self.model.dtype, self.model.device)
+        out = self.model(
+            input_ids=ids,
+            position_ids=positions,
+            attention_mask=mask,
+            past_key_values=self.cache,
+            use_cache=True,
+            output_hidden_states=hidden,
+        )
+        return Pass(out.logits[0], out.hidden_states)
+
+    def keep(self, prefix_length: int, nodes: list[int]) -> None:
+        keep_path(self.cache, prefix_length, nodes)
+
+    def clock(self) -> float:
+        """perf_counter once the device's queued work is done, so stage times hold on a GPU."""
+        if self.model.device.type == "cuda":
+            torch.cuda.synchronize(self.model.device)
+        return time.perf_counter()
