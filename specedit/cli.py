@@ -25,11 +25,11 @@ from specedit.drafting.registry import (
     DRAFT_MODEL_METHODS,
     HYBRID_METHOD,
     METHODS,
-    default_method,
+    TOKEN_METHODS,
 )
 from specedit.engine.options import VERIFY_MODES
 from specedit.exits import Exit
-from specedit.models import DEFAULT_MODEL, DTYPES
+from specedit.models import DEFAULT_MODEL, DTYPES, ENGINES
 
 STARTED = time.perf_counter()  # the CLI's start, for the stats' start-up seconds
 
@@ -72,6 +72,15 @@ ThreadsOption = Annotated[
 ]
 DeviceOption = Annotated[
     str, _opt("--device", help="cpu, or an accelerate device map such as auto.", env="DEVICE")
+]
+EngineOption = Annotated[
+    Literal[ENGINES],
+    _opt(
+        "--engine",
+        help="Where the model runs: torch (transformers), or llama.cpp (its GGUF file as it is, "
+        "quantized; faster on most CPUs; methods pld, pool, ar; needs the llamacpp extra).",
+        env="ENGINE",
+    ),
 ]
 
 
@@ -187,12 +196,13 @@ def _edit_options(
     dtype: DtypeOption = "auto",
     threads: ThreadsOption = None,
     device: DeviceOption = "cpu",
+    engine: EngineOption = "torch",
     server: Annotated[
         str | None,
         _opt(
             "--server",
             help="Edit through a running `specedit serve` at this URL (its model, warm); "
-            "--model, --dtype, --threads and --device are then the server's.",
+            "--model, --dtype, --threads, --device and --engine are then the server's.",
             env="SERVER",
         ),
     ] = None,
@@ -202,7 +212,6 @@ def _edit_options(
 
 def _run_edits(prompt: str, files: list[str], instruction: str, **options) -> None:
     """Validate, load the model once, edit each file; exit with the worst file's code."""
-    options["method"] = options["method"] or default_method(bool(options["draft_model"]))
     from rich.console import Console
 
     from specedit.edit import EditorUnavailable, EditRequest, LocalEditor
@@ -242,6 +251,14 @@ def _run_edits(prompt: str, files: list[str], instruction: str, **options) -> No
             problems.append("--test-timeout must be above 0 seconds")
     if options["reference"] and options["method"] != "pool":
         problems.append("--reference feeds the draft pool: add --method pool")
+    if options["engine"] == "llama.cpp" and not options["server"]:
+        if options["draft_model"]:
+            problems.append("--draft-model runs on the torch engine, not on llama.cpp")
+        elif options["method"] and options["method"] not in TOKEN_METHODS:
+            problems.append(
+                f"--method {options['method']} reads the model's hidden states, which llama.cpp "
+                f"does not give: choose {', '.join(TOKEN_METHODS)}"
+            )
     if options["method"] in DRAFT_MODEL_METHODS and not (
         options["draft_model"] or options["server"]
     ):
@@ -281,10 +298,11 @@ def _run_edits(prompt: str, files: list[str], instruction: str, **options) -> No
                 options["threads"],
                 options["device"],
                 options["draft_model"],
+                options["engine"],
             )
         )
     template = EditRequest(
-        "", instruction, prompt=prompt, method=options["method"],
+        "", instruction, prompt=prompt, method=options["method"] or editor.default_method,
         max_new_tokens=options["max_new_tokens"], sampling=sampling,
         verification=verification, references=references,
     )  # fmt: skip
@@ -329,7 +347,12 @@ def _read_inputs(files: list[str]) -> tuple[dict[str, str], set[str]]:
 
 
 def _load(
-    model: str, dtype: str, threads: int | None, device: str = "cpu", draft: str | None = None
+    model: str,
+    dtype: str,
+    threads: int | None,
+    device: str = "cpu",
+    draft: str | None = None,
+    engine: str = "torch",
 ):
     """Pin the CPU threads and load the model (and its draft model) once; a model error exits
     with code 3.
@@ -345,7 +368,7 @@ def _load(
     torch.set_num_threads(threads or os.cpu_count() or 1)
     with _interruptible():
         try:
-            lm = load(model, dtype, device)
+            lm = load(model, dtype, device, engine)
             if draft:
                 lm = with_draft(lm, draft, dtype, device)
         except ModelError as exc:
@@ -554,6 +577,13 @@ def bench(
             "--attempts", help="Tries per task with its tests as the check (the --test loop)."
         ),
     ] = 1,
+    engines: Annotated[
+        str,
+        typer.Option(
+            help="Comma-separated engines the methods run on: torch, llama.cpp (there: pld, "
+            "pool, ar; labelled method/llama.cpp)."
+        ),
+    ] = "torch",
 ) -> None:
     """Measure setups side by side on a task suite: edit quality (the tasks' tests pass, output
     unchanged, cut off, lines dropped), speed against plain greedy decoding and transformers'
@@ -568,6 +598,7 @@ def bench(
       specedit bench --suite apply --methods ar,adapld
       specedit bench --methods ar,adapld,evospec --draft-model qwen2.5-coder-0.5b
       specedit bench --methods adapld,llama.cpp,llama.cpp-pld
+      specedit bench --methods ar,pld,llama.cpp-pld --engines torch,llama.cpp
       specedit bench --tasks-file my_tasks.jsonl
     """
     from specedit.bench.runner import BenchError, run_bench
@@ -588,6 +619,7 @@ def bench(
                 prompt_sets=[p.strip() for p in prompt_sets.split(",")] if prompt_sets else None,
                 attempts=bench_attempts,
                 suite=suite,
+                engines=[e.strip() for e in engines.split(",") if e.strip()],
             )
         except (BenchError, DrafterUnavailable) as exc:
             error(str(exc))
@@ -621,6 +653,7 @@ def serve(
     dtype: DtypeOption = "auto",
     threads: ThreadsOption = None,
     device: DeviceOption = "cpu",
+    engine: EngineOption = "torch",
     host: Annotated[str, _opt("--host", help="Address to listen on.", env="HOST")] = "127.0.0.1",
     port: Annotated[int, _opt("--port", help="Port to listen on.", env="PORT")] = 8000,
 ) -> None:
@@ -640,7 +673,7 @@ def serve(
     except ImportError as exc:
         error(f"the server needs {exc.name}: pip install 'specedit[serve]'")
         raise typer.Exit(Exit.INPUT) from None
-    lm, _ = _load(model, dtype, threads, device, draft_model)
+    lm, _ = _load(model, dtype, threads, device, draft_model, engine)
     say(f"serving {lm.name} on http://{host}:{port}/v1 (Ctrl-C stops)")
     uvicorn.run(create_app(lm), host=host, port=port, log_level="warning")
 

@@ -13,7 +13,12 @@ from typing import Protocol
 
 from specedit import prompts
 from specedit.checks import CheckResult
-from specedit.drafting.registry import DEFAULT_METHOD, DraftSources, make_drafter
+from specedit.drafting.registry import (
+    DEFAULT_METHOD,
+    DraftSources,
+    make_drafter,
+    method_for,
+)
 from specedit.engine.events import Generation, Step, StopCondition
 from specedit.engine.options import GREEDY, STRICT, Sampling, Verification
 from specedit.models import LoadedModel
@@ -208,6 +213,7 @@ class Editor(Protocol):
     Jobs and the dashboard work the same against either."""
 
     startup: dict[str, float]  # seconds it took to be ready, by stage
+    default_method: str  # what an edit drafts with unless told (it depends on the engine)
 
     def decode(self, tokens: list[int]) -> str: ...
 
@@ -226,6 +232,7 @@ class LocalEditor:
     def __init__(self, lm: LoadedModel, startup: dict[str, float] | None = None) -> None:
         self.lm = lm
         self.startup = startup or {}
+        self.default_method = method_for(lm)
 
     def decode(self, tokens: list[int]) -> str:
         return self.lm.tokenizer.decode(tokens, skip_special_tokens=True)

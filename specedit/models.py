@@ -22,6 +22,8 @@ from specedit.console import say
 if TYPE_CHECKING:
     import torch
 
+    from specedit.engine.llamacpp import GgufModel
+
 
 class ModelError(Exception):
     """The model could not be found, prepared or loaded; the message says why."""
@@ -234,9 +236,10 @@ class LoadedModel:
     """A causal LM and its tokenizer, ready for generation."""
 
     name: str
-    model: torch.nn.Module
+    model: torch.nn.Module | GgufModel
     tokenizer: object
     draft: LoadedModel | None = None  # a small model with the same tokenizer that drafts
+    engine: str = "torch"  # where its forward passes run (ENGINES)
 
     @property
     def context_length(self) -> int:
@@ -252,8 +255,18 @@ class LoadedModel:
         return ids
 
 
+# Where the forward passes run: transformers (the model dequantized, any dtype and device) or
+# llama.cpp (the GGUF file as it is, on the CPU; the `llamacpp` extra).
+ENGINES = ("torch", "llama.cpp")
+LLAMA_CPP_INSTALL = (
+    "pip install 'specedit[llamacpp]' (llama-cpp-python builds from source: minutes)"
+)
+
+
 @cache
-def load(model: str = DEFAULT_MODEL, dtype: str = "auto", device: str = "cpu") -> LoadedModel:
+def load(
+    model: str = DEFAULT_MODEL, dtype: str = "auto", device: str = "cpu", engine: str = "torch"
+) -> LoadedModel:
     """Load a model once per process (cached on its arguments)."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -261,6 +274,10 @@ def load(model: str = DEFAULT_MODEL, dtype: str = "auto", device: str = "cpu") -
 
     hf_logging.disable_progress_bar()  # stderr belongs to specedit's own output
     hf_logging.set_verbosity_error()
+    if engine not in ENGINES:
+        raise ModelError(f"unknown engine {engine!r}: choose one of {', '.join(ENGINES)}")
+    if engine == "llama.cpp":
+        return _load_gguf(model)
     if dtype not in DTYPES:
         raise ModelError(f"unknown dtype {dtype!r}: choose one of {', '.join(DTYPES)}")
     torch_dtype = getattr(torch, DTYPES[dtype]) if DTYPES[dtype] else default_dtype()
@@ -277,6 +294,58 @@ def load(model: str = DEFAULT_MODEL, dtype: str = "auto", device: str = "cpu") -
         raise ModelError(f"model {model!r} has no chat template, so it cannot follow instructions")
     lm.eval()
     return LoadedModel(name=model, model=lm, tokenizer=tokenizer)
+
+
+def _load_gguf(model: str) -> LoadedModel:
+    """The model's GGUF file for llama.cpp, with its tokenizer and config (read from the GGUF
+    once, then kept beside it: reading them takes about 20 s)."""
+    import torch
+    from transformers import AutoConfig, AutoTokenizer, GenerationConfig
+
+    try:
+        import llama_cpp  # noqa: F401
+    except ImportError:
+        message = f"the llama.cpp engine needs llama-cpp-python: {LLAMA_CPP_INSTALL}"
+        raise ModelError(message) from None
+    from specedit.engine.llamacpp import GgufModel
+
+    gguf = gguf_file(model)
+    folder = _gguf_metadata(model, gguf)
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    config = AutoConfig.from_pretrained(folder)
+    try:
+        generation = GenerationConfig.from_pretrained(folder)
+    except OSError:
+        generation = GenerationConfig.from_model_config(config)
+    if not getattr(tokenizer, "chat_template", None):
+        raise ModelError(f"model {model!r} has no chat template, so it cannot follow instructions")
+    gguf_model = GgufModel(gguf, config, generation, torch.get_num_threads())
+    return LoadedModel(name=model, model=gguf_model, tokenizer=tokenizer, engine="llama.cpp")
+
+
+def _gguf_metadata(model: str, gguf: Path) -> Path:
+    """A folder with the model's tokenizer and config: its converted folder where one exists,
+    else one written once from the GGUF file, without the weights."""
+    converted = cache_dir() / "models" / model if model in BUNDLED else None
+    if converted is not None and (converted / "config.json").exists():
+        return converted
+    stat = gguf.stat()
+    key = hashlib.sha256(f"{gguf.resolve()}:{stat.st_size}:{stat.st_mtime_ns}".encode())
+    target = _ensure(cache_dir() / "gguf") / f"{gguf.stem}-{key.hexdigest()[:12]}.meta"
+    if (target / "config.json").exists():
+        return target
+    from transformers import AutoConfig, AutoTokenizer
+
+    say(f"reading the tokenizer of {gguf.name} (once; about 20 s)")
+    with tempfile.TemporaryDirectory(dir=target.parent) as work:
+        folder = Path(work) / "meta"
+        try:
+            AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name).save_pretrained(folder)
+            AutoConfig.from_pretrained(gguf.parent, gguf_file=gguf.name).save_pretrained(folder)
+        except Exception as exc:  # gguf/transformers raise many types for a bad file
+            raise ModelError(f"cannot read {gguf}: {exc}") from exc
+        folder.rename(target)  # whole, or not at all
+    return target
 
 
 def with_draft(lm: LoadedModel, draft_model: str, dtype: str = "auto", device: str = "cpu"):

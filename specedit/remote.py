@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict
 
 from specedit import prompts
+from specedit.drafting.registry import DEFAULT_METHOD
 from specedit.edit import (
     EditError,
     Editor,
@@ -76,8 +77,8 @@ def connect(url: str) -> Editor:
     """The editor for the server at `url`: `specedit serve`'s own, else chat completions."""
     url = url.rstrip("/").removesuffix("/v1")
     try:
-        with _request(url + "/v1/specedit/status", timeout=10):
-            return RemoteEditor(url)
+        with _request(url + "/v1/specedit/status", timeout=10) as answer:
+            return RemoteEditor(url, json.loads(answer.read()).get("method", DEFAULT_METHOD))
     except ServerRefused:  # a server, but not specedit's
         return OpenAIEditor(url)
 
@@ -85,8 +86,9 @@ def connect(url: str) -> Editor:
 class RemoteEditor:
     """Sends each edit to `specedit serve` at `url` and replays its stream of engine steps."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, default_method: str = DEFAULT_METHOD) -> None:
         self.url = url.rstrip("/")
+        self.default_method = default_method  # the server's, for its model and engine
         self._bytes: dict[int, bytes] = {}  # token -> the bytes the server's tokenizer gives it
         self.startup: dict[str, float] = {}  # the server was ready before us
 
@@ -157,6 +159,7 @@ class OpenAIEditor:
         self.url = url.rstrip("/").removesuffix("/v1")
         self.model = model
         self.startup: dict[str, float] = {}
+        self.default_method = DEFAULT_METHOD  # reported only: the server drafts as it does
 
     def decode(self, tokens: list[int]) -> str:
         return ""  # no tokens come back from a chat-completions server

@@ -32,11 +32,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from specedit.drafting import DrafterUnavailable
 from specedit.drafting.registry import (
-    DEFAULT_METHOD,
     METHODS,
     DraftSources,
-    default_method,
     make_drafter,
+    method_for,
 )
 from specedit.edit import EditError, EditRequest, EditResult, LocalEditor, default_token_limit
 from specedit.engine.events import Generation, Step
@@ -137,7 +136,7 @@ class EditBody(BaseModel):
     instruction: str
     prompt: str = "edit"
     language: str = ""
-    method: str = DEFAULT_METHOD
+    method: str | None = None  # None: the server's default for its model and engine
     max_new_tokens: int | None = Field(None, ge=1)
     temperature: float = Field(0.0, ge=0)
     top_k: int = Field(0, ge=0)
@@ -273,7 +272,12 @@ def create_app(lm: LoadedModel) -> FastAPI:
     @app.get("/v1/specedit/status")
     async def status() -> dict:
         """The model and the generations so far; `cancelled` counts those whose client left."""
-        return {"model": lm.name, **worker.counts}
+        return {
+            "model": lm.name,
+            "engine": lm.engine,
+            "method": method_for(lm),
+            **worker.counts,
+        }
 
     @app.post("/v1/chat/completions")
     async def chat(body: ChatRequest, request: Request):
@@ -383,7 +387,7 @@ def _chat_run(lm: LoadedModel, body: ChatRequest) -> Run:
                        f"{lm.context_length}", "messages", "context_length_exceeded")  # fmt: skip
     stops = [body.stop] if isinstance(body.stop, str) else list(body.stop or [])
     in_prompt = bool(prediction) and any(prediction in m["content"] for m in messages)
-    method = default_method(lm.draft is not None) if not prediction or in_prompt else "pool"
+    method = "pool" if prediction and not in_prompt else method_for(lm)
     sources = DraftSources(references=[predicted] if method == "pool" else [], draft=lm.draft)
     sampling = Sampling(body.temperature, 0, body.top_p, body.seed)
 
@@ -493,15 +497,16 @@ def _chat_events(lm: LoadedModel, body: ChatRequest, run: Run):
 
 
 def _edit_run(lm: LoadedModel, body: EditBody) -> Run:
-    if body.method not in METHODS:
-        raise APIError(400, f"unknown method {body.method!r}: choose one of {', '.join(METHODS)}",
+    method = body.method or method_for(lm)
+    if method not in METHODS:
+        raise APIError(400, f"unknown method {method!r}: choose one of {', '.join(METHODS)}",
                        "method")  # fmt: skip
     if body.verify not in VERIFY_MODES:
         raise APIError(400, f"unknown verification {body.verify!r}", "verify")
     try:
         request = EditRequest(
             body.text, body.instruction, prompt=body.prompt, language=body.language,
-            method=body.method, max_new_tokens=body.max_new_tokens,
+            method=method, max_new_tokens=body.max_new_tokens,
             sampling=Sampling(body.temperature, body.top_k, body.top_p, body.seed),
             verification=Verification(body.verify, body.delta, body.verify_top_k),
             references=tuple(body.references), feedback=body.feedback,

@@ -16,6 +16,7 @@ from specedit.engine.cache import keep_path
 from specedit.engine.drafter import Drafter
 from specedit.engine.memory import Memory
 from specedit.engine.session import generate
+from specedit.engine.target import TransformersTarget
 from specedit.engine.tree import DraftTree
 
 
@@ -200,3 +201,58 @@ def test_lookup_sources_point_at_the_copied_tokens(qwen_tiny):
     memory = prompt + [t for s in steps for t in s.tokens]
     pairs = [(t, src) for s in steps for t, src in zip(s.tokens, s.sources) if src is not None]
     assert all(memory[src] == token for token, src in pairs)
+
+
+class ChainsOnly:
+    """A transformers model behind a target that, like llama.cpp's, verifies chains only."""
+
+    def __init__(self, model) -> None:
+        self.model, self.config = model, model.config
+
+    def open_target(self, capacity: int) -> TransformersTarget:
+        target = TransformersTarget(self.model)
+        target.trees = False
+        return target
+
+
+def test_a_target_that_verifies_chains_gets_the_main_chain_and_stays_exact(qwen_tiny):
+    passes: list[DraftTree] = []
+
+    class Recording(ChainsOnly):
+        def open_target(self, capacity: int) -> TransformersTarget:
+            target = super().open_target(capacity)
+            forward = target.forward
+            target.forward = lambda tree, *args: passes.append(tree) or forward(tree, *args)
+            return target
+
+    prompt = repeating_prompt(4)
+    reference = greedy_reference(qwen_tiny, prompt, 48)
+    drafter = make_drafter("adapld", qwen_tiny)  # drafts branches where its copy is unsure
+    proposed: list[DraftTree] = []
+    propose = drafter.propose
+    drafter.propose = lambda *args: proposed.append(propose(*args)) or proposed[-1]
+    result = generate(Recording(qwen_tiny), prompt, drafter, max_new_tokens=48)
+    assert result.tokens == reference
+    assert any(not tree.is_chain() for tree in proposed)  # trees were drafted ...
+    assert passes and all(tree.is_chain() for tree in passes)  # ... and chains verified
+    assert not {"branch", "successor"} & set("+".join(result.stats.accepted_paths).split("+"))
+
+
+def test_main_chain_follows_first_children():
+    tree = _branchy_tree(root=1)
+    chain = tree.main_chain()
+    assert chain.is_chain() and chain.root == 1
+    assert chain.tokens == [5, 6, 7, 8]
+    assert DraftTree(root=3).main_chain().tokens == []
+
+
+def test_a_drafter_that_reads_hidden_states_is_refused_by_a_target_without_them(qwen_tiny):
+    class NoStates(ChainsOnly):
+        def open_target(self, capacity: int) -> TransformersTarget:
+            target = super().open_target(capacity)
+            target.hidden_states = False
+            return target
+
+    with pytest.raises(ValueError, match="hidden states"):
+        generate(NoStates(qwen_tiny), repeating_prompt(0), make_drafter("adapld", qwen_tiny),
+                 max_new_tokens=4)  # fmt: skip

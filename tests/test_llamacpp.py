@@ -1,12 +1,15 @@
-"""llama.cpp beside specedit in the bench: a clear error without llama-cpp-python; with it (the
-`llamacpp` extra, built from source, so not in CI), both llama.cpp setups run on the bundled
-model's own GGUF file and stop at the engine's fence."""
+"""llama.cpp in specedit: beside it in the bench, and under it as an engine (`--engine llama.cpp`).
+
+Without llama-cpp-python every path says how to get it. With it (the `llamacpp` extra, built
+from source, so not in CI) the bench's llama.cpp setups and the engine run the bundled model's
+own GGUF file, and the engine's copy drafts are exact against its own plain decoding there."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import TEST_MODEL
@@ -27,13 +30,60 @@ TASK = {
 }
 
 
-def test_bench_says_how_to_get_llama_cpp_when_it_is_missing(tiny_model_dir, monkeypatch):
+@pytest.mark.parametrize(
+    "args",
+    [["--methods", "ar,llama.cpp"], ["--methods", "ar,pld", "--engines", "torch,llama.cpp"]],
+)
+def test_bench_says_how_to_get_llama_cpp_when_it_is_missing(tiny_model_dir, monkeypatch, args):
     monkeypatch.setitem(sys.modules, "llama_cpp", None)  # `import llama_cpp` now fails
-    result = CliRunner().invoke(
-        app, ["bench", "--model", str(tiny_model_dir), "--methods", "ar,llama.cpp"]
-    )
+    result = CliRunner().invoke(app, ["bench", "--model", str(tiny_model_dir), *args])
     assert result.exit_code == 2
     assert "pip install 'specedit[llamacpp]'" in result.stderr
+
+
+def test_the_llama_cpp_engine_says_how_to_get_it_when_it_is_missing(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "llama_cpp", None)
+    path = tmp_path / "code.py"
+    path.write_text("def add(a, b):\n    return a - b\n")
+    result = CliRunner().invoke(app, ["fix", str(path), "add", "--engine", "llama.cpp"])
+    assert result.exit_code == 3  # the model cannot be loaded
+    assert "pip install 'specedit[llamacpp]'" in result.stderr
+    assert path.read_text() == "def add(a, b):\n    return a - b\n"
+
+
+@pytest.mark.parametrize(
+    "extra,message",
+    [
+        (["--method", "adapld"], "--method adapld reads the model's hidden states"),
+        (["--draft-model", "qwen2.5-coder-0.5b"], "--draft-model runs on the torch engine"),
+    ],
+)
+def test_the_llama_cpp_engine_refuses_what_it_cannot_run_before_loading(tmp_path, extra, message):
+    path = tmp_path / "code.py"
+    path.write_text("x = 1\n")
+    result = CliRunner().invoke(app, ["fix", str(path), "fix", "--engine", "llama.cpp", *extra])
+    assert result.exit_code == 2 and message in result.stderr
+
+
+def test_on_llama_cpp_only_token_methods_draft_and_pld_is_the_default():
+    from specedit.drafting import DrafterUnavailable
+    from specedit.drafting.registry import TOKEN_METHODS, default_method, make_drafter
+    from specedit.engine.llamacpp import GgufModel
+
+    assert default_method(False, "llama.cpp") == default_method(True, "llama.cpp") == "pld"
+    assert default_method(False) == "adapld"
+    gguf = GgufModel(Path("model.gguf"), config=None, generation_config=None, threads=1)
+    assert {make_drafter(method, gguf).name for method in TOKEN_METHODS} == set(TOKEN_METHODS)
+    with pytest.raises(DrafterUnavailable, match="hidden states"):
+        make_drafter("adapld", gguf)
+
+
+def test_bench_setups_on_llama_cpp_are_labelled_and_compared_with_its_plain_decoding():
+    from specedit.bench.runner import Setup, _reference
+
+    assert Setup("pld", engine="llama.cpp").label == "pld/llama.cpp"
+    assert _reference("pld/llama.cpp") == "ar/llama.cpp"
+    assert _reference("adapld~conditional") == "ar"
 
 
 @pytest.mark.e2e
@@ -82,3 +132,63 @@ def test_llama_cpp_and_its_prompt_lookup_decode_the_same_tokens(bundled_model_di
     assert rows["llama.cpp-pld"]["forward_passes"] == lookup.passes
     assert set(report["summary"]["adapld"]) >= {"wall_over_llama.cpp", "wall_over_llama.cpp-pld"}
     assert "against llama.cpp" in result.stdout
+
+
+# llama.cpp's batched and one-token kernels round differently (logits move by up to ~0.3 here),
+# so a near-tie can flip between them, as in bf16; llama.cpp's own speculative decoding is no
+# different. A difference is only allowed where plain decoding's top two are this close.
+NEAR_TIE = 1.0
+
+
+def _first_difference(a: list[int], b: list[int]) -> int | None:
+    return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), None)
+
+
+@pytest.mark.e2e
+@pytest.mark.llamacpp
+@pytest.mark.skipif(not HAS_LLAMA_CPP, reason="needs llama-cpp-python (the llamacpp extra)")
+def test_the_engine_on_llama_cpp_is_exact_against_its_own_plain_decoding(bundled_model_dir):
+    """Copy drafts verified in llama.cpp batches give the tokens of the engine's plain decoding
+    on llama.cpp (up to a near-tie, see NEAR_TIE): across several prefill batches, through an EOS
+    that a draft carried, and with the token limit inside a draft."""
+    from specedit.drafting.registry import make_drafter
+    from specedit.edit import EditRequest, prepare
+    from specedit.engine.session import generate
+    from specedit.engine.tree import DraftTree
+    from specedit.models import load
+
+    lm = load(TEST_MODEL, engine="llama.cpp")
+    prompt = prepare(lm, EditRequest(TASK["input"], TASK["instruction"], prompt="fix")).prompt
+
+    def run(method: str, limit: int, steps: list | None = None):
+        drafter = make_drafter(method, lm.model)
+        return generate(
+            lm.model, prompt.ids, drafter, max_new_tokens=limit,
+            eos_token_ids=lm.eos_token_ids, on_step=None if steps is None else steps.append,
+        )  # fmt: skip
+
+    def margin(tokens: list[int]) -> float:
+        """Plain decoding's top-two logit gap after `tokens`, in a one-token step."""
+        target = lm.model.open_target(len(tokens) + 1)
+        target.prefill(tokens[:-1], hidden=False)
+        top = target.forward(DraftTree(tokens[-1]), len(tokens) - 1, False).logits[0].topk(2)
+        return float(top.values[0] - top.values[1])
+
+    plain = run("ar", 1200)
+    steps: list = []
+    copied = run("pld", 1200, steps)
+    assert len(prompt.ids) > 512  # the prefill spans batches
+    assert copied.stats.forward_passes < len(plain.tokens) / 8
+    differs = _first_difference(plain.tokens, copied.tokens)
+    if differs is not None:
+        assert margin(prompt.ids + plain.tokens[:differs]) < NEAR_TIE
+    else:
+        assert plain.stop_reason == copied.stop_reason == "eos"
+        assert copied.tokens == plain.tokens
+        assert steps[-1].sources[-1] is not None  # the EOS was a drafted token, accepted
+        text = prompts.extract(lm.tokenizer, copied.tokens, prompt)
+        assert text.count("\n") == TASK["input"].count("\n")
+    for limit in (1, 37, 130):
+        cut = run("pld", limit)
+        assert len(cut.tokens) == limit and cut.stop_reason == "length"
+        assert cut.tokens == copied.tokens[:limit]  # the same batches up to the limit

@@ -14,13 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from specedit.models import ModelError, gguf_file
+from specedit.models import LLAMA_CPP_INSTALL, ModelError, gguf_file
 
 # Draft length of llama.cpp's prompt lookup: the length that did best on copy-heavy edits when
 # llama.cpp was first measured on this kind of machine (not re-tuned since; README, "Benchmark").
 PLD_TOKENS = 64
 LLAMA_CPP_METHODS = {"llama.cpp": None, "llama.cpp-pld": PLD_TOKENS}  # method -> draft length
-INSTALL = "pip install 'specedit[llamacpp]' (llama-cpp-python builds from source: minutes)"
 
 
 class LlamaCppUnavailable(Exception):
@@ -42,7 +41,7 @@ class LlamaCpp:
         try:
             import llama_cpp  # noqa: F401
         except ImportError:
-            message = f"llama.cpp methods need llama-cpp-python: {INSTALL}"
+            message = f"llama.cpp methods need llama-cpp-python: {LLAMA_CPP_INSTALL}"
             raise LlamaCppUnavailable(message) from None
         try:
             self.gguf: Path = gguf_file(model)

@@ -31,7 +31,13 @@ from specedit import prompts
 from specedit.bench.llamacpp import LLAMA_CPP_METHODS, LlamaCpp, LlamaCppUnavailable
 from specedit.bench.tasks import Task, TaskError, load_tasks
 from specedit.checks import CheckResult, run_program
-from specedit.drafting.registry import ABLATIONS, DRAFT_MODEL_METHODS, METHODS, make_drafter
+from specedit.drafting.registry import (
+    ABLATIONS,
+    DRAFT_MODEL_METHODS,
+    METHODS,
+    TOKEN_METHODS,
+    make_drafter,
+)
 from specedit.edit import (
     EditRequest,
     LocalEditor,
@@ -43,7 +49,7 @@ from specedit.edit import (
 from specedit.engine.events import Stats
 from specedit.engine.options import STRICT, Verification
 from specedit.engine.session import generate
-from specedit.models import LoadedModel
+from specedit.models import ENGINES, LoadedModel, ModelError, load
 from specedit.runaway import RUNAWAY
 from specedit.safety import dropped_lines
 
@@ -72,8 +78,8 @@ class Row:
     attempts: int = 1
     unchanged: bool | None = None  # output == input
     dropped: int | None = None  # input lines without a counterpart in the output
-    identical: bool | None = None  # same tokens as `ar`
-    speedup: float | None = None  # tokens/s over `ar`
+    identical: bool | None = None  # same tokens as `ar` on the same engine
+    speedup: float | None = None  # tokens/s over `ar` on the same engine
     exact_match: bool | None = None  # edited text == ground truth
     similarity: float | None = None
     unrequested: int | None = None  # input lines changed outside the planted edit
@@ -148,7 +154,7 @@ def _run_once(lm: LoadedModel, prepared: PreparedEdit, method: str, llama: Llama
         run = llama.run(method, prompt.ids, prepared.max_new_tokens, stop, eos)
         return _Run(run.tokens, run.seconds, run.passes, run.stop)
     start = time.perf_counter()
-    if method not in BASELINES:
+    if method not in BASELINES or lm.engine != "torch":
         generation = generate_edit(lm, prepared)
         seconds = time.perf_counter() - start
         stats = generation.stats
@@ -222,6 +228,7 @@ class Setup:
     verification: Verification = STRICT
     prompts: str = ""  # a folder of <kind>.toml templates; "" = the shipped ones
     attempts: int = 1  # > 1: retry with the task's tests as the check (the --test loop)
+    engine: str = "torch"  # where the engine's passes run: transformers or llama.cpp
 
     @property
     def label(self) -> str:
@@ -232,10 +239,20 @@ class Setup:
             label += f"@{Path(self.prompts).name}"
         if self.attempts > 1:
             label += f"x{self.attempts}"
-        return label
+        return label + engine_suffix(self.engine)
 
     def prompt_for(self, task: Task) -> str:
         return str(Path(self.prompts) / f"{task.kind}.toml") if self.prompts else task.kind
+
+
+def engine_suffix(engine: str) -> str:
+    """How a setup's label names the engine it ran on: nothing for transformers."""
+    return "" if engine == "torch" else f"/{engine}"
+
+
+def _reference(label: str) -> str:
+    """The plain-decoding setup a label is compared with: `ar` on the same engine."""
+    return "ar" + label[label.index("/") :] if "/" in label else "ar"
 
 
 def run_bench(
@@ -251,10 +268,12 @@ def run_bench(
     attempts: int = 1,
     console: Console | None = None,
     suite: str = "edit",
+    engines: list[str] | None = None,
 ) -> list[Row]:
-    """Run every setup (method x verification x prompt set) on every task. transformers'
-    baselines run strict, on the shipped prompts, once; `ar` is the reference for speed and
-    exactness when it is among the methods."""
+    """Run every setup (method x verification x prompt set x engine) on every task. The
+    baselines run strict, on the shipped prompts, once; `ar` on each engine is the reference for
+    speed and exactness of that engine's setups when it is among the methods. On llama.cpp only
+    the methods that read nothing but tokens run."""
     known = [*BASELINES, *LLAMA_CPP_METHODS, *METHODS, *ABLATIONS]
     unknown = [m for m in methods if m not in known]
     if unknown:
@@ -271,23 +290,41 @@ def run_bench(
         tasks = load_tasks(tasks_file, task_ids, suite)
     except (TaskError, ValueError) as exc:
         raise BenchError(str(exc)) from None
+    engines = engines or ["torch"]
+    if unknown := [e for e in engines if e not in ENGINES]:
+        raise BenchError(f"unknown engine {unknown[0]}: choose from {', '.join(ENGINES)}")
+    models = {"torch": lm}
+    for engine in engines[engines[0] == "torch" :]:
+        try:
+            models[engine] = load(lm.name, engine=engine)
+        except ModelError as exc:
+            raise BenchError(str(exc)) from None
     llama = None
     if any(m in LLAMA_CPP_METHODS for m in methods):
         try:
             llama = LlamaCpp(lm.name, torch.get_num_threads())
         except LlamaCppUnavailable as exc:
             raise BenchError(str(exc)) from None
-    setups = [
-        Setup(method, mode, folder, 1 if method in EXTERNAL else attempts)
-        for method in dict.fromkeys(methods)
+    methods = list(dict.fromkeys(methods))
+    # llama-cpp-python's own decoding runs once, and transformers' when torch is an engine; on
+    # another engine, `ar` is that engine's plain decoding (the engine with no draft).
+    external = [
+        m for m in methods if m in LLAMA_CPP_METHODS or ("torch" in engines and m in BASELINES)
+    ]
+    setups = [Setup(method) for method in external] + [
+        Setup(method, mode, folder, attempts, engine)
+        for engine in engines
+        for method in methods
         for mode in modes
         for folder in prompt_sets
-        if method not in EXTERNAL or (mode.mode == "strict" and not folder)
+        if (method in TOKEN_METHODS if engine != "torch" else method not in EXTERNAL)
     ]
-    setups.sort(key=lambda setup: setup.method != "ar")  # the reference runs first
+    # The references first, then in the order asked, each method's engines side by side.
+    setups.sort(key=lambda setup: (setup.method != "ar", methods.index(setup.method)))
     labels = [setup.label for setup in setups]
     console = console or Console(width=max(Console().width, 110))
-    _warm_up(lm)
+    for engine in engines:
+        _warm_up(models[engine])
     rows: list[Row] = []
     for task in tasks:
         for setup in setups:
@@ -297,7 +334,10 @@ def run_bench(
                 verification=setup.verification,
             )  # fmt: skip
             row = min(
-                (_run_setup(lm, task, request, setup, llama) for _ in range(max(repeat, 1))),
+                (
+                    _run_setup(models[setup.engine], task, request, setup, llama)
+                    for _ in range(max(repeat, 1))
+                ),
                 key=lambda r: r.wall_seconds,
             )
             rows.append(row)
@@ -372,13 +412,12 @@ def _run_setup(
 
 
 def _compare_with_reference(rows: list[Row]) -> None:
-    """Speedup and token identity against `ar`, when it ran."""
-    base = next((r for r in rows if r.method == "ar"), None)
-    if base is None:
-        return
+    """Speedup and token identity against `ar` on the same engine, when it ran."""
     for row in rows:
-        row.speedup = row.tokens_per_second / base.tokens_per_second
-        row.identical = row.tokens == base.tokens if row.tokens else None
+        base = next((r for r in rows if r.method == _reference(row.method)), None)
+        if base is not None:
+            row.speedup = row.tokens_per_second / base.tokens_per_second
+            row.identical = row.tokens == base.tokens if row.tokens else None
 
 
 def _warm_up(lm: LoadedModel) -> None:

@@ -104,6 +104,9 @@ ABLATIONS: dict[str, Factory] = {
 }
 DEFAULT_METHOD = "adapld"
 HYBRID_METHOD = "evospec"  # the default instead when a draft model is configured (README)
+# The methods that read nothing but tokens: the only ones a model that gives no hidden states or
+# weights (llama.cpp's) can run; the first is the default there.
+TOKEN_METHODS = ("pld", "pool", "ar")
 # The methods that need `--draft-model`: every one made by the hybrid's factory.
 DRAFT_MODEL_METHODS = tuple(
     name
@@ -112,10 +115,18 @@ DRAFT_MODEL_METHODS = tuple(
 )
 
 
-def default_method(has_draft_model: bool) -> str:
+def default_method(has_draft_model: bool, engine: str = "torch") -> str:
     """The method an edit uses unless told: the hybrid wherever a draft model is at hand (it
-    wins where the input cannot draft and copies like adapld where it can)."""
+    wins where the input cannot draft and copies like adapld where it can); on llama.cpp, which
+    gives no hidden states, plain copying."""
+    if engine == "llama.cpp":
+        return TOKEN_METHODS[0]
     return HYBRID_METHOD if has_draft_model else DEFAULT_METHOD
+
+
+def method_for(lm: LoadedModel) -> str:
+    """The method an edit with `lm` uses unless told (its draft model and engine decide)."""
+    return default_method(lm.draft is not None, lm.engine)
 
 
 def make_drafter(method: str, model, sources: DraftSources | None = None) -> Drafter:
@@ -125,4 +136,11 @@ def make_drafter(method: str, model, sources: DraftSources | None = None) -> Dra
     if factory is None:
         known = ", ".join([*METHODS, *ABLATIONS])
         raise ValueError(f"unknown method {method!r}: choose one of {known}")
+    if not getattr(model, "hidden_states", True) and method not in TOKEN_METHODS:
+        from specedit.drafting import DrafterUnavailable
+
+        raise DrafterUnavailable(
+            f"--method {method} reads the model's hidden states or weights, which the llama.cpp "
+            f"engine does not give: choose {', '.join(TOKEN_METHODS)}"
+        )
     return factory(model, sources or DraftSources())
