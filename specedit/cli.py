@@ -12,6 +12,7 @@ import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Literal, get_type_hints
 
@@ -153,6 +154,15 @@ def _edit_options(
             "file, and every other line is kept byte for byte.",
         ),
     ] = None,
+    context: Annotated[
+        int | None,
+        _opt(
+            "--context",
+            help="With --lines: show the model only N lines on each side of the region, not the "
+            "whole file (a long file's prompt is most of an edit's time).",
+            min=0,
+        ),
+    ] = None,
     max_new_tokens: Annotated[
         int | None,
         _opt(
@@ -224,11 +234,13 @@ def _run_edits(prompt: str, files: list[str], instruction: str, **options) -> No
     region = None
     if options["lines"] is not None:
         try:
-            region = Region.parse(options["lines"])
+            region = replace(Region.parse(options["lines"]), context=options["context"])
         except ValueError as exc:
             problems.append(str(exc))
         if len(files) > 1:
             problems.append("--lines edits one file")
+    elif options["context"] is not None:
+        problems.append("--context is the context of a region: add --lines")
     if not instruction.strip():
         problems.append("the instruction is empty")
     if (
@@ -604,7 +616,11 @@ def bench(
     from specedit.bench.runner import BenchError, run_bench
     from specedit.drafting import DrafterUnavailable
 
-    lm, _ = _load(model, dtype, threads, draft=draft_model)
+    engine_list = [e.strip() for e in engines.split(",") if e.strip()] or ["torch"]
+    if unknown := [e for e in engine_list if e not in ENGINES]:
+        error(f"unknown engine {unknown[0]}: choose from {', '.join(ENGINES)}")
+        raise typer.Exit(Exit.INPUT)
+    lm, _ = _load(model, dtype, threads, draft=draft_model, engine=engine_list[0])
     with _interruptible():
         try:
             run_bench(
@@ -619,7 +635,7 @@ def bench(
                 prompt_sets=[p.strip() for p in prompt_sets.split(",")] if prompt_sets else None,
                 attempts=bench_attempts,
                 suite=suite,
-                engines=[e.strip() for e in engines.split(",") if e.strip()],
+                engines=engine_list,
             )
         except (BenchError, DrafterUnavailable) as exc:
             error(str(exc))

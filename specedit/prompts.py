@@ -115,8 +115,8 @@ class EditPrompt:
 # template's text, for context (shown first, a model copies it instead of the region).
 REGION_CONTEXT = """
 
-The code block above is lines {first}-{last} of a longer file. For context only, here is the \
-rest of that file, with those lines left out; do not return any of it:
+The code block above is lines {first}-{last} of a longer file. For context only, here {shown}, \
+with those lines left out; do not return any of it:
 
 {fence}{language}
 {before}{gap}{after}{fence}"""
@@ -139,10 +139,12 @@ def chat_messages(
     )
     if surroundings:
         where = {"first": surroundings.first, "last": surroundings.last}
-        after = surroundings.after
+        before, after = surroundings.shown()
+        window = surroundings.shown_lines()
+        shown = f"are lines {window[0]}-{window[1]} of it" if window else "is the rest of that file"
         user += REGION_CONTEXT.format(
-            fence=fence_for(surroundings.before + surroundings.after), language=language,
-            before=surroundings.before, gap=REGION_GAP.format(**where),
+            fence=fence_for(before + after), language=language, shown=shown,
+            before=before, gap=REGION_GAP.format(**where),
             after=after if not after or after.endswith("\n") else after + "\n", **where,
         )  # fmt: skip
     return [{"role": "system", "content": template.system}, {"role": "user", "content": user}]

@@ -2,7 +2,8 @@
 
 The model sees the whole file, for context, but writes only the region, so a one-line fix in a
 long file costs the file's prompt and the region's answer instead of an answer as long as the
-file. The text outside the region is never generated: it is kept byte for byte.
+file. With `--context N` it sees only N lines on each side, so the prompt is short too. The text
+outside the region is never generated: it is kept byte for byte.
 """
 
 from __future__ import annotations
@@ -22,6 +23,22 @@ class Surroundings:
     after: str
     first: int  # the region's first and last line numbers in the file (1-based, inclusive)
     last: int
+    context: int | None = None  # lines shown on each side; None: the whole file
+
+    def shown(self) -> tuple[str, str]:
+        """The text before and after the region that the model is shown."""
+        if self.context is None:
+            return self.before, self.after
+        before, after = _lines(self.before), _lines(self.after)
+        return "".join(before[max(len(before) - self.context, 0) :]), "".join(after[: self.context])
+
+    def shown_lines(self) -> tuple[int, int] | None:
+        """The first and last line numbers of what the model is shown (region included), when
+        that is not the whole file."""
+        if self.context is None:
+            return None
+        before, after = (len(_lines(text)) for text in self.shown())
+        return self.first - before, self.last + after
 
     def around(self, region: str) -> str:
         """The whole file with `region` in its place."""
@@ -56,6 +73,7 @@ class Region:
 
     first: int
     last: int
+    context: int | None = None  # lines the model sees on each side; None: the whole file
 
     @classmethod
     def parse(cls, spec: str) -> Region:
@@ -75,15 +93,20 @@ class Region:
         Lines end at "\\n" only (not at the other characters `str.splitlines` breaks on, such
         as a form feed), so that the pieces join back into exactly `text`.
         """
-        lines = text.split("\n")
-        lines = [line + "\n" for line in lines[:-1]] + ([lines[-1]] if lines[-1] else [])
+        lines = _lines(text)
         if self.last > len(lines):
             raise ValueError(f"--lines {self}: the file has {len(lines)} lines")
         before = "".join(lines[: self.first - 1])
         after = "".join(lines[self.last :])
         return "".join(lines[self.first - 1 : self.last]), Surroundings(
-            before, after, self.first, self.last
+            before, after, self.first, self.last, self.context
         )
 
     def __str__(self) -> str:
         return f"{self.first}-{self.last}"
+
+
+def _lines(text: str) -> list[str]:
+    """`text`'s lines with their "\\n" (the last one may have none); they join back to `text`."""
+    lines = text.split("\n")
+    return [line + "\n" for line in lines[:-1]] + ([lines[-1]] if lines[-1] else [])

@@ -126,6 +126,7 @@ class SurroundingsBody(BaseModel):
     after: str
     first: int = Field(ge=1)
     last: int = Field(ge=1)
+    context: int | None = Field(None, ge=0)
 
 
 class EditBody(BaseModel):

@@ -157,3 +157,35 @@ def test_the_cli_checks_lines_before_loading_a_model(tmp_path):
     )
     assert result.exit_code == 2 and "--lines edits one file" in result.stderr
     assert re.search(r"--lines\s", runner.invoke(app, ["fix", "--help"]).stdout)
+
+
+def test_context_shows_only_that_many_lines_on_each_side(tokenizer):
+    inside, around = Region(3, 4, context=1).cut(FILE)
+    assert around.shown() == ("\x0c\n", "\n") and around.shown_lines() == (2, 5)
+    assert around.around(inside) == FILE  # what is kept is still the whole file
+    assert Region(3, 4, context=0).cut(FILE)[1].shown() == ("", "")
+    wide = Region(3, 4, context=50).cut(FILE)[1]
+    assert wide.shown() == (wide.before, wide.after) and wide.shown_lines() == (1, 8)
+    assert Region(3, 4).cut(FILE)[1].shown_lines() is None
+
+    _, around = Region(3, 4, context=3).cut(FILE)
+    prompt = prompts.build(tokenizer, prompts.load_template("fix"), inside, "double it",
+                           "python", surroundings=around)  # fmt: skip
+    context = tokenizer.decode(prompt.ids)
+    context = context[context.index("The code block above is lines 3-4") :]
+    assert "here are lines 1-7 of it, with those lines left out" in context
+    assert "import math" in context and "def halve" in context.split("lines 3-4: the code")[1]
+    assert "return x / 2" not in context  # line 8 lies outside the window
+
+
+def test_a_region_edit_with_context_still_writes_the_whole_file(tmp_path):
+    code, written, [request] = _edit(tmp_path, Region(3, 4, context=0))
+    assert code == Exit.OK and written == FILE.replace("x * 3", "x * 2")
+    assert request.surroundings.shown() == ("", "")
+
+
+def test_context_without_lines_is_refused(tmp_path):
+    path = tmp_path / "calc.py"
+    path.write_text(FILE)
+    result = CliRunner().invoke(app, ["fix", str(path), "double it", "--context", "5"])
+    assert result.exit_code == 2 and "--context is the context of a region" in result.stderr

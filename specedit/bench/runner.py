@@ -293,10 +293,10 @@ def run_bench(
     engines = engines or ["torch"]
     if unknown := [e for e in engines if e not in ENGINES]:
         raise BenchError(f"unknown engine {unknown[0]}: choose from {', '.join(ENGINES)}")
-    models = {"torch": lm}
-    for engine in engines[engines[0] == "torch" :]:
+    models = {lm.engine: lm}
+    for engine in engines:
         try:
-            models[engine] = load(lm.name, engine=engine)
+            models[engine] = models.get(engine) or load(lm.name, engine=engine)
         except ModelError as exc:
             raise BenchError(str(exc)) from None
     llama = None
@@ -335,7 +335,7 @@ def run_bench(
             )  # fmt: skip
             row = min(
                 (
-                    _run_setup(models[setup.engine], task, request, setup, llama)
+                    _run_setup(models.get(setup.engine, lm), task, request, setup, llama)
                     for _ in range(max(repeat, 1))
                 ),
                 key=lambda r: r.wall_seconds,
@@ -570,7 +570,8 @@ def _print(console: Console, rows: list[Row], summary: dict, methods: list[str])
 def _report(lm: LoadedModel, rows: list[Row], summary: dict) -> dict:
     return {
         "model": lm.name,
-        "dtype": str(lm.model.dtype).removeprefix("torch."),
+        "engine": lm.engine,  # the first engine; setups on others name theirs in the label
+        "dtype": "gguf" if lm.engine != "torch" else str(lm.model.dtype).removeprefix("torch."),
         "threads": torch.get_num_threads(),
         "machine": platform.machine(),
         "python": platform.python_version(),
