@@ -6,7 +6,15 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import json
 import os
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 import torch
@@ -202,3 +210,38 @@ def tokenizer(tiny_model_dir):
     from transformers import AutoTokenizer
 
     return AutoTokenizer.from_pretrained(tiny_model_dir)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def get_json(url: str) -> dict:
+    with urllib.request.urlopen(url, timeout=5) as response:
+        return json.loads(response.read())
+
+
+@contextmanager
+def serving(command: list[str], port: int, env: dict | None = None) -> Iterator[str]:
+    """An HTTP server started by `command` on `port`; yields its base URL once /v1/models
+    answers, and stops it afterwards."""
+    with tempfile.TemporaryFile("w+") as log:
+        process = subprocess.Popen(command, env=env, stdout=log, stderr=log, text=True)
+        url = f"http://127.0.0.1:{port}"
+        try:
+            deadline = time.monotonic() + 180
+            while True:
+                try:
+                    get_json(url + "/v1/models")
+                    break
+                except OSError:
+                    if process.poll() is not None or time.monotonic() > deadline:
+                        log.seek(0)
+                        pytest.fail(f"the server did not start: {log.read()}")
+                    time.sleep(0.2)
+            yield url
+        finally:
+            process.terminate()
+            process.wait(30)

@@ -8,7 +8,7 @@ from conftest import greedy_reference, repeating_prompt, tiny_model
 from transformers import DynamicCache
 
 from specedit.calibrate.preverifier import save
-from specedit.drafting.copy import rerank_layer
+from specedit.drafting.copy import add_copy, rerank_layer
 from specedit.drafting.kinds import BRANCH
 from specedit.drafting.preverifier import PreVerifierNet
 from specedit.drafting.registry import ABLATIONS, DRAFT_MODEL_METHODS, METHODS, make_drafter
@@ -256,3 +256,11 @@ def test_a_drafter_that_reads_hidden_states_is_refused_by_a_target_without_them(
     with pytest.raises(ValueError, match="hidden states"):
         generate(NoStates(qwen_tiny), repeating_prompt(0), make_drafter("adapld", qwen_tiny),
                  max_new_tokens=4)  # fmt: skip
+
+
+def test_a_copy_from_the_prompt_stops_at_the_prompt_end():
+    """Past the prompt lies the answer, which does not continue the prompt: not worth drafting."""
+    memory = Memory([1, 2, 3, 4])
+    memory.extend([7, 8, 9])
+    assert add_copy(DraftTree(9), memory, anchor=1, length=10) == [3, 4]
+    assert add_copy(DraftTree(9), memory, anchor=4, length=10) == [8, 9]  # within the answer

@@ -12,13 +12,17 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import TEST_MODEL
+from conftest import TEST_MODEL, free_port, serving
 from typer.testing import CliRunner
 
 from specedit import prompts
 from specedit.cli import app
 
 HAS_LLAMA_CPP = importlib.util.find_spec("llama_cpp") is not None
+# llama-cpp-python's OpenAI-compatible server (its `server` extra), llama-server's stand-in here.
+HAS_LLAMA_CPP_SERVER = HAS_LLAMA_CPP and all(
+    importlib.util.find_spec(name) for name in ("sse_starlette", "starlette_context")
+)
 # Long enough that the prompt spans more than one of llama.cpp's 512-token batches.
 HELPERS = "".join(f"\n\ndef times_{n}(x):\n    return x * {n}\n" for n in range(4, 40))
 TASK = {
@@ -192,3 +196,32 @@ def test_the_engine_on_llama_cpp_is_exact_against_its_own_plain_decoding(bundled
         cut = run("pld", limit)
         assert len(cut.tokens) == limit and cut.stop_reason == "length"
         assert cut.tokens == copied.tokens[:limit]  # the same batches up to the limit
+
+
+@pytest.mark.e2e
+@pytest.mark.llamacpp
+@pytest.mark.skipif(not HAS_LLAMA_CPP_SERVER, reason="needs llama-cpp-python[server]")
+def test_the_cli_edits_through_llama_cpp_s_openai_compatible_server(bundled_model_dir, tmp_path):
+    """The README's llama.cpp recipe, as far as it runs here: `--server` on llama-cpp-python's
+    server (what llama-server speaks) gets the edit back with every CLI guarantee."""
+    from specedit.models import gguf_file
+
+    port = free_port()
+    command = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf_file(TEST_MODEL)),
+               "--port", str(port), "--n_ctx", "4096", "--n_threads", "2"]  # fmt: skip
+    path = tmp_path / "calc.py"
+    original = "def double(x):\n    return x * 3\n"
+    path.write_text(original)
+    with serving(command, port) as url:
+        runner = CliRunner()
+        instruction = "double() returns x * 3; it must return x * 2"
+        result = runner.invoke(app, ["fix", str(path), instruction, "--server", url, "--stats",
+                                     "json"])  # fmt: skip
+        assert result.exit_code == 0, result.stderr
+        edited = result.stdout
+        assert edited.startswith("def double(x):")  # the answer's code block, nothing else
+        stats = json.loads(result.stderr.strip().splitlines()[-1])
+        assert stats["new_tokens"] > 0
+        result = runner.invoke(app, ["fix", str(path), instruction, "--server", url, "-i"])
+        assert result.exit_code == 0, result.stderr
+        assert result.stdout == "" and path.read_text() == edited  # greedy: the same answer

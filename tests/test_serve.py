@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import urllib.request
@@ -24,7 +22,7 @@ from typing import ClassVar
 import openai
 import pytest
 import torch
-from conftest import TEST_MODEL
+from conftest import TEST_MODEL, free_port, get_json, serving
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from specedit import prompts
@@ -33,44 +31,17 @@ from specedit.remote import OpenAIEditor, RemoteEditor, connect
 from specedit.serve import token_bytes
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _get(url: str) -> dict:
-    with urllib.request.urlopen(url, timeout=5) as response:
-        return json.loads(response.read())
-
-
 @contextmanager
 def running_server(model: str, *extra: str, cache: Path | None = None):
     """`specedit serve` on a free port; yields its base URL once it answers."""
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "SPECEDIT_THREADS": "1"}
     if cache:
         env["SPECEDIT_CACHE"] = str(cache)
     command = [sys.executable, "-m", "specedit", "serve", "--model", model, "--port", str(port),
                "--dtype", "fp32", *extra]  # fmt: skip
-    with tempfile.TemporaryFile("w+") as log:
-        process = subprocess.Popen(command, env=env, stderr=log, text=True)
-        url = f"http://127.0.0.1:{port}"
-        try:
-            deadline = time.monotonic() + 180
-            while True:
-                try:
-                    _get(url + "/v1/models")
-                    break
-                except OSError:
-                    if process.poll() is not None or time.monotonic() > deadline:
-                        log.seek(0)
-                        pytest.fail(f"the server did not start: {log.read()}")
-                    time.sleep(0.2)
-            yield url
-        finally:
-            process.terminate()
-            process.wait(30)
+    with serving(command, port, env) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
@@ -179,7 +150,7 @@ def test_another_model_name_is_a_404(client):
 
 
 def test_a_client_that_disconnects_cancels_its_generation(client, tiny_server, tiny_model_dir):
-    before = _get(tiny_server + "/v1/specedit/status")
+    before = get_json(tiny_server + "/v1/specedit/status")
     stream = client.chat.completions.create(
         model=str(tiny_model_dir), messages=MESSAGES, temperature=1, seed=0, max_tokens=900,
         stream=True,
@@ -189,7 +160,7 @@ def test_a_client_that_disconnects_cancels_its_generation(client, tiny_server, t
     stream.close()
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
-        status = _get(tiny_server + "/v1/specedit/status")
+        status = get_json(tiny_server + "/v1/specedit/status")
         if status["running"] == 0 and status["done"] > before["done"]:
             break
         time.sleep(0.05)
@@ -239,7 +210,7 @@ def test_a_region_edit_through_the_server_shows_the_model_the_whole_file(tiny_se
 def test_the_cli_says_when_no_server_answers(tmp_path):
     source = tmp_path / "code.py"
     source.write_text(CODE)
-    port = _free_port()  # nothing listens there
+    port = free_port()  # nothing listens there
     result = subprocess.run(
         [sys.executable, "-m", "specedit", "fix", str(source), "fix it", "--server",
          f"http://127.0.0.1:{port}"],

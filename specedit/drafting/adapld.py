@@ -96,7 +96,7 @@ class AdaPLD(Drafter):
                 length = self.length.length(memory, anchor, available)
             else:
                 length = min(self.max_copy, available)
-            main = add_copy(tree, tokens, anchor, min(length, budget))
+            main = add_copy(tree, memory, anchor, min(length, budget))
             self._copy = len(main)
 
         # Branch only where the copy is unsure: on this CPU every drafted node costs ~3 ms of

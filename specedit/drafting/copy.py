@@ -114,9 +114,12 @@ class HiddenStateRanker:
         pass
 
 
-def add_copy(tree: DraftTree, tokens: list[int], anchor: int, length: int) -> list[int]:
-    """Draft up to `length` tokens that followed `anchor` as the tree's main chain."""
-    copied = tokens[anchor + 1 : anchor + 1 + length]
+def add_copy(tree: DraftTree, memory: Memory, anchor: int, length: int) -> list[int]:
+    """Draft up to `length` tokens that followed `anchor` as the tree's main chain. A copy from
+    the prompt ends with the prompt: what follows it in memory is the answer, which does not
+    continue the prompt (on a short file, verifying those tokens was most of the time)."""
+    end = memory.prompt_length if anchor < memory.prompt_length else len(memory)
+    copied = memory.tokens[anchor + 1 : min(anchor + 1 + length, end)]
     tree.add_chain(copied, first_source=anchor + 1, kind=MAIN)
     return copied
 
@@ -132,7 +135,7 @@ class CopyDrafter(Drafter):
         tree = DraftTree(root=memory.tokens[-1])
         anchor = self.ranker.anchor(memory)
         if anchor is not None:
-            add_copy(tree, memory.tokens, anchor, min(budget, self.draft_length))
+            add_copy(tree, memory, anchor, min(budget, self.draft_length))
         return tree
 
     def observe(self, tree: DraftTree, accepted: list[int]) -> None:
