@@ -148,6 +148,20 @@ def _first_difference(a: list[int], b: list[int]) -> int | None:
     return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), None)
 
 
+def _margin(lm, tokens: list[int]) -> float:
+    """Plain decoding's top-two logit gap after `tokens`, in a one-token step, from a cold cache."""
+    from specedit.engine.tree import DraftTree
+
+    lm.model.reuse_prefix = False
+    try:
+        target = lm.model.open_target(len(tokens) + 1)
+    finally:
+        lm.model.reuse_prefix = True
+    target.prefill(tokens[:-1], hidden=False)
+    top = target.forward(DraftTree(tokens[-1]), len(tokens) - 1, False).logits[0].topk(2)
+    return float(top.values[0] - top.values[1])
+
+
 @pytest.mark.e2e
 @pytest.mark.llamacpp
 @pytest.mark.skipif(not HAS_LLAMA_CPP, reason="needs llama-cpp-python (the llamacpp extra)")
@@ -158,7 +172,6 @@ def test_the_engine_on_llama_cpp_is_exact_against_its_own_plain_decoding(bundled
     from specedit.drafting.registry import make_drafter
     from specedit.edit import EditRequest, prepare
     from specedit.engine.session import generate
-    from specedit.engine.tree import DraftTree
     from specedit.models import load
 
     lm = load(TEST_MODEL, engine="llama.cpp")
@@ -171,13 +184,6 @@ def test_the_engine_on_llama_cpp_is_exact_against_its_own_plain_decoding(bundled
             eos_token_ids=lm.eos_token_ids, on_step=None if steps is None else steps.append,
         )  # fmt: skip
 
-    def margin(tokens: list[int]) -> float:
-        """Plain decoding's top-two logit gap after `tokens`, in a one-token step."""
-        target = lm.model.open_target(len(tokens) + 1)
-        target.prefill(tokens[:-1], hidden=False)
-        top = target.forward(DraftTree(tokens[-1]), len(tokens) - 1, False).logits[0].topk(2)
-        return float(top.values[0] - top.values[1])
-
     plain = run("ar", 1200)
     steps: list = []
     copied = run("pld", 1200, steps)
@@ -185,7 +191,7 @@ def test_the_engine_on_llama_cpp_is_exact_against_its_own_plain_decoding(bundled
     assert copied.stats.forward_passes < len(plain.tokens) / 8
     differs = _first_difference(plain.tokens, copied.tokens)
     if differs is not None:
-        assert margin(prompt.ids + plain.tokens[:differs]) < NEAR_TIE
+        assert _margin(lm, prompt.ids + plain.tokens[:differs]) < NEAR_TIE
     else:
         assert plain.stop_reason == copied.stop_reason == "eos"
         assert copied.tokens == plain.tokens
@@ -225,3 +231,40 @@ def test_the_cli_edits_through_llama_cpp_s_openai_compatible_server(bundled_mode
         result = runner.invoke(app, ["fix", str(path), instruction, "--server", url, "-i"])
         assert result.exit_code == 0, result.stderr
         assert result.stdout == "" and path.read_text() == edited  # greedy: the same answer
+
+
+@pytest.mark.e2e
+@pytest.mark.llamacpp
+@pytest.mark.skipif(not HAS_LLAMA_CPP, reason="needs llama-cpp-python (the llamacpp extra)")
+def test_a_warm_llama_cpp_model_reuses_the_prompt_prefix_it_holds(bundled_model_dir):
+    """A second prompt prefills only what it does not share with the cache, and decodes as a cold
+    run does (up to a near-tie)."""
+    from specedit.drafting.registry import make_drafter
+    from specedit.edit import EditRequest, prepare
+    from specedit.engine.session import generate
+    from specedit.models import load
+
+    lm = load(TEST_MODEL, engine="llama.cpp")
+    first, second = (
+        prepare(lm, EditRequest(TASK["input"], instruction, prompt="fix")).prompt.ids
+        for instruction in (TASK["instruction"], "halve() must return x / 2 exactly")
+    )
+    shared = _first_difference(first, second)
+    assert 0 < shared < len(first)
+
+    def run(prompt: list[int], reuse: bool) -> list[int]:
+        lm.model.reuse_prefix = reuse
+        drafter = make_drafter("pld", lm.model)
+        return generate(lm.model, prompt, drafter, max_new_tokens=60).tokens
+
+    try:
+        cold = run(second, reuse=False)
+        run(first, reuse=True)
+        target = lm.model.open_target(len(second) + 100)
+        target.prefill(first[:-1], hidden=False)
+        assert target.reused == len(first) - 1  # all of it was there
+        warm = run(second, reuse=True)
+    finally:
+        lm.model.reuse_prefix = True
+    differs = _first_difference(cold, warm)
+    assert differs is None or _margin(lm, second + cold[:differs]) < NEAR_TIE

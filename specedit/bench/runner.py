@@ -299,6 +299,8 @@ def run_bench(
             models[engine] = models.get(engine) or load(lm.name, engine=engine)
         except ModelError as exc:
             raise BenchError(str(exc)) from None
+        if engine == "llama.cpp":  # every run starts cold, as every other setup does
+            models[engine].model.reuse_prefix = False
     llama = None
     if any(m in LLAMA_CPP_METHODS for m in methods):
         try:
