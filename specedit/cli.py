@@ -26,7 +26,7 @@ from specedit.drafting.registry import (
     DRAFT_MODEL_METHODS,
     HYBRID_METHOD,
     METHODS,
-    TOKEN_METHODS,
+    refusal,
 )
 from specedit.engine.options import VERIFY_MODES
 from specedit.exits import Exit
@@ -266,11 +266,8 @@ def _run_edits(prompt: str, files: list[str], instruction: str, **options) -> No
     if options["engine"] == "llama.cpp" and not options["server"]:
         if options["draft_model"]:
             problems.append("--draft-model runs on the torch engine, not on llama.cpp")
-        elif options["method"] and options["method"] not in TOKEN_METHODS:
-            problems.append(
-                f"--method {options['method']} reads the model's hidden states, which llama.cpp "
-                f"does not give: choose {', '.join(TOKEN_METHODS)}"
-            )
+        elif options["method"] and (why := refusal(options["method"], "llama.cpp")):
+            problems.append(why)
     if options["method"] in DRAFT_MODEL_METHODS and not (
         options["draft_model"] or options["server"]
     ):

@@ -163,9 +163,7 @@ def resolve(model: str) -> Path | str:
     if path.suffix == ".gguf":
         if not path.is_file():
             raise ModelError(f"no such GGUF file: {model}")
-        stat = path.stat()
-        key = hashlib.sha256(f"{path.resolve()}:{stat.st_size}:{stat.st_mtime_ns}".encode())
-        target = cache_dir() / "models" / f"{path.stem}-{key.hexdigest()[:12]}"
+        target = cache_dir() / "models" / _file_key(path)
         if not (target / "config.json").exists():
             _convert_gguf(path, target)
         return target
@@ -200,6 +198,22 @@ def gguf_file(model: str) -> Path:
     if path.suffix == ".gguf" and path.is_file():
         return path
     raise ModelError(f"{model!r} is not a GGUF model: give a bundled name or a .gguf file")
+
+
+def _file_key(path: Path) -> str:
+    """A cache name for what is derived from the file at `path`: its stem and a hash of where it
+    is, its size and its modification time (a changed file gets a new name)."""
+    stat = path.stat()
+    key = hashlib.sha256(f"{path.resolve()}:{stat.st_size}:{stat.st_mtime_ns}".encode())
+    return f"{path.stem}-{key.hexdigest()[:12]}"
+
+
+def require_llama_cpp(what: str) -> None:
+    """Raise ModelError naming the install command when llama-cpp-python is missing."""
+    try:
+        import llama_cpp  # noqa: F401
+    except ImportError:
+        raise ModelError(f"{what} llama-cpp-python: {LLAMA_CPP_INSTALL}") from None
 
 
 def _ensure(path: Path) -> Path:
@@ -239,7 +253,11 @@ class LoadedModel:
     model: torch.nn.Module | GgufModel
     tokenizer: object
     draft: LoadedModel | None = None  # a small model with the same tokenizer that drafts
-    engine: str = "torch"  # where its forward passes run (ENGINES)
+
+    @property
+    def engine(self) -> str:
+        """Where its forward passes run (ENGINES): a GGUF model says so, else transformers."""
+        return getattr(self.model, "engine", "torch")
 
     @property
     def context_length(self) -> int:
@@ -302,11 +320,7 @@ def _load_gguf(model: str) -> LoadedModel:
     import torch
     from transformers import AutoConfig, AutoTokenizer, GenerationConfig
 
-    try:
-        import llama_cpp  # noqa: F401
-    except ImportError:
-        message = f"the llama.cpp engine needs llama-cpp-python: {LLAMA_CPP_INSTALL}"
-        raise ModelError(message) from None
+    require_llama_cpp("the llama.cpp engine needs")
     from specedit.engine.llamacpp import GgufModel
 
     gguf = gguf_file(model)
@@ -320,7 +334,7 @@ def _load_gguf(model: str) -> LoadedModel:
     if not getattr(tokenizer, "chat_template", None):
         raise ModelError(f"model {model!r} has no chat template, so it cannot follow instructions")
     gguf_model = GgufModel(gguf, config, generation, torch.get_num_threads())
-    return LoadedModel(name=model, model=gguf_model, tokenizer=tokenizer, engine="llama.cpp")
+    return LoadedModel(name=model, model=gguf_model, tokenizer=tokenizer)
 
 
 def _gguf_metadata(model: str, gguf: Path) -> Path:
@@ -329,9 +343,7 @@ def _gguf_metadata(model: str, gguf: Path) -> Path:
     converted = cache_dir() / "models" / model if model in BUNDLED else None
     if converted is not None and (converted / "config.json").exists():
         return converted
-    stat = gguf.stat()
-    key = hashlib.sha256(f"{gguf.resolve()}:{stat.st_size}:{stat.st_mtime_ns}".encode())
-    target = _ensure(cache_dir() / "gguf") / f"{gguf.stem}-{key.hexdigest()[:12]}.meta"
+    target = _ensure(cache_dir() / "gguf") / f"{_file_key(gguf)}.meta"
     if (target / "config.json").exists():
         return target
     from transformers import AutoConfig, AutoTokenizer

@@ -37,8 +37,8 @@ class Surroundings:
         that is not the whole file."""
         if self.context is None:
             return None
-        before, after = (len(_lines(text)) for text in self.shown())
-        return self.first - before, self.last + after
+        after = len(_lines(self.after))  # the lines before the region number first - 1
+        return max(self.first - self.context, 1), self.last + min(self.context, after)
 
     def around(self, region: str) -> str:
         """The whole file with `region` in its place."""

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from specedit.models import LLAMA_CPP_INSTALL, ModelError, gguf_file
+from specedit.models import ModelError, gguf_file, require_llama_cpp
 
 # Draft length of llama.cpp's prompt lookup: the length that did best on copy-heavy edits when
 # llama.cpp was first measured on this kind of machine (not re-tuned since; README, "Benchmark").
@@ -39,14 +39,10 @@ class LlamaCpp:
 
     def __init__(self, model: str, threads: int) -> None:
         try:
-            import llama_cpp  # noqa: F401
-        except ImportError:
-            message = f"llama.cpp methods need llama-cpp-python: {LLAMA_CPP_INSTALL}"
-            raise LlamaCppUnavailable(message) from None
-        try:
+            require_llama_cpp("llama.cpp methods need")
             self.gguf: Path = gguf_file(model)
         except ModelError as exc:
-            raise LlamaCppUnavailable(f"llama.cpp methods: {exc}") from None
+            raise LlamaCppUnavailable(str(exc)) from None
         self.threads = threads
         self._contexts: dict[str, Any] = {}
 

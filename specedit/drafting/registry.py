@@ -124,6 +124,16 @@ def default_method(has_draft_model: bool, engine: str = "torch") -> str:
     return HYBRID_METHOD if has_draft_model else DEFAULT_METHOD
 
 
+def refusal(method: str, engine: str) -> str | None:
+    """Why `method` cannot draft on `engine`, or None when it can."""
+    if engine == "llama.cpp" and method not in TOKEN_METHODS:
+        return (
+            f"--method {method} reads the model's hidden states or weights, which the llama.cpp "
+            f"engine does not give: choose {', '.join(TOKEN_METHODS)}"
+        )
+    return None
+
+
 def method_for(lm: LoadedModel) -> str:
     """The method an edit with `lm` uses unless told (its draft model and engine decide)."""
     return default_method(lm.draft is not None, lm.engine)
@@ -136,11 +146,8 @@ def make_drafter(method: str, model, sources: DraftSources | None = None) -> Dra
     if factory is None:
         known = ", ".join([*METHODS, *ABLATIONS])
         raise ValueError(f"unknown method {method!r}: choose one of {known}")
-    if not getattr(model, "hidden_states", True) and method not in TOKEN_METHODS:
+    if why := refusal(method, getattr(model, "engine", "torch")):
         from specedit.drafting import DrafterUnavailable
 
-        raise DrafterUnavailable(
-            f"--method {method} reads the model's hidden states or weights, which the llama.cpp "
-            f"engine does not give: choose {', '.join(TOKEN_METHODS)}"
-        )
+        raise DrafterUnavailable(why)
     return factory(model, sources or DraftSources())

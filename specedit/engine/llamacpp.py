@@ -37,7 +37,7 @@ class GgufModel:
 
     device = torch.device("cpu")
     dtype = torch.float32  # of the logits the engine sees
-    hidden_states = False  # nor weights: drafters that read either cannot run on it
+    engine = "llama.cpp"  # no hidden states nor weights: only token drafters run on it
 
     def __init__(self, path: Path, config: Any, generation_config: Any, threads: int) -> None:
         self.path, self.config, self.generation_config = path, config, generation_config
@@ -114,7 +114,8 @@ class LlamaCppTarget:
         ids = [tree.root, *tree.tokens]
         if len(ids) > self.llm.n_batch:
             raise ValueError(f"a draft of {len(ids)} tokens is over one batch ({self.llm.n_batch})")
-        self._drop_from(prefix_length)
+        if len(self.held) > prefix_length:  # only when no prefill emptied the cache's tail
+            self._drop_from(prefix_length)
         self._decode(ids, prefix_length, all_logits=True)
         self.held.extend(ids)
         shape = (len(ids), self.vocabulary)
