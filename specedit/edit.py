@@ -174,6 +174,7 @@ def generate_edit(
         eos_token_ids=lm.eos_token_ids,
         stop=lambda token: fence(token) or guard(token) or (stop(token) if stop else None),
         on_step=on_step,
+        pass_cost=lm.pass_cost(),
     )
 
 

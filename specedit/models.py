@@ -10,18 +10,21 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
+import platform
 import shutil
 import tempfile
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from specedit.console import say
+from specedit.files import replace_atomically
 
 if TYPE_CHECKING:
     import torch
 
+    from specedit.engine.cost import PassCost
     from specedit.engine.llamacpp import GgufModel
 
 
@@ -253,6 +256,7 @@ class LoadedModel:
     model: torch.nn.Module | GgufModel
     tokenizer: object
     draft: LoadedModel | None = None  # a small model with the same tokenizer that drafts
+    _pass_cost: PassCost | None = field(default=None, init=False, repr=False)
 
     @property
     def engine(self) -> str:
@@ -262,6 +266,29 @@ class LoadedModel:
     @property
     def context_length(self) -> int:
         return int(getattr(self.model.config, "max_position_embeddings", 0) or 32768)
+
+    def pass_cost(self) -> PassCost:
+        """What a verify pass costs with this model on this machine, by its width (drafts are
+        sized by it: engine/cost.py). Measured once, in a few seconds, and kept in the cache
+        per model, engine, dtype, threads and host."""
+        if self._pass_cost is None:
+            import torch
+
+            from specedit.engine.cost import PassCost, measure
+
+            threads = getattr(self.model, "threads", None) or torch.get_num_threads()
+            where = (f"{self.name}|{self.engine}|{self.model.dtype}|{self.model.device}|"
+                     f"{threads}|{platform.node()}|{os.cpu_count()}")  # fmt: skip
+            digest = hashlib.sha256(where.encode()).hexdigest()[:16]
+            path = cache_dir() / "cost" / f"{Path(self.name).name}-{digest}.json"
+            if path.exists():
+                self._pass_cost = PassCost.load(path)
+            else:
+                say(f"measuring what a verify pass of {self.name} costs here (once; seconds)")
+                self._pass_cost = measure(self.model)
+                _ensure(path.parent)
+                replace_atomically(path, self._pass_cost.save)
+        return self._pass_cost
 
     @property
     def eos_token_ids(self) -> set[int]:

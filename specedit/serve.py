@@ -419,6 +419,7 @@ def _chat_run(lm: LoadedModel, body: ChatRequest) -> Run:
             lm.model, prompt, make_drafter(method, lm.model, sources),
             max_new_tokens=min(limit, room), sampling=sampling,
             eos_token_ids=lm.eos_token_ids, stop=job_stop(job, stop_strings), on_step=on_step,
+            pass_cost=lm.pass_cost(),
         )  # fmt: skip
         emit_new()
         return {"text": current(), "generation": generation, "predicted": len(predicted),

@@ -78,6 +78,7 @@ def test_on_llama_cpp_only_token_methods_draft_and_pld_is_the_default():
     assert default_method(False) == "adapld"
     gguf = GgufModel(Path("model.gguf"), config=None, generation_config=None, threads=1)
     assert {make_drafter(method, gguf).name for method in TOKEN_METHODS} == set(TOKEN_METHODS)
+    assert make_drafter("pld-fixed", gguf).confidence is None  # the bench's unsized ablation
     with pytest.raises(DrafterUnavailable, match="hidden states"):
         make_drafter("adapld", gguf)
 

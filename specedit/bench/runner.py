@@ -35,8 +35,8 @@ from specedit.drafting.registry import (
     ABLATIONS,
     DRAFT_MODEL_METHODS,
     METHODS,
-    TOKEN_METHODS,
     make_drafter,
+    refusal,
 )
 from specedit.edit import (
     EditRequest,
@@ -319,7 +319,7 @@ def run_bench(
         for method in methods
         for mode in modes
         for folder in prompt_sets
-        if (method in TOKEN_METHODS if engine != "torch" else method not in EXTERNAL)
+        if (refusal(method, engine) is None if engine != "torch" else method not in EXTERNAL)
     ]
     # The references first, then in the order asked, each method's engines side by side.
     setups.sort(key=lambda setup: (setup.method != "ar", methods.index(setup.method)))
@@ -423,8 +423,10 @@ def _compare_with_reference(rows: list[Row]) -> None:
 
 
 def _warm_up(lm: LoadedModel) -> None:
+    """Page the weights in and measure (or read) the pass-cost curve, before anything is timed."""
     ids = lm.tokenizer("def warm_up():\n    return 1\n", add_special_tokens=False)["input_ids"]
     generate(lm.model, ids, make_drafter("pld", lm.model), max_new_tokens=8)
+    lm.pass_cost()
 
 
 def _summary(rows: list[Row], methods: list[str]) -> dict[str, dict]:

@@ -3,17 +3,18 @@ tree of the main copy, top-K branch tokens at the anchor and one successor per b
 
 Follows the AdaPLD paper (section 3, Algorithm 1) with one change for CPUs: branches are added
 only when the main copy is short (unsure), because every drafted node costs verify compute here.
-The main copy's length can be chosen by the Pacer-style pre-verifier in length.py
-(`adaptive=True`); on the bench suite a fixed 64 was faster, so that is the default.
+The main copy says how sure it is (length.py's CopyConfidence), so the engine verifies only as
+much of it as pays for its cost on this machine (engine/cost.py); the ablations draft a fixed 64
+(`sized=False`) or let the Pacer-style pre-verifier in length.py choose (`adaptive=True`).
 """
 
 from __future__ import annotations
 
 from collections import Counter
 
-from specedit.drafting.copy import HiddenStateRanker, add_copy, occurrences
-from specedit.drafting.kinds import BRANCH, MAIN, SUCCESSOR
-from specedit.drafting.length import AdaptiveLength, AgreementLength, CopyLength
+from specedit.drafting.copy import HiddenStateRanker, add_copy, main_copy_outcome, occurrences
+from specedit.drafting.kinds import BRANCH, SUCCESSOR
+from specedit.drafting.length import AdaptiveLength, AgreementLength, CopyConfidence, CopyLength
 from specedit.drafting.preverifier import TrainedLength
 from specedit.drafting.vocabulary import vocabulary_index
 from specedit.engine.drafter import Drafter
@@ -48,6 +49,7 @@ class AdaPLD(Drafter):
         semantic: bool = True,
         branch: bool = True,
         successor: bool = True,
+        sized: bool = True,
         adaptive: bool = False,
         pre_verifier: str = "free",
         hnsw: bool = True,
@@ -62,8 +64,8 @@ class AdaPLD(Drafter):
         self.semantic, self.successor = semantic, successor and branch
         self.vocabulary = vocabulary_index(model, hnsw) if (semantic or branch) else None
         self.length = copy_length(pre_verifier, model, max_copy) if adaptive else None
+        self.confidence = CopyConfidence() if sized and not adaptive else None
         self.retrieval: Counter[str] = Counter()
-        self._copy = 0  # main length of the last draft
 
     def _candidates(self, memory: Memory, token: int, before: int) -> tuple[list[int], str]:
         """Positions j in 1..before-1 holding `token`, else a semantically similar token."""
@@ -82,7 +84,6 @@ class AdaPLD(Drafter):
     def propose(self, memory: Memory, budget: int) -> DraftTree:
         tokens, last = memory.tokens, len(memory.tokens) - 1
         tree = DraftTree(root=tokens[last])
-        self._copy = 0
         candidates, outcome = self._candidates(memory, tokens[last], last)
         self.retrieval[outcome] += 1
         if not candidates:
@@ -96,8 +97,8 @@ class AdaPLD(Drafter):
                 length = self.length.length(memory, anchor, available)
             else:
                 length = min(self.max_copy, available)
-            main = add_copy(tree, memory, anchor, min(length, budget))
-            self._copy = len(main)
+            sure = self.confidence.estimate(memory, anchor) if self.confidence else None
+            main = add_copy(tree, memory, anchor, min(length, budget), sure)
 
         # Branch only where the copy is unsure: on this CPU every drafted node costs ~3 ms of
         # verify compute, and a long confident copy rarely leaves room for an alternative.
@@ -117,9 +118,11 @@ class AdaPLD(Drafter):
         return tree
 
     def observe(self, tree: DraftTree, accepted: list[int]) -> None:
-        if self.length and self._copy:
-            on_main = sum(1 for node in accepted if tree.kind(node) == MAIN)
-            self.length.observe(self._copy, on_main)
+        verified, on_main = main_copy_outcome(tree, accepted)
+        if verified:
+            for learner in (self.length, self.confidence):
+                if learner:
+                    learner.observe(verified, on_main)
 
     def report(self) -> dict[str, int]:
         return {f"retrieval_{k}": v for k, v in sorted(self.retrieval.items())}

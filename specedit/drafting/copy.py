@@ -17,6 +17,7 @@ from typing import Protocol
 import torch
 
 from specedit.drafting.kinds import MAIN
+from specedit.drafting.length import CopyConfidence
 from specedit.engine.drafter import Drafter
 from specedit.engine.memory import Memory
 from specedit.engine.tree import DraftTree
@@ -114,29 +115,49 @@ class HiddenStateRanker:
         pass
 
 
-def add_copy(tree: DraftTree, memory: Memory, anchor: int, length: int) -> list[int]:
+def add_copy(
+    tree: DraftTree, memory: Memory, anchor: int, length: int, confidence: float | None = None
+) -> list[int]:
     """Draft up to `length` tokens that followed `anchor` as the tree's main chain. A copy from
     the prompt ends with the prompt: what follows it in memory is the answer, which does not
     continue the prompt (on a short file, verifying those tokens was most of the time)."""
     end = memory.prompt_length if anchor < memory.prompt_length else len(memory)
     copied = memory.tokens[anchor + 1 : min(anchor + 1 + length, end)]
-    tree.add_chain(copied, first_source=anchor + 1, kind=MAIN)
+    tree.add_chain(copied, first_source=anchor + 1, kind=MAIN, confidence=confidence)
     return copied
 
 
-class CopyDrafter(Drafter):
-    """Copies up to `draft_length` tokens after the anchor its ranker chooses."""
+def main_copy_outcome(tree: DraftTree, accepted: list[int]) -> tuple[int, int]:
+    """How many main-copy tokens the verified `tree` held, and how many were accepted."""
+    verified = sum(1 for kind in tree.kinds if kind == MAIN)
+    return verified, sum(1 for node in accepted if tree.kind(node) == MAIN)
 
-    def __init__(self, name: str, ranker: Ranker, draft_length: int = 64) -> None:
+
+class CopyDrafter(Drafter):
+    """Copies up to `draft_length` tokens after the anchor its ranker chooses; with a
+    `confidence`, says how sure each copied token is, so the engine verifies only as many as
+    pay for their cost."""
+
+    def __init__(
+        self,
+        name: str,
+        ranker: Ranker,
+        draft_length: int = 64,
+        confidence: CopyConfidence | None = None,
+    ) -> None:
         self.name, self.ranker, self.draft_length = name, ranker, draft_length
+        self.confidence = confidence
         self.hidden_layers = tuple(ranker.hidden_layers)
 
     def propose(self, memory: Memory, budget: int) -> DraftTree:
         tree = DraftTree(root=memory.tokens[-1])
         anchor = self.ranker.anchor(memory)
         if anchor is not None:
-            add_copy(tree, memory, anchor, min(budget, self.draft_length))
+            sure = self.confidence.estimate(memory, anchor) if self.confidence else None
+            add_copy(tree, memory, anchor, min(budget, self.draft_length), sure)
         return tree
 
     def observe(self, tree: DraftTree, accepted: list[int]) -> None:
         self.ranker.observe(tree, accepted)
+        if self.confidence and len(tree) > 1:
+            self.confidence.observe(*main_copy_outcome(tree, accepted))

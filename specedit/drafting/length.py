@@ -87,6 +87,25 @@ class AdaptiveLength:
         self.accepted[b] += accepted
 
 
+class CopyConfidence:
+    """How sure a copy is, for the engine to weigh against the pass's cost (engine/cost.py):
+    each copied token's chance of being accepted once the one before it is, learned on this
+    document per agreement bucket as AdaptiveLength learns it."""
+
+    def __init__(self) -> None:
+        self.inner = AdaptiveLength()
+        self._agreement = 0
+
+    def estimate(self, memory: Memory, anchor: int) -> float:
+        self._agreement = agreement(memory.tokens, anchor, len(memory) - 1)
+        return self.inner.acceptance(self._agreement)
+
+    def observe(self, verified: int, accepted: int) -> None:
+        """`accepted` of the `verified` copied tokens (what the engine kept of the draft)
+        survived in order."""
+        self.inner.observe(self._agreement, verified, accepted)
+
+
 class CopyLength(Protocol):
     """What AdaPLD asks a pre-verifier: how much of the copy after `anchor` to draft (memory's
     last token is the current position), then how many of the drafted tokens were accepted."""

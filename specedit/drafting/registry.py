@@ -34,10 +34,11 @@ def _ar(model, sources: DraftSources) -> Drafter:
     return Drafter()
 
 
-def _pld(model, sources: DraftSources) -> Drafter:
+def _pld(model, sources: DraftSources, sized: bool = True) -> Drafter:
     from specedit.drafting.copy import CopyDrafter, NgramRanker
+    from specedit.drafting.length import CopyConfidence
 
-    return CopyDrafter("pld", NgramRanker())
+    return CopyDrafter("pld", NgramRanker(), confidence=CopyConfidence() if sized else None)
 
 
 def _pldplus(model, sources: DraftSources) -> Drafter:
@@ -88,9 +89,11 @@ METHODS: dict[str, Factory] = {
     "pool": _pool,
     "evospec": _evospec,
 }
-# Parts of adapld and evospec switched off or swapped, and plain draft-model drafting, for
-# `specedit bench` only.
+# pld and adapld with fixed 64-token copies (not sized by the pass cost), parts of adapld and
+# evospec switched off or swapped, and plain draft-model drafting, for `specedit bench` only.
 ABLATIONS: dict[str, Factory] = {
+    "pld-fixed": partial(_pld, sized=False),
+    "adapld-fixed": partial(_adapld, sized=False),
     "adapld-no-semantic": partial(_adapld, semantic=False),
     "adapld-no-branch": partial(_adapld, branch=False),
     "adapld-no-successor": partial(_adapld, successor=False),
@@ -107,6 +110,7 @@ HYBRID_METHOD = "evospec"  # the default instead when a draft model is configure
 # The methods that read nothing but tokens: the only ones a model that gives no hidden states or
 # weights (llama.cpp's) can run; the first is the default there.
 TOKEN_METHODS = ("pld", "pool", "ar")
+TOKEN_ABLATIONS = ("pld-fixed",)
 # The methods that need `--draft-model`: every one made by the hybrid's factory.
 DRAFT_MODEL_METHODS = tuple(
     name
@@ -126,7 +130,7 @@ def default_method(has_draft_model: bool, engine: str = "torch") -> str:
 
 def refusal(method: str, engine: str) -> str | None:
     """Why `method` cannot draft on `engine`, or None when it can."""
-    if engine == "llama.cpp" and method not in TOKEN_METHODS:
+    if engine == "llama.cpp" and method not in (*TOKEN_METHODS, *TOKEN_ABLATIONS):
         return (
             f"--method {method} reads the model's hidden states or weights, which the llama.cpp "
             f"engine does not give: choose {', '.join(TOKEN_METHODS)}"

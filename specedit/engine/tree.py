@@ -22,19 +22,32 @@ class DraftTree:
     parents: list[int] = field(default_factory=list)  # index into nodes, 0 = root
     sources: list[int | None] = field(default_factory=list)  # memory position copied from
     kinds: list[str] = field(default_factory=list)  # the drafter's label of each node's origin
+    # The drafter's estimate of each node's chance of being accepted once its parent is (None:
+    # no estimate); the engine sizes drafts by them (engine/cost.py).
+    confidences: list[float | None] = field(default_factory=list)
 
     def __len__(self) -> int:
         """Number of nodes including the root."""
         return 1 + len(self.tokens)
 
-    def add(self, token: int, parent: int, source: int | None = None, kind: str = "draft") -> int:
+    def add(
+        self,
+        token: int,
+        parent: int,
+        source: int | None = None,
+        kind: str = "draft",
+        confidence: float | None = None,
+    ) -> int:
         """Append a node under `parent` and return its index."""
         if not 0 <= parent < len(self):
             raise ValueError(f"parent {parent} does not exist")
+        if confidence is not None and not 0.0 <= confidence <= 1.0:
+            raise ValueError(f"confidence {confidence} is not a probability")
         self.tokens.append(token)
         self.parents.append(parent)
         self.sources.append(source)
         self.kinds.append(kind)
+        self.confidences.append(confidence)
         return len(self) - 1
 
     def add_chain(
@@ -43,11 +56,13 @@ class DraftTree:
         parent: int = 0,
         first_source: int | None = None,
         kind: str = "draft",
+        confidence: float | None = None,
     ) -> int:
-        """Append tokens as a path below `parent`, copied from consecutive positions."""
+        """Append tokens as a path below `parent`, copied from consecutive positions, each
+        with the same `confidence`."""
         for offset, token in enumerate(tokens):
             source = None if first_source is None else first_source + offset
-            parent = self.add(token, parent, source, kind)
+            parent = self.add(token, parent, source, kind, confidence)
         return parent
 
     def token(self, node: int) -> int:
@@ -78,12 +93,35 @@ class DraftTree:
     def main_chain(self) -> DraftTree:
         """The path of first children from the root (a drafter's main copy comes first): what a
         model that verifies chains only is given."""
-        chain = DraftTree(self.root)
-        children, node = self.children(), 0
-        while children[node]:
-            node = children[node][0]
-            chain.add(self.token(node), len(chain) - 1, self.source(node), self.kind(node))
-        return chain
+        children, path = self.children(), [0]
+        while children[path[-1]]:
+            path.append(children[path[-1]][0])
+        return self.subtree(path[1:])
+
+    def subtree(self, nodes: list[int]) -> DraftTree:
+        """The tree of `nodes` (each one's parent among them or the root), in their order here."""
+        kept = DraftTree(self.root)
+        index = {0: 0}
+        for node in sorted(nodes):
+            parent = self.parent(node)
+            if parent not in index:
+                raise ValueError(f"node {node} is kept without its parent {parent}")
+            index[node] = kept.add(
+                self.token(node), index[parent], self.source(node), self.kind(node),
+                self.confidences[node - 1],
+            )  # fmt: skip
+        return kept
+
+    def path_chances(self) -> list[float] | None:
+        """Each node's chance of being accepted (the product of its path's confidences; the
+        root's is 1), or None when no node has a confidence. A node without one counts as sure:
+        only what a drafter doubts is weighed against its cost."""
+        if all(c is None for c in self.confidences):
+            return None
+        chances = [1.0]
+        for parent, confidence in zip(self.parents, self.confidences):
+            chances.append(chances[parent] * (1.0 if confidence is None else confidence))
+        return chances
 
     def is_chain(self) -> bool:
         return all(parent == node for node, parent in enumerate(self.parents))

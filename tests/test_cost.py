@@ -1,0 +1,167 @@
+"""Drafts sized by the machine's pass cost: the curve, the rule, and exactness with it."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import greedy_reference, repeating_prompt
+from test_engine import ChainsOnly, OracleDrafter
+
+from specedit import models
+from specedit.drafting.length import CopyConfidence
+from specedit.drafting.registry import make_drafter
+from specedit.engine import cost
+from specedit.engine.cost import PROBE_SIZES, PassCost, Sizer, measure
+from specedit.engine.memory import Memory
+from specedit.engine.session import generate
+from specedit.engine.tree import DraftTree
+
+STEEP = PassCost((1, 8, 64), (0.05, 0.3, 1.3))  # llama.cpp's 1.5B on 2 cores, roughly
+LINEAR = PassCost((1, 65), (0.05, 1.33))  # 20 ms a token more: a node must beat 0.4 at 20/s
+FLAT = PassCost((1, 64), (0.1, 0.1))
+
+
+def chain(length: int, confidence: float | None) -> DraftTree:
+    tree = DraftTree(root=1)
+    tree.add_chain(list(range(2, 2 + length)), confidence=confidence)
+    return tree
+
+
+def test_the_curve_interpolates_between_sizes_and_follows_the_last_segment():
+    assert STEEP(1) == pytest.approx(0.05)
+    assert STEEP(4) == pytest.approx(0.05 + 3 * 0.25 / 7)
+    assert STEEP(64) == pytest.approx(1.3)
+    assert STEEP(65) == pytest.approx(1.3 + 1 / 56)  # wider than measured: the last slope
+    assert STEEP(0) == pytest.approx(0.05)  # never below the narrowest pass
+
+
+def test_the_curve_round_trips_through_its_file(tmp_path):
+    STEEP.save(tmp_path / "cost.json")
+    assert PassCost.load(tmp_path / "cost.json") == STEEP
+
+
+def test_doubtful_copies_are_cut_where_wide_passes_cost_more():
+    sizer = Sizer(LINEAR)  # no pass yet: the rate is plain decoding's, 20 tokens/s
+    # A node is worth it while its chance beats rate x its added seconds (0.4 here).
+    assert len(sizer.size(chain(64, 0.5))) == 2  # 0.5 pays, 0.25 does not
+    assert len(sizer.size(chain(64, 0.9))) == 9  # 0.9 ** 8 = 0.43, 0.9 ** 9 = 0.39
+    assert len(sizer.size(chain(64, 1.0))) == 65
+    assert len(Sizer(FLAT).size(chain(64, 0.5))) == 65  # a wider pass costs nothing more
+
+
+def test_a_draft_without_confidences_is_verified_whole():
+    tree = chain(64, None)
+    assert Sizer(STEEP).size(tree) is tree
+
+
+def test_the_likeliest_nodes_are_kept_with_their_ancestors():
+    tree = DraftTree(root=1)
+    main = tree.add_chain([2, 3, 4], confidence=0.9)
+    branch = tree.add(5, 0, confidence=0.5)
+    tree.add(6, branch, confidence=0.7)
+    tree.add(7, main, confidence=0.5)
+    chances = tree.path_chances()
+    assert chances == pytest.approx([1, 0.9, 0.81, 0.729, 0.5, 0.35, 0.3645])
+    kept = Sizer(LINEAR).size(tree)  # nodes above 0.4 pay
+    assert kept.tokens == [2, 3, 4, 5] and kept.parents == [0, 1, 2, 0]
+    with pytest.raises(ValueError, match="without its parent"):
+        tree.subtree([2])
+
+
+def test_main_chain_and_subtree_carry_confidences():
+    tree = chain(3, 0.7)
+    tree.add(9, 0, confidence=0.2)
+    assert tree.main_chain().confidences == [0.7, 0.7, 0.7]
+    assert tree.subtree([1, 4]).confidences == [0.7, 0.2]
+    with pytest.raises(ValueError, match="not a probability"):
+        tree.add(3, 0, confidence=1.5)
+
+
+def test_the_curve_is_rescaled_to_the_passes_the_generation_really_takes():
+    sizer = Sizer(LINEAR)
+    for _ in range(30):
+        sizer.observe(8, verify_seconds=0.38, step_seconds=0.4, gained=5)
+    assert sizer.scale == pytest.approx(2.0, rel=0.01)
+    assert sizer.rate() == pytest.approx(5 / 0.4)
+    slow = Sizer(LINEAR)
+    slow.observe(8, verify_seconds=0.19, step_seconds=1.0, gained=1)
+    assert slow.rate() == pytest.approx(1 / (slow.scale * 0.05))  # plain decoding's, at least
+    # A node must now beat 12.5 tokens/s x 2 x 20 ms = 0.5: 0.9 ** 6 pays, 0.9 ** 7 does not.
+    assert len(sizer.size(chain(64, 0.9))) == 7
+
+
+def test_copy_confidence_learns_from_what_was_accepted():
+    memory = Memory(list(range(40)) + list(range(40)))
+    anchor = 20  # the token after the current one's twin: 39 tokens agree before both
+    confidence = CopyConfidence()
+    before = confidence.estimate(memory, anchor)
+    for _ in range(20):
+        confidence.estimate(memory, anchor)
+        confidence.observe(verified=16, accepted=0)
+    assert confidence.estimate(memory, anchor) < before / 2
+    for _ in range(40):
+        confidence.observe(verified=16, accepted=16)
+    assert confidence.estimate(memory, anchor) > 0.8
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("method", ["pld", "adapld"])
+@pytest.mark.parametrize("model_kind", ["trees", "chains"])
+def test_sized_copies_stay_exact(qwen_tiny, seed, method, model_kind):
+    model = qwen_tiny if model_kind == "trees" else ChainsOnly(qwen_tiny)
+    prompt = repeating_prompt(seed)
+    reference = greedy_reference(qwen_tiny, prompt, 48)
+    drafter = make_drafter(method, qwen_tiny)
+    proposed: list[int] = []
+    propose = drafter.propose
+    drafter.propose = lambda *args: proposed.append(len(tree := propose(*args)) - 1) or tree
+    verified: list[int] = []
+    result = generate(
+        model, prompt, drafter, max_new_tokens=48, pass_cost=STEEP,
+        on_step=lambda step: verified.append(step.drafted),
+    )  # fmt: skip
+    assert result.tokens == reference
+    assert result.stats.new_tokens == 48
+    assert any(v < p for v, p in zip(verified, proposed))  # some copies were cut
+
+
+class DoubtfulOracle(OracleDrafter):
+    """Drafts the right tokens but doubts them: the engine cuts every draft short."""
+
+    def propose(self, memory: Memory, budget: int) -> DraftTree:
+        tree = super().propose(memory, budget)
+        tree.confidences = [0.6] * len(tree.tokens)
+        return tree
+
+
+@pytest.mark.parametrize("limit", [1, 17, 37])
+def test_cut_drafts_keep_the_token_limit_and_eos(qwen_tiny, limit):
+    prompt = repeating_prompt(6)
+    free_run = greedy_reference(qwen_tiny, prompt, 80)
+    drafter = DoubtfulOracle(free_run, len(prompt), length=30)
+    drafted: list[int] = []
+    result = generate(qwen_tiny, prompt, drafter, max_new_tokens=limit, pass_cost=STEEP,
+                      on_step=lambda step: drafted.append(step.drafted))  # fmt: skip
+    assert result.tokens == free_run[:limit]
+    assert drafted and max(drafted) < 30  # 0.6 ** 5 < 0.08: a long draft never pays
+    eos = free_run[21]
+    reference = greedy_reference(qwen_tiny, prompt, 60, eos=eos)
+    drafter = DoubtfulOracle(free_run, len(prompt), length=30)
+    result = generate(qwen_tiny, prompt, drafter, max_new_tokens=60, eos_token_ids={eos},
+                      pass_cost=STEEP)  # fmt: skip
+    assert result.tokens == reference and result.stop_reason == "eos"
+
+
+def test_the_curve_is_measured_once_per_model_and_machine(qwen_tiny, tmp_path, monkeypatch):
+    monkeypatch.setenv("SPECEDIT_CACHE", str(tmp_path))
+    measured = measure(qwen_tiny)
+    assert measured.sizes == PROBE_SIZES and all(s > 0 for s in measured.seconds)
+    calls: list[int] = []
+    monkeypatch.setattr(cost, "measure", lambda model: calls.append(1) or measured)
+    first = models.LoadedModel("tiny", qwen_tiny, tokenizer=None)
+    assert first.pass_cost() == measured and first.pass_cost() == measured
+    again = models.LoadedModel("tiny", qwen_tiny, tokenizer=None)  # a new process, say
+    assert again.pass_cost() == measured
+    assert len(calls) == 1 and len(list((tmp_path / "cost").glob("tiny-*.json"))) == 1
+    other = models.LoadedModel("other", qwen_tiny, tokenizer=None)
+    other.pass_cost()
+    assert len(calls) == 2
