@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import torch
 
-from specedit.engine.cost import PassCost, Sizer
+from specedit.engine.cost import PassCost, size
 from specedit.engine.drafter import Drafter
 from specedit.engine.events import Generation, Stats, Step, StopCondition
 from specedit.engine.memory import Memory
@@ -50,7 +50,6 @@ def generate(
     stats = Stats(prompt_tokens=len(prompt))
     verifier = Verifier(sampling, verification)
     memory = Memory(prompt, drafter.hidden_layers)
-    sizer = Sizer(pass_cost) if pass_cost else None
 
     # Prefill: all prompt tokens but the last, which becomes the first tree's root.
     if len(prompt) > 1:
@@ -67,8 +66,8 @@ def generate(
         tree = drafter.propose(memory, budget) if budget > 0 else DraftTree(memory.tokens[-1])
         if not target.trees:
             tree = tree.main_chain()
-        if sizer:
-            tree = sizer.size(tree)
+        if pass_cost:
+            tree = size(tree, pass_cost)
         t1 = target.clock()
         out = target.forward(tree, prefix_length, hidden)
         t2 = target.clock()
@@ -92,8 +91,6 @@ def generate(
         )
         stop_reason = _commit(step, new_tokens, max_new_tokens, eos_token_ids, stop)
         memory.extend(step.tokens)
-        if sizer:
-            sizer.observe(len(tree), t2 - t1, t2 - t0, len(step.tokens))
         stats.accepted_tokens += min(len(acceptance.path), len(step.tokens))
         stats.relaxed_tokens += sum(step.relaxed[: len(step.tokens)])
         stats.accepted_lengths[len(acceptance.path)] += 1
