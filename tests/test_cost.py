@@ -55,6 +55,19 @@ def test_a_draft_without_confidences_is_verified_whole():
     assert size(tree, STEEP) is tree
 
 
+def test_nodes_without_confidences_are_kept_but_promise_nothing():
+    """AdaPLD's branches carry no chance: they stay, widen the pass, and the copy beside them
+    is sized as if they yielded nothing."""
+    tree = chain(8, 0.5)
+    for token in (20, 21, 22):
+        tree.add(token + 10, tree.add(token, 0))  # a branch and its successor
+    # Seven nodes wide already: 1 / 0.17 = 5.9 tokens/s; with one copied token 1.5 / 0.19 = 7.9,
+    # two 1.75 / 0.21 = 8.3, three 1.875 / 0.23 = 8.2.
+    kept = size(tree, LINEAR)
+    assert kept.tokens == [2, 3, 20, 30, 21, 31, 22, 32]
+    assert kept.parents == [0, 1, 0, 3, 0, 5, 0, 7]
+
+
 def test_the_likeliest_nodes_are_kept_with_their_ancestors():
     tree = DraftTree(root=1)
     main = tree.add_chain([2, 3, 4], confidence=0.9)

@@ -9,8 +9,8 @@ and machine (`measure`), and each draft is cut to the nodes worth their cost (`s
 a pass that verifies the k likeliest nodes yields 1 + the sum of their chances of being
 accepted in tokens and costs cost(k + 1) seconds; the k with the most tokens per second is
 verified. Each pass then advances the edit at the best rate open to it (which also minimises
-the edit's total time while the chances hold). Where the drafter says nothing about its nodes'
-chances, the draft is verified whole.
+the edit's total time while the chances hold). Nodes whose drafter gave no chance are verified
+as drafted.
 """
 
 from __future__ import annotations
@@ -75,17 +75,29 @@ def measure(model, sizes: tuple[int, ...] = PROBE_SIZES) -> PassCost:
 
 
 def size(tree: DraftTree, cost: PassCost) -> DraftTree:
-    """`tree` cut to the likeliest nodes that give the most expected tokens per second; the
-    whole tree when its drafter gave no chances. Nodes are taken in order of their chance
-    (a parent's is never below its child's, so a kept node's ancestors are kept)."""
+    """`tree` cut to the likeliest nodes that give the most expected tokens per second.
+
+    Nodes are added in order of their chance (a parent's is never below its child's, so a
+    kept node's ancestors are kept). A node without a confidence is kept as drafted, with its
+    ancestors: it widens the pass but, its chance unknown, adds no expected token. A tree
+    whose drafter gave no confidences at all is verified whole.
+    """
     chances = tree.path_chances()
     if chances is None:
         return tree
-    ranked = sorted(range(1, len(tree)), key=lambda node: (-chances[node], node))
-    expected, best_rate, best_k = 1.0, 1.0 / cost(1), 0
+    kept: set[int] = set()
+    for node in range(1, len(tree)):
+        if tree.confidences[node - 1] is None:
+            while node > 0 and node not in kept:
+                kept.add(node)
+                node = tree.parent(node)
+    expected = 1.0 + sum(chances[n] for n in kept if tree.confidences[n - 1] is not None)
+    ranked = sorted(set(range(1, len(tree))) - kept, key=lambda node: (-chances[node], node))
+    width = 1 + len(kept)
+    best_rate, best_k = expected / cost(width), 0
     for k, node in enumerate(ranked, start=1):
         expected += chances[node]
-        rate = expected / cost(k + 1)
+        rate = expected / cost(width + k)
         if rate >= best_rate:  # a free node is kept
             best_rate, best_k = rate, k
-    return tree.subtree(ranked[:best_k])
+    return tree.subtree(sorted(kept) + ranked[:best_k])

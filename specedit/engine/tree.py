@@ -113,9 +113,8 @@ class DraftTree:
         return kept
 
     def path_chances(self) -> list[float] | None:
-        """Each node's chance of being accepted (the product of its path's confidences; the
-        root's is 1), or None when no node has a confidence. A node without one counts as sure:
-        only what a drafter doubts is weighed against its cost."""
+        """Each node's chance of being accepted (the product of its path's confidences, a
+        missing one counted as 1; the root's is 1), or None when no node has a confidence."""
         if all(c is None for c in self.confidences):
             return None
         chances = [1.0]
