@@ -284,7 +284,6 @@ class LoadedModel:
             if path.exists():
                 self._pass_cost = PassCost.load(path)
             else:
-                say(f"measuring what a verify pass of {self.name} costs here (once; seconds)")
                 self._pass_cost = measure(self.model)
                 _ensure(path.parent)
                 replace_atomically(path, self._pass_cost.save)
