@@ -123,14 +123,17 @@ def llama_tiny_eager():
 
 
 @pytest.fixture(autouse=True)
-def _fast_tier(request, monkeypatch):
+def _fast_tier(request, monkeypatch, tmp_path_factory):
     """Outside e2e, the CLI's default model is the tiny one, in fp32 on one thread: a command
     that loads the model before it fails (as `fix missing.py` does) never reaches the bundled
-    model. torch's thread count is restored after each test, since the CLI sets it globally."""
+    model; what the tiny models leave in the cache (pass costs, indexes) goes to the test
+    session's own folder. torch's thread count is restored after each test, since the CLI sets
+    it globally."""
     if request.node.get_closest_marker("e2e") is None:
         monkeypatch.setenv("SPECEDIT_MODEL", str(request.getfixturevalue("tiny_model_dir")))
         monkeypatch.setenv("SPECEDIT_DTYPE", "fp32")
         monkeypatch.setenv("SPECEDIT_THREADS", "1")
+        monkeypatch.setenv("SPECEDIT_CACHE", str(tmp_path_factory.getbasetemp() / "cache"))
     threads = torch.get_num_threads()
     yield
     torch.set_num_threads(threads)
