@@ -281,9 +281,9 @@ class LoadedModel:
                      f"{threads}|{platform.node()}|{os.cpu_count()}")  # fmt: skip
             digest = hashlib.sha256(where.encode()).hexdigest()[:16]
             path = cache_dir() / "cost" / f"{Path(self.name).name}-{digest}.json"
-            if path.exists():
+            try:
                 self._pass_cost = PassCost.load(path)
-            else:
+            except (OSError, ValueError, KeyError, TypeError):  # none yet, or unreadable
                 self._pass_cost = measure(self.model)
                 _ensure(path.parent)
                 replace_atomically(path, self._pass_cost.save)

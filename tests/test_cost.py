@@ -168,3 +168,7 @@ def test_the_curve_is_measured_once_per_model_and_machine(qwen_tiny, tmp_path, m
     other = models.LoadedModel("other", qwen_tiny, tokenizer=None)
     other.pass_cost()
     assert len(calls) == 2
+    for saved in (tmp_path / "cost").glob("tiny-*.json"):
+        saved.write_text("{not json")  # a damaged file is measured again, not an error
+    assert models.LoadedModel("tiny", qwen_tiny, tokenizer=None).pass_cost() == measured
+    assert len(calls) == 3 and PassCost.load(saved) == measured
