@@ -7,7 +7,7 @@ from conftest import greedy_reference, repeating_prompt
 from test_engine import ChainsOnly, OracleDrafter
 
 from specedit import models
-from specedit.drafting.length import CopyConfidence
+from specedit.drafting.length import AgreementLength
 from specedit.drafting.registry import make_drafter
 from specedit.engine import cost
 from specedit.engine.cost import PROBE_SIZES, PassCost, measure, size
@@ -95,15 +95,15 @@ def test_main_chain_and_subtree_carry_confidences():
 def test_copy_confidence_learns_from_what_was_accepted():
     memory = Memory(list(range(40)) + list(range(40)))
     anchor = 20  # the token after the current one's twin: 39 tokens agree before both
-    confidence = CopyConfidence()
-    before = confidence.estimate(memory, anchor)
+    confidence = AgreementLength()
+    before = confidence.chance(memory, anchor)
     for _ in range(20):
-        confidence.estimate(memory, anchor)
-        confidence.observe(verified=16, accepted=0)
-    assert confidence.estimate(memory, anchor) < before / 2
+        confidence.chance(memory, anchor)
+        confidence.observe(drafted=16, accepted=0)
+    assert confidence.chance(memory, anchor) < before / 2
     for _ in range(40):
-        confidence.observe(verified=16, accepted=16)
-    assert confidence.estimate(memory, anchor) > 0.8
+        confidence.observe(drafted=16, accepted=16)
+    assert confidence.chance(memory, anchor) > 0.8
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])

@@ -3,7 +3,7 @@ tree of the main copy, top-K branch tokens at the anchor and one successor per b
 
 Follows the AdaPLD paper (section 3, Algorithm 1) with one change for CPUs: branches are added
 only when the main copy is short (unsure), because every drafted node costs verify compute here.
-The main copy says how sure it is (length.py's CopyConfidence), so the engine verifies only as
+The main copy says how sure it is (length.py's AgreementLength), so the engine verifies only as
 much of it as pays for its cost on this machine (engine/cost.py); the ablations draft a fixed 64
 (`sized=False`) or let the Pacer-style pre-verifier in length.py choose (`adaptive=True`).
 """
@@ -14,7 +14,7 @@ from collections import Counter
 
 from specedit.drafting.copy import HiddenStateRanker, add_copy, main_copy_outcome, occurrences
 from specedit.drafting.kinds import BRANCH, SUCCESSOR
-from specedit.drafting.length import AdaptiveLength, AgreementLength, CopyConfidence, CopyLength
+from specedit.drafting.length import AdaptiveLength, AgreementLength, CopyLength
 from specedit.drafting.preverifier import TrainedLength
 from specedit.drafting.vocabulary import vocabulary_index
 from specedit.engine.drafter import Drafter
@@ -64,7 +64,7 @@ class AdaPLD(Drafter):
         self.semantic, self.successor = semantic, successor and branch
         self.vocabulary = vocabulary_index(model, hnsw) if (semantic or branch) else None
         self.length = copy_length(pre_verifier, model, max_copy) if adaptive else None
-        self.confidence = CopyConfidence() if sized and not adaptive else None
+        self.confidence = AgreementLength() if sized and not adaptive else None
         self.retrieval: Counter[str] = Counter()
 
     def _candidates(self, memory: Memory, token: int, before: int) -> tuple[list[int], str]:
@@ -97,7 +97,7 @@ class AdaPLD(Drafter):
                 length = self.length.length(memory, anchor, available)
             else:
                 length = min(self.max_copy, available)
-            sure = self.confidence.estimate(memory, anchor) if self.confidence else None
+            sure = self.confidence.chance(memory, anchor) if self.confidence else None
             main = add_copy(tree, memory, anchor, min(length, budget), sure)
 
         # Branch only where the copy is unsure: on this CPU every drafted node costs ~3 ms of

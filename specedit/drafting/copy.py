@@ -17,7 +17,7 @@ from typing import Protocol
 import torch
 
 from specedit.drafting.kinds import MAIN
-from specedit.drafting.length import CopyConfidence
+from specedit.drafting.length import AgreementLength
 from specedit.engine.drafter import Drafter
 from specedit.engine.memory import Memory
 from specedit.engine.tree import DraftTree
@@ -143,7 +143,7 @@ class CopyDrafter(Drafter):
         name: str,
         ranker: Ranker,
         draft_length: int = 64,
-        confidence: CopyConfidence | None = None,
+        confidence: AgreementLength | None = None,
     ) -> None:
         self.name, self.ranker, self.draft_length = name, ranker, draft_length
         self.confidence = confidence
@@ -153,7 +153,7 @@ class CopyDrafter(Drafter):
         tree = DraftTree(root=memory.tokens[-1])
         anchor = self.ranker.anchor(memory)
         if anchor is not None:
-            sure = self.confidence.estimate(memory, anchor) if self.confidence else None
+            sure = self.confidence.chance(memory, anchor) if self.confidence else None
             add_copy(tree, memory, anchor, min(budget, self.draft_length), sure)
         return tree
 

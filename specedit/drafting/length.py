@@ -87,25 +87,6 @@ class AdaptiveLength:
         self.accepted[b] += accepted
 
 
-class CopyConfidence:
-    """How sure a copy is, for the engine to weigh against the pass's cost (engine/cost.py):
-    each copied token's chance of being accepted once the one before it is, learned on this
-    document per agreement bucket as AdaptiveLength learns it."""
-
-    def __init__(self) -> None:
-        self.inner = AdaptiveLength()
-        self._agreement = 0
-
-    def estimate(self, memory: Memory, anchor: int) -> float:
-        self._agreement = agreement(memory.tokens, anchor, len(memory) - 1)
-        return self.inner.acceptance(self._agreement)
-
-    def observe(self, verified: int, accepted: int) -> None:
-        """`accepted` of the `verified` copied tokens (what the engine kept of the draft)
-        survived in order."""
-        self.inner.observe(self._agreement, verified, accepted)
-
-
 class CopyLength(Protocol):
     """What AdaPLD asks a pre-verifier: how much of the copy after `anchor` to draft (memory's
     last token is the current position), then how many of the drafted tokens were accepted."""
@@ -116,15 +97,24 @@ class CopyLength(Protocol):
 
 
 class AgreementLength:
-    """The training-free AdaptiveLength behind the CopyLength protocol."""
+    """The training-free AdaptiveLength behind the CopyLength protocol, and the same estimate as
+    a copy's confidence (`chance`): each copied token's chance of being accepted once the one
+    before it is, which the engine weighs against the pass's cost (engine/cost.py). Either way
+    it learns from the copied tokens that were verified (`observe`)."""
 
-    def __init__(self, inner: AdaptiveLength) -> None:
-        self.inner = inner
+    def __init__(self, inner: AdaptiveLength | None = None) -> None:
+        self.inner = inner or AdaptiveLength()
         self._agreement = 0
 
-    def length(self, memory: Memory, anchor: int, available: int) -> int:
+    def _agree(self, memory: Memory, anchor: int) -> int:
         self._agreement = agreement(memory.tokens, anchor, len(memory) - 1)
-        return self.inner.length(self._agreement, available)
+        return self._agreement
+
+    def length(self, memory: Memory, anchor: int, available: int) -> int:
+        return self.inner.length(self._agree(memory, anchor), available)
+
+    def chance(self, memory: Memory, anchor: int) -> float:
+        return self.inner.acceptance(self._agree(memory, anchor))
 
     def observe(self, drafted: int, accepted: int) -> None:
         self.inner.observe(self._agreement, drafted, accepted)

@@ -36,9 +36,9 @@ def _ar(model, sources: DraftSources) -> Drafter:
 
 def _pld(model, sources: DraftSources, sized: bool = True) -> Drafter:
     from specedit.drafting.copy import CopyDrafter, NgramRanker
-    from specedit.drafting.length import CopyConfidence
+    from specedit.drafting.length import AgreementLength
 
-    return CopyDrafter("pld", NgramRanker(), confidence=CopyConfidence() if sized else None)
+    return CopyDrafter("pld", NgramRanker(), confidence=AgreementLength() if sized else None)
 
 
 def _pldplus(model, sources: DraftSources) -> Drafter:
@@ -110,13 +110,21 @@ HYBRID_METHOD = "evospec"  # the default instead when a draft model is configure
 # The methods that read nothing but tokens: the only ones a model that gives no hidden states or
 # weights (llama.cpp's) can run; the first is the default there.
 TOKEN_METHODS = ("pld", "pool", "ar")
-TOKEN_ABLATIONS = ("pld-fixed",)
+
+
+def _made_by(factories: tuple[Factory, ...]) -> tuple[str, ...]:
+    """Every method and ablation that one of `factories` makes."""
+    return tuple(
+        name
+        for name, factory in {**METHODS, **ABLATIONS}.items()
+        if getattr(factory, "func", factory) in factories
+    )
+
+
+# What those methods' factories make, ablations included: what may run on llama.cpp.
+TOKEN_DRAFTERS = _made_by(tuple(METHODS[name] for name in TOKEN_METHODS))
 # The methods that need `--draft-model`: every one made by the hybrid's factory.
-DRAFT_MODEL_METHODS = tuple(
-    name
-    for name, factory in {**METHODS, **ABLATIONS}.items()
-    if getattr(factory, "func", factory) is _evospec
-)
+DRAFT_MODEL_METHODS = _made_by((_evospec,))
 
 
 def default_method(has_draft_model: bool, engine: str = "torch") -> str:
@@ -130,7 +138,7 @@ def default_method(has_draft_model: bool, engine: str = "torch") -> str:
 
 def refusal(method: str, engine: str) -> str | None:
     """Why `method` cannot draft on `engine`, or None when it can."""
-    if engine == "llama.cpp" and method not in (*TOKEN_METHODS, *TOKEN_ABLATIONS):
+    if engine == "llama.cpp" and method not in TOKEN_DRAFTERS:
         return (
             f"--method {method} reads the model's hidden states or weights, which the llama.cpp "
             f"engine does not give: choose {', '.join(TOKEN_METHODS)}"
