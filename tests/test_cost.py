@@ -7,7 +7,7 @@ from conftest import greedy_reference, repeating_prompt
 from test_engine import ChainsOnly, OracleDrafter
 
 from specedit import models
-from specedit.drafting.length import AgreementLength
+from specedit.drafting.length import AdaptiveLength, AgreementLength
 from specedit.drafting.registry import make_drafter
 from specedit.engine import cost
 from specedit.engine.cost import PROBE_SIZES, PassCost, measure, size
@@ -22,7 +22,7 @@ FLAT = PassCost((1, 64), (0.1, 0.1))
 
 def chain(length: int, confidence: float | None) -> DraftTree:
     tree = DraftTree(root=1)
-    tree.add_chain(list(range(2, 2 + length)), confidence=confidence)
+    tree.add_chain(list(range(2, 2 + length)), confidences=[confidence] * length)
     return tree
 
 
@@ -70,7 +70,7 @@ def test_nodes_without_confidences_are_kept_but_promise_nothing():
 
 def test_the_likeliest_nodes_are_kept_with_their_ancestors():
     tree = DraftTree(root=1)
-    main = tree.add_chain([2, 3, 4], confidence=0.9)
+    main = tree.add_chain([2, 3, 4], confidences=[0.9] * 3)
     branch = tree.add(5, 0, confidence=0.85)
     tree.add(6, branch, confidence=0.3)
     tree.add(7, main, confidence=0.5)
@@ -94,16 +94,49 @@ def test_main_chain_and_subtree_carry_confidences():
 
 def test_copy_confidence_learns_from_what_was_accepted():
     memory = Memory(list(range(40)) + list(range(40)))
-    anchor = 20  # the token after the current one's twin: 39 tokens agree before both
+    anchor = 39  # the current token's twin: the 39 tokens before both agree
     confidence = AgreementLength()
-    before = confidence.chance(memory, anchor)
+    before = confidence.chances(memory, anchor, 1)[0]
     for _ in range(20):
-        confidence.chance(memory, anchor)
+        confidence.chances(memory, anchor, 16)
         confidence.observe(drafted=16, accepted=0)
-    assert confidence.chance(memory, anchor) < before / 2
+    assert confidence.chances(memory, anchor, 1)[0] < before / 2
     for _ in range(40):
         confidence.observe(drafted=16, accepted=16)
-    assert confidence.chance(memory, anchor) > 0.8
+    assert confidence.chances(memory, anchor, 1)[0] > 0.8
+
+
+def test_a_copy_that_holds_grows_surer_token_by_token():
+    """Each accepted token lengthens the agreement by one, so deeper tokens of a copy that
+    starts right after an edit are read from surer buckets, and each verified token teaches
+    its own bucket."""
+    length = AdaptiveLength()
+    fresh = length.chances(0, 20)  # buckets 0, 1, 2-3, 4-7, 8-15, 16+
+    assert fresh[0] < fresh[1] < fresh[2] == fresh[3] < fresh[4] < fresh[8] < fresh[16]
+    assert fresh[16:] == [fresh[16]] * 4
+    tested, accepted = list(length.tested), list(length.accepted)
+    length.observe(0, drafted=8, accepted=2)  # tokens 1 and 2 held, the third was rejected
+    assert [t - u for t, u in zip(length.tested, tested)] == [1, 1, 1, 0, 0, 0]
+    assert [a - u for a, u in zip(length.accepted, accepted)] == [1, 1, 0, 0, 0, 0]
+    assert length.chances(0, 3)[2] < fresh[2] and length.chances(0, 1)[0] > fresh[0]
+
+
+def test_sized_copies_of_a_young_document_are_long_where_the_pass_is_cheap():
+    """With the prior alone, a 64-token copy right after an edit (agreement 0): on a flat-ish
+    curve (torch on this CPU) most of it is verified, where one chance for the whole copy (its
+    first token's) kept two tokens; on a steep curve (llama.cpp) it is verified only once the
+    copy agrees for longer."""
+
+    def kept(agreement_length: int, cost: PassCost, one_chance: bool = False) -> int:
+        chances = AdaptiveLength().chances(agreement_length, 64)
+        tree = DraftTree(root=1)
+        tree.add_chain(list(range(2, 66)), confidences=chances[:1] * 64 if one_chance else chances)
+        return len(size(tree, cost)) - 1
+
+    torch_like = PassCost((1, 8, 64), (0.31, 1.06, 2.62))
+    assert kept(0, torch_like, one_chance=True) == 2
+    assert kept(0, torch_like) > 30
+    assert kept(0, STEEP) == 0 and kept(16, STEEP) > 8
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])

@@ -97,8 +97,7 @@ class AdaPLD(Drafter):
                 length = self.length.length(memory, anchor, available)
             else:
                 length = min(self.max_copy, available)
-            sure = self.confidence.chance(memory, anchor) if self.confidence else None
-            main = add_copy(tree, memory, anchor, min(length, budget), sure)
+            main = add_copy(tree, memory, anchor, min(length, budget), self.confidence)
 
         # Branch only where the copy is unsure: on this CPU every drafted node costs ~3 ms of
         # verify compute, and a long confident copy rarely leaves room for an alternative.

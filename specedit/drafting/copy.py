@@ -116,14 +116,20 @@ class HiddenStateRanker:
 
 
 def add_copy(
-    tree: DraftTree, memory: Memory, anchor: int, length: int, confidence: float | None = None
+    tree: DraftTree,
+    memory: Memory,
+    anchor: int,
+    length: int,
+    confidence: AgreementLength | None = None,
 ) -> list[int]:
-    """Draft up to `length` tokens that followed `anchor` as the tree's main chain. A copy from
-    the prompt ends with the prompt: what follows it in memory is the answer, which does not
-    continue the prompt (on a short file, verifying those tokens was most of the time)."""
+    """Draft up to `length` tokens that followed `anchor` as the tree's main chain, each with
+    its chance of acceptance where a `confidence` estimates it. A copy from the prompt ends
+    with the prompt: what follows it in memory is the answer, which does not continue the
+    prompt (on a short file, verifying those tokens was most of the time)."""
     end = memory.prompt_length if anchor < memory.prompt_length else len(memory)
     copied = memory.tokens[anchor + 1 : min(anchor + 1 + length, end)]
-    tree.add_chain(copied, first_source=anchor + 1, kind=MAIN, confidence=confidence)
+    sure = confidence.chances(memory, anchor, len(copied)) if confidence else None
+    tree.add_chain(copied, first_source=anchor + 1, kind=MAIN, confidences=sure)
     return copied
 
 
@@ -153,8 +159,7 @@ class CopyDrafter(Drafter):
         tree = DraftTree(root=memory.tokens[-1])
         anchor = self.ranker.anchor(memory)
         if anchor is not None:
-            sure = self.confidence.chance(memory, anchor) if self.confidence else None
-            add_copy(tree, memory, anchor, min(budget, self.draft_length), sure)
+            add_copy(tree, memory, anchor, min(budget, self.draft_length), self.confidence)
         return tree
 
     def observe(self, tree: DraftTree, accepted: list[int]) -> None:

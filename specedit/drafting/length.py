@@ -9,13 +9,17 @@ falls under a threshold that grows by `growth` per block, as in Pacer.
 The pre-verifier needs no training: it estimates the chance that one more copied token is
 accepted from how long the copy's context agrees with the current context (the number of tokens
 before the anchor that match the tokens before the current one), learned online on this
-document as accepted / tested counts per agreement bucket, with a prior. Draft token i of a copy
-survives with probability q ** i, which is what the block mean averages.
+document as accepted / tested counts per agreement bucket, with a prior. Every accepted token
+lengthens the agreement by one, so draft token i is read from the bucket of the anchor's agreement
++ i - 1: a copy that has held for a while is likelier to go on holding (a run-length hazard; a
+single chance for the whole draft cut long copies short while the document was still young).
 """
 
 from __future__ import annotations
 
 from bisect import bisect_right
+from itertools import accumulate
+from operator import mul
 from typing import Protocol
 
 from specedit.engine.memory import Memory
@@ -71,20 +75,25 @@ class AdaptiveLength:
         b = self.bucket(agreement_length)
         return self.accepted[b] / self.tested[b]
 
+    def chances(self, agreement_length: int, count: int) -> list[float]:
+        """The acceptance chance of each of the first `count` tokens of a copy whose anchor
+        agrees for `agreement_length` tokens, each given that the ones before it were accepted."""
+        return [self.acceptance(agreement_length + i) for i in range(count)]
+
     def length(self, agreement_length: int, available: int) -> int:
         """Draft length in whole blocks: draft a block, pre-verify it, and stop after the first
         block whose mean estimated acceptance falls under the (growing) threshold."""
-        q = self.acceptance(agreement_length)
-        survival = [q**i for i in range(1, min(available, self.max_length) + 1)]
+        count = min(available, self.max_length)
+        survival = list(accumulate(self.chances(agreement_length, count), mul))
         return blockwise_length(survival, self.block, self.threshold, self.growth)
 
     def observe(self, agreement_length: int, drafted: int, accepted: int) -> None:
-        """Update the bucket with one copy: `accepted` of `drafted` tokens survived in order."""
-        if drafted <= 0:
-            return
-        b = self.bucket(agreement_length)
-        self.tested[b] += min(accepted + 1, drafted)  # tokens that were put to the test
-        self.accepted[b] += accepted
+        """Learn from one copy: `accepted` of `drafted` tokens survived in order. Each token
+        put to the test (the accepted ones and the first rejected) counts in its own bucket."""
+        for i in range(min(accepted + 1, drafted)):
+            b = self.bucket(agreement_length + i)
+            self.tested[b] += 1
+            self.accepted[b] += i < accepted
 
 
 class CopyLength(Protocol):
@@ -98,7 +107,7 @@ class CopyLength(Protocol):
 
 class AgreementLength:
     """The training-free AdaptiveLength behind the CopyLength protocol, and the same estimate as
-    a copy's confidence (`chance`): each copied token's chance of being accepted once the one
+    a copy's confidences (`chances`): each copied token's chance of being accepted once the one
     before it is, which the engine weighs against the pass's cost (engine/cost.py). Either way
     it learns from the copied tokens that were verified (`observe`)."""
 
@@ -113,8 +122,8 @@ class AgreementLength:
     def length(self, memory: Memory, anchor: int, available: int) -> int:
         return self.inner.length(self._agree(memory, anchor), available)
 
-    def chance(self, memory: Memory, anchor: int) -> float:
-        return self.inner.acceptance(self._agree(memory, anchor))
+    def chances(self, memory: Memory, anchor: int, count: int) -> list[float]:
+        return self.inner.chances(self._agree(memory, anchor), count)
 
     def observe(self, drafted: int, accepted: int) -> None:
         self.inner.observe(self._agreement, drafted, accepted)

@@ -8,6 +8,7 @@ the three tensors of one forward pass: the tokens, their positions (prefix lengt
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import torch
@@ -56,12 +57,15 @@ class DraftTree:
         parent: int = 0,
         first_source: int | None = None,
         kind: str = "draft",
-        confidence: float | None = None,
+        confidences: Sequence[float | None] | None = None,
     ) -> int:
-        """Append tokens as a path below `parent`, copied from consecutive positions, each
-        with the same `confidence`."""
+        """Append tokens as a path below `parent`, copied from consecutive positions, with
+        their `confidences` (one per token; None: no estimate)."""
+        if confidences is not None and len(confidences) < len(tokens):
+            raise ValueError(f"{len(tokens)} tokens but {len(confidences)} confidences")
         for offset, token in enumerate(tokens):
             source = None if first_source is None else first_source + offset
+            confidence = None if confidences is None else confidences[offset]
             parent = self.add(token, parent, source, kind, confidence)
         return parent
 
