@@ -220,14 +220,18 @@ def _edit_options(
     """The options every editing command shares (declared once, see `_command`)."""  # fmt: skip
 
 
-def _run_edits(prompt: str, files: list[str], instruction: str, **options) -> None:
-    """Validate, load the model once, edit each file; exit with the worst file's code."""
+def _run_edits(
+    prompt: str, files: list[str], instruction: str, snippet: str | None = None, **options
+) -> None:
+    """Validate, load the model once, edit each file; exit with the worst file's code. With a
+    `snippet` (apply) it is first merged without the model, which then loads only if that
+    leaves a doubt."""
     from rich.console import Console
 
     from specedit.edit import EditorUnavailable, EditRequest, LocalEditor
     from specedit.engine.options import Sampling, Verification
-    from specedit.files import InputError, read_text
-    from specedit.jobs import CheckCommand, Delivery, edit_file
+    from specedit.files import InputError, read_input, read_text
+    from specedit.jobs import CheckCommand, Delivery, edit_file, merge_file
     from specedit.region import Region
 
     problems = []
@@ -289,6 +293,27 @@ def _run_edits(prompt: str, files: list[str], instruction: str, **options) -> No
     files = [file for file in files if file not in unreadable]
     if not files:  # nothing to edit: no model is loaded for that
         raise typer.Exit(Exit.INPUT)
+    delivery = Delivery(
+        in_place=options["in_place"], diff=options["diff"], check=options["check"],
+        output=options["output"], quiet=options["quiet"], stats=options["stats"],
+        stats_file=options["stats_file"], attribution=options["attribution"],
+        force=options["force"],
+    )  # fmt: skip
+    test = (
+        CheckCommand(options["test"], options["attempts"], options["test_timeout"])
+        if options["test"]
+        else None
+    )
+    if snippet is not None and region is None:
+        (file,) = files
+        try:
+            text = texts[file] = texts.get(file) or read_input(file)  # stdin is read now
+        except InputError as exc:
+            error(str(exc))
+            raise typer.Exit(Exit.INPUT) from None
+        code = merge_file(file, text, snippet, instruction, delivery, test)
+        if code is not None:
+            raise typer.Exit(code)
 
     if options["server"]:
         from specedit.remote import connect
@@ -315,17 +340,6 @@ def _run_edits(prompt: str, files: list[str], instruction: str, **options) -> No
         max_new_tokens=options["max_new_tokens"], sampling=sampling,
         verification=verification, references=references,
     )  # fmt: skip
-    delivery = Delivery(
-        in_place=options["in_place"], diff=options["diff"], check=options["check"],
-        output=options["output"], quiet=options["quiet"], stats=options["stats"],
-        stats_file=options["stats_file"], attribution=options["attribution"],
-        force=options["force"],
-    )  # fmt: skip
-    test = (
-        CheckCommand(options["test"], options["attempts"], options["test_timeout"])
-        if options["test"]
-        else None
-    )
     console = Console(stderr=True)
     code = Exit.INPUT if unreadable else Exit.OK
     with _interruptible():
@@ -398,10 +412,9 @@ def _interruptible() -> Iterator[None]:
         raise typer.Exit(Exit.INTERRUPTED) from None
 
 
-def _snippet_instruction(snippet: str, file: str) -> str:
-    """`apply`'s instruction: the snippet (a file, or - for stdin) in a code block of its own."""
+def _read_snippet(snippet: str, file: str) -> str:
+    """`apply`'s snippet, from a file or - for stdin."""
     from specedit.files import InputError, read_text
-    from specedit.prompts import language_for, snippet_block
 
     if snippet == "-" and file == "-":
         error("the file and the snippet cannot both come from stdin")
@@ -414,7 +427,7 @@ def _snippet_instruction(snippet: str, file: str) -> str:
     if not text.strip():
         error("the snippet is empty")
         raise typer.Exit(Exit.INPUT)
-    return snippet_block(text, language_for(None if file == "-" else file))
+    return text
 
 
 def _command(prompt: str, positional: list[inspect.Parameter], doc: str):
@@ -427,7 +440,15 @@ def _command(prompt: str, positional: list[inspect.Parameter], doc: str):
     def command(**kwargs) -> None:
         files = kwargs.pop("files", None) or [kwargs.pop("file")]
         if "snippet" in kwargs:
-            instruction = _snippet_instruction(kwargs.pop("snippet"), files[0])
+            from specedit.prompts import language_for, snippet_block
+
+            snippet = _read_snippet(kwargs.pop("snippet"), files[0])
+            # the snippet is the instruction, in a code block of its own
+            instruction = snippet_block(
+                snippet, language_for(None if files[0] == "-" else files[0])
+            )
+            if kwargs.pop("merge") == "auto":
+                kwargs["snippet"] = snippet
         else:
             instruction = kwargs.pop("instruction")
         _run_edits(prompt, files, instruction, **kwargs)
@@ -502,9 +523,23 @@ app.command("apply")(
                 "snippet",
                 Annotated[str, typer.Argument(help="The edit snippet: a file, or - for stdin.")],
             ),
+            inspect.Parameter(
+                "merge",
+                inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                default="auto",
+                annotation=Annotated[
+                    Literal["auto", "model"],
+                    typer.Option(
+                        help="auto: merge without the model where the snippet says exactly "
+                        "where each part goes (instant; --lines always uses the model), else "
+                        "with the model; model: always with the model."
+                    ),
+                ],
+            ),
         ],
         """Merge a lazy edit snippet into FILE: the snippet shows the changed parts only, with
-        comments such as `# ... existing code ...` for what stays; FILE is the draft.
+        comments such as `# ... existing code ...` for what stays. Where the snippet leaves no
+        doubt it is merged without the model; otherwise the model merges it, FILE the draft.
 
         \b
         Examples:
@@ -548,8 +583,9 @@ def bench(
         typer.Option(
             help="Comma-separated methods: hf-pld (transformers' prompt lookup), llama.cpp and "
             "llama.cpp-pld (on the model's GGUF file; the llamacpp extra), "
-            f"{', '.join(METHODS)}, and ablations: {', '.join(ABLATIONS)}; "
-            f"{', '.join(DRAFT_MODEL_METHODS)} need --draft-model."
+            f"{', '.join(METHODS)}, merge (apply tasks: without the model where the snippet "
+            "leaves no doubt, as `specedit apply` does), and ablations: "
+            f"{', '.join(ABLATIONS)}; {', '.join(DRAFT_MODEL_METHODS)} need --draft-model."
         ),
     ] = "ar,hf-pld,pld,pldplus,adapld",
     tasks: Annotated[

@@ -11,13 +11,14 @@ from __future__ import annotations
 import difflib
 import json
 import sys
+import time
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from rich.console import Console
 
-from specedit import console, safety
+from specedit import console, safety, snippets
 from specedit.checks import CheckResult, run_command
 from specedit.console import error, say, warning
 from specedit.drafting import DrafterUnavailable
@@ -35,7 +36,7 @@ from specedit.exits import Exit
 from specedit.files import InputError, read_input, write_atomic
 from specedit.prompts import EditPrompt, PromptError, language_for
 from specedit.region import Region
-from specedit.view.attribution import Attribution
+from specedit.view.attribution import Attribution, merged_attribution
 from specedit.view.dashboard import Dashboard, dashboard_enabled
 
 
@@ -158,6 +159,56 @@ def edit_file(
             return Exit.TEST_FAILED if ran else Exit.INPUT
     code = _deliver(path, name, text, whole(result.text), delivery, request)
     report.stats(result, _attribution_of(result, attributions), code == Exit.UNSAFE)
+    return code
+
+
+def merge_file(
+    path: str,
+    text: str,
+    snippet: str,
+    instruction: str,
+    delivery: Delivery,
+    test: CheckCommand | None = None,
+) -> int | None:
+    """`specedit apply` without the model: merge the snippet where it says exactly where each
+    part goes (snippets.py) and deliver the result as an edit is delivered (safety checks, -i,
+    --diff, --check, --test, stats). Returns the exit code, or None when the model should merge
+    it instead: the snippet leaves a doubt, or the merge fails --test."""
+    started = time.perf_counter()
+    name = "stdin" if path == "-" else path
+    language = language_for(None if path == "-" else path)
+    merged = snippets.merge(text, snippet, language)
+    if merged is None:
+        return None
+    if test is not None:
+        check = run_command(test.command, Path(path), merged, test.timeout)
+        if not check.passed:
+            say(f"{name}: the merge without the model {check.summary()} on --test; "
+                "the model merges the snippet")  # fmt: skip
+            return None
+    request = EditRequest(text, instruction, prompt="apply", language=language)
+    code = _deliver(path, name, text, merged, delivery, request)
+    stats = {
+        "file": name,
+        "method": "merge",  # no model: the snippet said where each part goes
+        "changed": merged != text,
+        "refused": code == Exit.UNSAFE,
+        "wall_seconds": {"merge": round(time.perf_counter() - started, 4)},
+    }
+    if test is not None:
+        stats |= {"attempts": 1, "test": "passed"}
+    if delivery.stats_file:
+        delivery.stats_file.write_text(json.dumps(stats, indent=2) + "\n")
+    if delivery.attribution:
+        delivery.attribution.write_text(merged_attribution(text, merged) + "\n")
+    if delivery.quiet:
+        return code
+    if delivery.stats == "json":
+        console.line(json.dumps(stats))
+    else:
+        say(f"{name}: merged without the model: each part of the snippet has one place in the "
+            f"file" + ("" if merged != text else ", no change")
+            + (", --test passed" if test is not None else ""))  # fmt: skip
     return code
 
 

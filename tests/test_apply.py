@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import json
 import re
 import subprocess
 import sys
@@ -85,3 +86,96 @@ def test_bad_snippets_exit_2_and_write_nothing(tmp_path, args, message):
     result = runner.invoke(app, ["apply", *[names.get(a, a) for a in args], "-i"])
     assert result.exit_code == 2 and message in result.stderr
     assert source.read_text() == "def f(x):\n    return x\n"
+
+
+SOURCE = "import math\n\n\ndef area(r):\n    return math.pi * r * r\n\n\ndef main():\n    print(area(2))\n"  # noqa: E501
+CLEAR = "```python\ndef area(r):\n    if r < 0:\n        raise ValueError(r)\n    # ... existing code ...\n```"  # noqa: E501
+MERGED = SOURCE.replace(
+    "def area(r):\n", "def area(r):\n    if r < 0:\n        raise ValueError(r)\n"
+)
+DOUBTFUL = "# ...\n\ndef helper():\n    pass\n\n# ...\n"  # a new part between two markers
+
+
+def _files(tmp_path, snippet: str) -> tuple[Path, Path]:
+    source, change = tmp_path / "geo.py", tmp_path / "change.txt"
+    source.write_text(SOURCE)
+    change.write_text(snippet)
+    return source, change
+
+
+def test_a_clear_snippet_is_merged_without_loading_a_model(tmp_path, monkeypatch):
+    def no_model(*args, **kwargs):
+        raise AssertionError("a model was loaded")
+
+    monkeypatch.setattr("specedit.cli._load", no_model)
+    source, change = _files(tmp_path, CLEAR)
+    stats, attribution = tmp_path / "stats.json", tmp_path / "attribution.json"
+    result = runner.invoke(
+        app,
+        ["apply", str(source), str(change), "-i", "--stats-file", str(stats),
+         "--attribution", str(attribution)],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    assert source.read_text() == MERGED
+    assert "merged without the model" in result.stderr
+    assert json.loads(stats.read_text())["method"] == "merge"
+    record = json.loads(attribution.read_text())
+    assert record["output"] == MERGED and record["tokens"] == 0
+    spans = record["spans"]
+    assert [s["output"][0] for s in spans[1:]] == [s["output"][1] for s in spans[:-1]]
+    assert spans[-1]["output"][1] == len(MERGED)
+    for span in spans:  # copied spans are the input's text; the rest is the snippet's
+        shown = MERGED[span["output"][0] : span["output"][1]]
+        if span["source"] == "input":
+            assert shown == SOURCE[span["input"][0] : span["input"][1]]
+        else:
+            assert span["source"] == "snippet" and shown.strip() in CLEAR
+    # from stdin, to stdout; the same snippet again changes nothing
+    source.write_text(SOURCE)
+    piped = runner.invoke(app, ["apply", str(source), "-", "-q"], input=CLEAR)
+    assert piped.exit_code == 0 and piped.stdout == MERGED
+    again = runner.invoke(app, ["apply", "-", str(change), "-q"], input=MERGED)
+    assert again.exit_code == 0 and again.stdout == MERGED
+
+
+@pytest.mark.parametrize(
+    "snippet, extra",
+    [(DOUBTFUL, []), (CLEAR, ["--merge", "model"]), (CLEAR, ["--test", "false"])],
+    ids=["doubtful", "asked-for-the-model", "merge-fails-test"],
+)
+def test_otherwise_the_model_merges(tmp_path, snippet, extra):
+    """The tiny test model cannot merge: cut off at 4 tokens, it shows that it was asked."""
+    source, change = _files(tmp_path, snippet)
+    result = runner.invoke(
+        app, ["apply", str(source), str(change), "-i", "--max-new-tokens", "4", *extra]
+    )
+    assert result.exit_code in (2, 5), result.stderr
+    assert "merged without the model:" not in result.stderr
+    assert (
+        "cut off at the token limit" in result.stderr or "attempts passed --test" in result.stderr
+    )
+    assert source.read_text() == SOURCE  # nothing written
+    if "--test" in extra:
+        assert "the merge without the model failed" in result.stderr
+
+
+def test_the_bench_merges_as_apply_does(tmp_path):
+    """`--methods merge`: without the model where the snippet is clear (no tokens, exact), else
+    the model with the engine's default method; it runs on apply tasks only."""
+    tasks = tmp_path / "tasks.jsonl"
+    lines = [
+        {"id": name, "kind": "apply", "instruction": snippet, "input": SOURCE,
+         "expected": MERGED, "language": "python"}
+        for name, snippet in (("clear", CLEAR), ("doubtful", DOUBTFUL))
+    ]  # fmt: skip
+    tasks.write_text("\n".join(map(json.dumps, lines)))
+    report = tmp_path / "report.json"
+    args = ["bench", "--methods", "merge", "--json", str(report), "--max-new-tokens", "8"]
+    result = runner.invoke(app, [*args, "--tasks-file", str(tasks)])
+    assert result.exit_code == 0, result.stderr
+    rows = {row["task"]: row for row in json.loads(report.read_text())["rows"]}
+    assert rows["clear"]["stop"] == "merged" and rows["clear"]["exact_match"]
+    assert rows["clear"]["new_tokens"] == 0 and rows["clear"]["passed"]
+    assert rows["doubtful"]["stop"] != "merged" and rows["doubtful"]["new_tokens"] > 0
+    edit_suite = runner.invoke(app, ["bench", "--methods", "merge", "--tasks", "typo-gguf-readme"])
+    assert edit_suite.exit_code == 2 and "runs on apply tasks" in edit_suite.stderr

@@ -19,7 +19,7 @@ import statistics
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import torch
@@ -27,7 +27,7 @@ from rich.console import Console
 from rich.table import Table
 from transformers import StoppingCriteria, StoppingCriteriaList
 
-from specedit import prompts
+from specedit import prompts, snippets
 from specedit.bench.llamacpp import LLAMA_CPP_METHODS, LlamaCpp, LlamaCppUnavailable
 from specedit.bench.tasks import Task, TaskError, load_tasks
 from specedit.checks import CheckResult, run_program
@@ -36,6 +36,7 @@ from specedit.drafting.registry import (
     DRAFT_MODEL_METHODS,
     METHODS,
     make_drafter,
+    method_for,
     refusal,
 )
 from specedit.edit import (
@@ -55,6 +56,9 @@ from specedit.safety import dropped_lines
 
 BASELINES = {"ar": None, "hf-pld": 10}  # method -> transformers' prompt_lookup_num_tokens
 EXTERNAL = {*BASELINES, *LLAMA_CPP_METHODS}  # setups that are not the engine: strict, run once
+# `specedit apply`'s default: the snippet merged without the model where it leaves no doubt
+# (snippets.py), else by the model with the engine's default method. Apply tasks only.
+MERGE = "merge"
 
 
 class BenchError(Exception):
@@ -274,7 +278,7 @@ def run_bench(
     baselines run strict, on the shipped prompts, once; `ar` on each engine is the reference for
     speed and exactness of that engine's setups when it is among the methods. On llama.cpp only
     the methods that read nothing but tokens run."""
-    known = [*BASELINES, *LLAMA_CPP_METHODS, *METHODS, *ABLATIONS]
+    known = [*BASELINES, *LLAMA_CPP_METHODS, *METHODS, MERGE, *ABLATIONS]
     unknown = [m for m in methods if m not in known]
     if unknown:
         raise BenchError(f"unknown methods {', '.join(unknown)}: choose from {', '.join(known)}")
@@ -290,6 +294,8 @@ def run_bench(
         tasks = load_tasks(tasks_file, task_ids, suite)
     except (TaskError, ValueError) as exc:
         raise BenchError(str(exc)) from None
+    if MERGE in methods and any(task.kind != "apply" for task in tasks):
+        raise BenchError(f"{MERGE} merges snippets: it runs on apply tasks (--suite apply)")
     engines = engines or ["torch"]
     if unknown := [e for e in engines if e not in ENGINES]:
         raise BenchError(f"unknown engine {unknown[0]}: choose from {', '.join(ENGINES)}")
@@ -372,6 +378,14 @@ def _run_setup(
 ) -> Row:
     """One task by one setup, timed from the request to the checked text."""
     start = time.perf_counter()
+    if setup.method == MERGE:
+        merged = snippets.merge(task.input, task.instruction, task.language)
+        if merged is not None:
+            row = Row(task.id, setup.label, 0, 0.0, 0, group=task.group, stop="merged",
+                      wall_seconds=time.perf_counter() - start)  # fmt: skip
+            _score(row, merged, task, check_task(task, merged))
+            return row
+        request = replace(request, method=method_for(lm))  # the model merges it
     if setup.attempts > 1 and task.checkable:
         edit = LocalEditor(lm).edit
         tries = attempt_edits(edit, request, lambda text: check_task(task, text), setup.attempts)
@@ -390,7 +404,7 @@ def _run_setup(
         _score(row, text, task, last.check or check_task(task, None))
         return row
     prepared = prepare(lm, request)
-    run = _run_once(lm, prepared, setup.method, llama)
+    run = _run_once(lm, prepared, request.method, llama)
     text = prompts.extract(lm.tokenizer, run.tokens, prepared.prompt)
     if run.stop == RUNAWAY:
         text = None
@@ -557,7 +571,8 @@ def _print(console: Console, rows: list[Row], summary: dict, methods: list[str])
                 ", ".join(f"{k.removeprefix('retrieval_')} {v:g}" for k, v in r["drafter"].items())
                 or "-",
             )  # fmt: skip
-    console.print(reuse)
+    if reuse.rows:  # none when no setup ran the engine (merges, baselines)
+        console.print(reuse)
     references = [m for m in LLAMA_CPP_METHODS if f"wall_over_{m}" in summary[methods[0]]]
     if references:
         versus = Table(title="against llama.cpp: how many times faster the whole edit is")

@@ -14,7 +14,8 @@ import json
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
-from itertools import chain, repeat
+from difflib import SequenceMatcher
+from itertools import accumulate, chain, repeat
 
 from specedit.engine.events import Step
 from specedit.prompts import AnswerText, EditPrompt
@@ -131,3 +132,33 @@ class Attribution:
             ensure_ascii=False,
             indent=1,
         )
+
+
+def merged_attribution(original: str, merged: str) -> str:
+    """The `--attribution` record of a snippet merged without the model (`specedit apply`): the
+    same fields, with the merged text's lines as spans copied from the input or taken from the
+    snippet (source "snippet"); no token was generated."""
+    old, new = original.splitlines(keepends=True), merged.splitlines(keepends=True)
+    offsets = [0, *accumulate(len(line) for line in old)]
+    spans, at = [], 0
+    for tag, i1, i2, j1, j2 in SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
+        if tag == "delete":
+            continue
+        width = sum(len(line) for line in new[j1:j2])
+        copied = tag == "equal"
+        spans.append(Span((at, at + width), (offsets[i1], offsets[i2]) if copied else None,
+                          "input" if copied else "snippet", "merge", 0))  # fmt: skip
+        at += width
+    copied = sum(span.output[1] - span.output[0] for span in spans if span.source == "input")
+    return json.dumps(
+        {
+            "output": merged,
+            "tokens": 0,
+            "copied_share": round(copied / len(merged), 4) if merged else 0.0,
+            "tokens_by_source": {},
+            "tokens_by_kind": {},
+            "spans": [span.as_dict() for span in spans],
+        },
+        ensure_ascii=False,
+        indent=1,
+    )
