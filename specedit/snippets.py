@@ -237,7 +237,8 @@ def merge(text: str, snippet: str, language: str = "") -> str | None:
         merged = _merge_block(text.splitlines(), lines)
     except Doubt:
         return None
-    result = "\n".join(merged) + ("\n" if text.endswith("\n") or not text else "")
+    newline = "\r\n" if "\r\n" in text else "\n"  # the file's own line endings stay
+    result = newline.join(merged) + (newline if text.endswith("\n") or not text else "")
     if syntax_error(text, language) is None and syntax_error(result, language) is not None:
         return None
     return result

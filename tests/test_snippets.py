@@ -106,6 +106,12 @@ def test_brace_languages_and_their_markers():
     )
 
 
+def test_the_files_line_endings_stay():
+    windows = FILE.replace("\n", "\r\n")
+    merged = merge(windows, "def main():\n    print(area(3))\n", "python")
+    assert merged == windows.replace("area(2)", "area(3)")
+
+
 def test_a_fenced_snippet_is_read_inside_its_fence():
     fenced = "```python\ndef main():\n    print(area(3))\n```\n"
     assert unfence(fenced) == "def main():\n    print(area(3))"
