@@ -6,7 +6,8 @@ goes: a changed function starts with a line the file has once at that level, and
 for the code between. Such a snippet is merged here by blocks (indentation shows them), exactly
 and in milliseconds. Wherever it leaves a doubt (a part whose first line the file has twice or at
 another level, code left out without a marker, a new part between two markers, parts out of the
-file's order, a result that no longer parses), `merge` returns None and the model merges it.
+file's order, a part that drops most of what it replaces, a result that no longer parses, prose),
+`merge` returns None and the model merges it.
 
 What is read as what, in each block (the file, a function's body, a class's body):
 
@@ -25,7 +26,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from specedit.safety import syntax_error
+from specedit.safety import dropped_lines, syntax_error
 
 COMMENT = r"^\s*(?:#|//|/\*|<!--|--|;|%)\s*"
 MARKER = re.compile(
@@ -36,6 +37,9 @@ MARKER = re.compile(
 CONTINUES = re.compile(r"^\s*(?:[)\]}]|else\b|elif\b|except\b|finally\b|catch\b)")
 DEFINITION = re.compile(r"^\s*(?:async\s+def|def|class|function|func|fn)\b")
 FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
+# Prose has no blocks to read: whether a paragraph under a heading replaces the old one or goes
+# beside it, only the words say. The model merges those.
+PROSE = {"markdown", "rst", "text", "latex"}
 
 
 def is_marker(line: str) -> bool:
@@ -212,6 +216,10 @@ def _merge_unit(old: Unit, new: Unit, place) -> list[str]:
         DEFINITION.match(line) and line.strip() not in names for line in old.lines[old.head + 1 :]
     )
     if not partial:
+        # A lazy snippet may shorten a body without a marker: losing most of it is a doubt.
+        old_text, new_text = "\n".join(old.lines), "\n".join(new.lines)
+        if 2 * dropped_lines(old_text, new_text) > sum(1 for line in old.lines if line.strip()):
+            raise Doubt(f"the snippet's {new.key!r} drops most of the file's")
         return place(new.lines)
     _, old_body, old_footer = old.parts()
     new_header, new_body, new_footer = new.parts()
@@ -229,7 +237,10 @@ def unfence(snippet: str) -> str:
 
 def merge(text: str, snippet: str, language: str = "") -> str | None:
     """`text` with the lazy `snippet` merged in, or None where the snippet leaves a doubt
-    (then the model should merge it). A file that parses in `language` must still parse."""
+    (then the model should merge it). A file that parses in `language` must still parse;
+    prose is always the model's."""
+    if language in PROSE:
+        return None
     lines = unfence(snippet).splitlines()
     if not any(line.strip() and not is_marker(line) for line in lines):
         return None

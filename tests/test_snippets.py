@@ -101,7 +101,7 @@ def test_brace_languages_and_their_markers():
         "// ... existing code ...\n\nfunction b(x) {\n  if (x == null) throw new Error('x');\n"
         "  // ... existing code ...\n}\n\n// ... existing code ...\n"
     )
-    assert merge(source, snippet) == source.replace(
+    assert merge(source, snippet, "javascript") == source.replace(
         "function b(x) {\n", "function b(x) {\n  if (x == null) throw new Error('x');\n"
     )
 
@@ -139,7 +139,22 @@ def test_a_doubtful_snippet_is_left_to_the_model(snippet, why):
 
 def test_a_line_the_file_has_twice_is_no_anchor():
     source = "if a:\n    x = 1\n\nif a:\n    x = 2\n"
-    assert merge(source, "if a:\n    x = 3\n") is None
+    assert merge(source, "if a:\n    x = 3\n", "python") is None
+
+
+def test_prose_is_the_models():
+    readme = "# Title\n\nOld words.\n\n## Install\n\npip install it\n"
+    snippet = "## Install\n\npip install it --user\n\n<!-- ... -->\n"
+    for language in ("markdown", "text"):
+        assert merge(readme, snippet, language) is None
+
+
+def test_a_part_that_drops_most_of_what_it_replaces_is_a_doubt():
+    """A lazy snippet that shortens a body without a marker may mean 'the rest as before'."""
+    source = "def f(x):\n    a = x + 1\n    b = a * 2\n    c = b - 3\n    return c\n"
+    assert merge(source, "def f(x):\n    return 0\n", "python") is None
+    assert merge(source, "def f(x):\n    a = x + 2\n    b = a * 2\n    c = b - 3\n    return c\n",
+                 "python") == source.replace("x + 1", "x + 2")  # fmt: skip
 
 
 @pytest.mark.parametrize(
