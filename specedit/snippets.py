@@ -210,6 +210,8 @@ def _merge_block(old: list[str], new: list[str]) -> list[str]:
 
 def _merge_unit(old: Unit, new: Unit, place) -> list[str]:
     """The file's unit `old` as the snippet's unit `new` has it."""
+    if old.head and not new.head:
+        raise Doubt(f"the snippet shows {new.key!r} without the file's decorators")
     inner = new.lines[new.head + 1 :]
     names = {line.strip() for line in inner}
     partial = any(is_marker(line) for line in inner) or any(
@@ -223,7 +225,8 @@ def _merge_unit(old: Unit, new: Unit, place) -> list[str]:
         return place(new.lines)
     _, old_body, old_footer = old.parts()
     new_header, new_body, new_footer = new.parts()
-    return place(new_header) + _merge_block(old_body, new_body) + place(new_footer or old_footer)
+    footer = place(new_footer) if new_footer else old_footer
+    return place(new_header) + _merge_block(old_body, new_body) + footer
 
 
 def unfence(snippet: str) -> str:

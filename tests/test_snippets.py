@@ -92,6 +92,14 @@ def test_a_new_function_goes_where_the_snippet_puts_it():
     assert merge(FILE, at_end, "python") == FILE + "\n\ndef cli():\n    main()\n"
 
 
+def test_a_body_merged_without_its_closing_line_keeps_the_files():
+    source = "function b(x) {\n  const y = x * 2;\n  return y;\n}\n"
+    snippet = "function b(x) {\n  if (!x) return 0;\n  // ... existing code ...\n"
+    assert merge(source, snippet, "javascript") == source.replace(
+        "{\n", "{\n  if (!x) return 0;\n", 1
+    )
+
+
 def test_brace_languages_and_their_markers():
     source = (
         "function a() {\n  return 1;\n}\n\nfunction b(x) {\n  const y = x * 2;\n"
@@ -129,6 +137,7 @@ def test_a_fenced_snippet_is_read_inside_its_fence():
         ),
         ("def main():\n    pass\n\n# ...\n\ndef area(r):\n    return 0\n", "parts out of order"),
         ("x = 1\n", "nothing in common with the file"),
+        ("class Shape:\n    def corners(self):\n        return 4\n", "decorator left out"),
         ("# ... existing code ...\n", "only a marker"),
         ("def main():\n    print(area(2)\n", "the result would not parse"),
     ],
