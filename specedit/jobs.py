@@ -183,8 +183,9 @@ def merge_file(
     if test is not None:
         check = run_command(test.command, Path(path), merged, test.timeout)
         if not check.passed:
-            say(f"{name}: the merge without the model {check.summary()} on --test; "
-                "the model merges the snippet")  # fmt: skip
+            if not delivery.quiet:
+                say(f"{name}: the merge without the model {check.summary()} on --test; "
+                    "the model merges the snippet")  # fmt: skip
             return None
     request = EditRequest(text, instruction, prompt="apply", language=language)
     code = _deliver(path, name, text, merged, delivery, request)
