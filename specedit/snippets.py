@@ -60,10 +60,12 @@ class Unit:
 
     @property
     def head(self) -> int:
-        """Index of its first line that is not a decorator."""
-        return next(
-            (i for i, line in enumerate(self.lines) if not line.lstrip().startswith("@")), 0
-        )
+        """Index of its first line that is not a decorator (nor a decorator's continuation)."""
+        base = len(_indent(self.lines[0]))
+        for i, line in enumerate(self.lines):
+            if len(_indent(line)) == base and not line.lstrip().startswith("@"):
+                return i
+        return 0
 
     @property
     def key(self) -> str:

@@ -78,6 +78,14 @@ def test_a_marker_in_a_body_keeps_the_rest_of_the_body():
                  "python") == wanted  # fmt: skip
 
 
+def test_a_decorator_over_several_lines_is_not_the_parts_key():
+    source = "@register(\n    name='a',\n)\ndef a():\n    return 1\n\n\ndef b():\n    return 2\n"
+    snippet = (
+        "@register(\n    name='a',\n)\ndef a():\n    # the first\n    # ... existing code ...\n"
+    )
+    assert merge(source, snippet, "python") == source.replace("():\n", "():\n    # the first\n", 1)
+
+
 def test_a_new_function_goes_where_the_snippet_puts_it():
     after_area = (
         "def area(r):\n    # ... existing code ...\n\n\n"
