@@ -444,9 +444,7 @@ def _command(prompt: str, positional: list[inspect.Parameter], doc: str):
 
             snippet = _read_snippet(kwargs.pop("snippet"), files[0])
             # the snippet is the instruction, in a code block of its own
-            instruction = snippet_block(
-                snippet, language_for(None if files[0] == "-" else files[0])
-            )
+            instruction = snippet_block(snippet, language_for(files[0]))
             if kwargs.pop("merge") == "auto":
                 kwargs["snippet"] = snippet
         else:

@@ -12,6 +12,7 @@ import difflib
 import json
 import sys
 import time
+from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -119,7 +120,7 @@ def edit_file(
 
     try:
         text = read_input(path) if text is None else text
-        request = replace(template, text=text, language=language_for(None if path == "-" else path))
+        request = replace(template, text=text, language=language_for(path))
         whole = str  # the whole file, given the model's answer
         if region:
             try:
@@ -176,7 +177,7 @@ def merge_file(
     it instead: the snippet leaves a doubt, or the merge fails --test."""
     started = time.perf_counter()
     name = "stdin" if path == "-" else path
-    language = language_for(None if path == "-" else path)
+    language = language_for(path)
     merged = snippets.merge(text, snippet, language)
     if merged is None:
         return None
@@ -198,19 +199,26 @@ def merge_file(
     }
     if test is not None:
         stats |= {"attempts": 1, "test": "passed"}
-    if delivery.stats_file:
-        delivery.stats_file.write_text(json.dumps(stats, indent=2) + "\n")
-    if delivery.attribution:
-        delivery.attribution.write_text(merged_attribution(text, merged) + "\n")
-    if delivery.quiet:
-        return code
-    if delivery.stats == "json":
-        console.line(json.dumps(stats))
-    else:
+    if _record(delivery, stats, lambda: merged_attribution(text, merged)):
         say(f"{name}: merged without the model: each part of the snippet has one place in the "
             f"file" + ("" if merged != text else ", no change")
             + (", --test passed" if test is not None else ""))  # fmt: skip
     return code
+
+
+def _record(delivery: Delivery, stats: dict, attribution: Callable[[], str]) -> bool:
+    """Write --stats-file and --attribution, and print the stats as JSON where asked; returns
+    whether a one-line summary is still wanted (neither -q nor --stats json)."""
+    if delivery.stats_file:
+        delivery.stats_file.write_text(json.dumps(stats, indent=2) + "\n")
+    if delivery.attribution:
+        delivery.attribution.write_text(attribution() + "\n")
+    if delivery.quiet:
+        return False
+    if delivery.stats == "json":
+        console.line(json.dumps(stats))
+        return False
+    return True
 
 
 def _attribution_of(result: EditResult, pairs: list[tuple[EditResult, Attribution]]):
@@ -296,20 +304,13 @@ class Report:
         passed = bool(self.tries) and self.tries[-1].passed
         if self.tries is not None:
             stats |= {"attempts": len(self.tries), "test": "passed" if passed else "failed"}
-        if delivery.stats_file:
-            delivery.stats_file.write_text(json.dumps(stats, indent=2) + "\n")
-        if delivery.attribution:
-            delivery.attribution.write_text(attribution.to_json() + "\n")
-        if delivery.quiet:  # one line at most; the dashboard already showed its summary
-            return
+        if not _record(delivery, stats, attribution.to_json):
+            return  # one line at most; the dashboard already showed its summary
         tested = ""
         if self.tries is not None:
             tested = f", --test {stats['test']}"
             if len(self.tries) > 1:
                 tested += f" after {len(self.tries)} attempts"
-        if delivery.stats == "json":
-            console.line(json.dumps(stats))
-            return
         if result.statement:  # the model's own words on what it changed
             say(f"{self.name}: {result.statement}")
         if not self.summary_shown:

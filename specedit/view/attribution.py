@@ -120,18 +120,24 @@ class Attribution:
 
     def to_json(self) -> str:
         """The record `--attribution FILE` writes: the decoded output and its spans."""
-        return json.dumps(
-            {
-                "output": self.text,
-                "tokens": len(self.tokens),
-                "copied_share": round(self.copied_share, 4),
-                "tokens_by_source": dict(self.sources),
-                "tokens_by_kind": dict(self.kinds),
-                "spans": [span.as_dict() for span in self.spans],
-            },
-            ensure_ascii=False,
-            indent=1,
-        )
+        return _record(self.text, len(self.tokens), self.copied_share, self.spans,
+                       dict(self.sources), dict(self.kinds))  # fmt: skip
+
+
+def _record(output: str, tokens: int, copied_share: float, spans: list[Span],
+            by_source: dict[str, int], by_kind: dict[str, int]) -> str:  # fmt: skip
+    return json.dumps(
+        {
+            "output": output,
+            "tokens": tokens,
+            "copied_share": round(copied_share, 4),
+            "tokens_by_source": by_source,
+            "tokens_by_kind": by_kind,
+            "spans": [span.as_dict() for span in spans],
+        },
+        ensure_ascii=False,
+        indent=1,
+    )
 
 
 def merged_attribution(original: str, merged: str) -> str:
@@ -150,15 +156,4 @@ def merged_attribution(original: str, merged: str) -> str:
                           "input" if copied else "snippet", "merge", 0))  # fmt: skip
         at += width
     copied = sum(span.output[1] - span.output[0] for span in spans if span.source == "input")
-    return json.dumps(
-        {
-            "output": merged,
-            "tokens": 0,
-            "copied_share": round(copied / len(merged), 4) if merged else 0.0,
-            "tokens_by_source": {},
-            "tokens_by_kind": {},
-            "spans": [span.as_dict() for span in spans],
-        },
-        ensure_ascii=False,
-        indent=1,
-    )
+    return _record(merged, 0, copied / len(merged) if merged else 0.0, spans, {}, {})
