@@ -42,6 +42,15 @@ def dropped_lines(before: str, after: str) -> int:
     """How many of `before`'s non-blank lines have no counterpart in `after` (deleted, or
     replaced by fewer lines)."""
     old, new = before.splitlines(), after.splitlines()
+    # Lines the two share at either end are kept: matching only the middle keeps a local edit
+    # of a long file fast (the matcher is quadratic in a line that repeats, such as a blank).
+    start = 0
+    while start < min(len(old), len(new)) and old[start] == new[start]:
+        start += 1
+    end = 0
+    while end < min(len(old), len(new)) - start and old[-1 - end] == new[-1 - end]:
+        end += 1
+    old, new = old[start : len(old) - end], new[start : len(new) - end]
     matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
     dropped = 0
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
