@@ -1,5 +1,5 @@
 """`python -m specedit` runs the CLI, as the `specedit` script does."""
 
-from specedit.cli import app
+from specedit.cli import run
 
-app(prog_name="specedit")
+run()

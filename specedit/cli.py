@@ -7,8 +7,10 @@ Exit codes are `specedit.exits.Exit`.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import os
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -228,7 +230,7 @@ def _run_edits(
     leaves a doubt."""
     from rich.console import Console
 
-    from specedit.edit import EditorUnavailable, EditRequest, LocalEditor
+    from specedit.edit import EditorUnavailable, EditRequest, LocalEditor, context_estimate
     from specedit.engine.options import Sampling, Verification
     from specedit.files import InputError, read_input, read_text
     from specedit.jobs import CheckCommand, Delivery, edit_file, merge_file
@@ -333,6 +335,7 @@ def _run_edits(
                 options["device"],
                 options["draft_model"],
                 options["engine"],
+                max(map(context_estimate, texts.values()), default=1),
             )
         )
     template = EditRequest(
@@ -376,22 +379,30 @@ def _load(
     device: str = "cpu",
     draft: str | None = None,
     engine: str = "torch",
+    context: int = 0,
 ):
     """Pin the CPU threads and load the model (and its draft model) once; a model error exits
-    with code 3.
+    with code 3. On llama.cpp the weights start loading before torch is imported, in a context
+    sized for `context` tokens (an estimate of what the first edit needs).
 
-    Returns the model and the start-up seconds: imports (from the CLI's start to torch and
-    transformers imported) and the models' load."""
-    import torch
-    import transformers  # noqa: F401  (timed here, so the load below is the load alone)
-
+    Returns the model and the start-up seconds: imports (from the CLI's start to torch
+    imported; on llama.cpp the model's load has begun by then) and the model's load after them."""
     from specedit.models import ModelError, load, with_draft
 
-    imported = time.perf_counter()
-    torch.set_num_threads(threads or os.cpu_count() or 1)
+    threads = threads or os.cpu_count() or 1
     with _interruptible():
         try:
-            lm = load(model, dtype, device, engine)
+            lm = load(model, dtype, device, engine, threads, context) if engine != "torch" else None
+            import torch
+
+            torch.set_num_threads(threads)
+            if lm is None:
+                import transformers  # noqa: F401  (timed here, so the load below is the load alone)
+            imported = time.perf_counter()
+            if lm is None:
+                lm = load(model, dtype, device, engine)
+            if engine == "llama.cpp":
+                lm.model.ready()  # the context opened in the background
             if draft:
                 lm = with_draft(lm, draft, dtype, device)
         except ModelError as exc:
@@ -779,3 +790,22 @@ def models_info(
         "max_position_embeddings",
     ):
         typer.echo(f"{key:14} {getattr(config, key, '?')}")  # fmt: skip
+
+
+def run() -> None:
+    """The `specedit` script and `python -m specedit`: the app, then a prompt exit.
+
+    Tearing the interpreter down after an edit (freeing llama.cpp's buffers, unloading torch)
+    takes about half a second that the OS does at once. Nothing is lost by skipping it: writes
+    are atomic and done, and the output streams are flushed here."""
+    try:
+        app(prog_name="specedit")
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
+        if isinstance(exc.code, str):
+            error(exc.code)
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing can reach it
+            stream.flush()
+    os._exit(code)

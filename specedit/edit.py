@@ -73,6 +73,14 @@ def default_token_limit(input_tokens: int) -> int:
     return int(input_tokens * 1.5) + 128
 
 
+def context_estimate(text: str) -> int:
+    """A generous guess of the tokens an edit of `text` needs (its prompt, its answer's limit,
+    a draft), made before any tokenizer has loaded: code and prose run 3-4 bytes a token here,
+    two are assumed, and 256 tokens for the system prompt and the instruction."""
+    tokens = len(text.encode()) // 2
+    return 256 + tokens + default_token_limit(tokens) + 65
+
+
 @dataclass(frozen=True)
 class PreparedEdit:
     """A request turned into a prompt and a token limit, checked against the model's context."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
 import os
 import platform
 import shutil
@@ -16,6 +17,7 @@ import tempfile
 from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
+from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
 from specedit.console import say
@@ -309,19 +311,24 @@ LLAMA_CPP_INSTALL = (
 
 @cache
 def load(
-    model: str = DEFAULT_MODEL, dtype: str = "auto", device: str = "cpu", engine: str = "torch"
+    model: str = DEFAULT_MODEL,
+    dtype: str = "auto",
+    device: str = "cpu",
+    engine: str = "torch",
+    threads: int | None = None,
+    context: int = 0,
 ) -> LoadedModel:
-    """Load a model once per process (cached on its arguments)."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-    from transformers.utils import logging as hf_logging
-
-    hf_logging.disable_progress_bar()  # stderr belongs to specedit's own output
-    hf_logging.set_verbosity_error()
+    """Load a model once per process (cached on its arguments). On llama.cpp, `context` (the
+    tokens the first generation may need, where known) sizes the context that opens in the
+    background while the rest loads; `threads` are llama.cpp's (torch's are the caller's)."""
     if engine not in ENGINES:
         raise ModelError(f"unknown engine {engine!r}: choose one of {', '.join(ENGINES)}")
     if engine == "llama.cpp":
-        return _load_gguf(model)
+        return _load_gguf(model, threads or os.cpu_count() or 1, context)
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    _quiet_transformers()
     if dtype not in DTYPES:
         raise ModelError(f"unknown dtype {dtype!r}: choose one of {', '.join(DTYPES)}")
     torch_dtype = getattr(torch, DTYPES[dtype]) if DTYPES[dtype] else default_dtype()
@@ -340,27 +347,58 @@ def load(
     return LoadedModel(name=model, model=lm, tokenizer=tokenizer)
 
 
-def _load_gguf(model: str) -> LoadedModel:
-    """The model's GGUF file for llama.cpp, with its tokenizer and config (read from the GGUF
-    once, then kept beside it: reading them takes about 20 s)."""
-    import torch
-    from transformers import AutoConfig, AutoTokenizer, GenerationConfig
+def _quiet_transformers() -> None:
+    """stderr belongs to specedit's own output: no progress bars nor info logs."""
+    from transformers.utils import logging as hf_logging
 
+    hf_logging.disable_progress_bar()
+    hf_logging.set_verbosity_error()
+
+
+def _load_gguf(model: str, threads: int, context: int) -> LoadedModel:
+    """The model's GGUF file for llama.cpp, with its tokenizer and config (read from the GGUF
+    once, then kept beside it: reading them takes about 20 s).
+
+    A cold edit's start-up is what this path is built for: llama.cpp starts reading the
+    weights on a thread first, and neither torch nor transformers is imported here once the
+    tokenizer has been exported (`ChatTokenizer`)."""
     require_llama_cpp("the llama.cpp engine needs")
     from specedit.engine.llamacpp import GgufModel
+    from specedit.prefixes import PrefixStore
+    from specedit.tokenizer import ChatTokenizer
 
     gguf = gguf_file(model)
     folder = _gguf_metadata(model, gguf)
-    tokenizer = AutoTokenizer.from_pretrained(folder)
-    config = AutoConfig.from_pretrained(folder)
+    config = _json_namespace(folder / "config.json")
     try:
-        generation = GenerationConfig.from_pretrained(folder)
+        generation = _json_namespace(folder / "generation_config.json")
     except OSError:
-        generation = GenerationConfig.from_model_config(config)
+        generation = SimpleNamespace(eos_token_id=getattr(config, "eos_token_id", None))
+    import llama_cpp
+
+    heads = cache_dir() / "prefix" / f"{_file_key(gguf)}-{llama_cpp.__version__}"
+    gguf_model = GgufModel(gguf, config, generation, threads, PrefixStore(heads))
+    if context:
+        trained = int(getattr(config, "max_position_embeddings", 0) or context)
+        gguf_model.open_in_background(min(context, trained))
+    tokenizer = ChatTokenizer.open(folder)
+    if tokenizer is None:  # the first load on this folder, or with this transformers
+        from transformers import AutoTokenizer
+
+        _quiet_transformers()
+        tokenizer = AutoTokenizer.from_pretrained(folder)
+        ChatTokenizer.export(tokenizer, folder)
     if not getattr(tokenizer, "chat_template", None):
         raise ModelError(f"model {model!r} has no chat template, so it cannot follow instructions")
-    gguf_model = GgufModel(gguf, config, generation, torch.get_num_threads())
     return LoadedModel(name=model, model=gguf_model, tokenizer=tokenizer)
+
+
+def _json_namespace(path: Path) -> SimpleNamespace:
+    """A config file's fields as attributes, as the engine and drafters read a config."""
+    try:
+        return SimpleNamespace(**json.loads(path.read_text(encoding="utf-8")))
+    except ValueError as exc:
+        raise ModelError(f"cannot read {path}: {exc}") from exc
 
 
 def _gguf_metadata(model: str, gguf: Path) -> Path:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 from typer.testing import CliRunner
 
@@ -184,3 +187,24 @@ def test_bench_runs_the_hybrid_beside_plain_decoding_with_the_same_tokens(tiny_m
     rows = {row["method"]: row for row in json.loads(report.read_text())["rows"]}
     assert rows["evospec"]["identical"] and rows["draft-model"]["identical"]
     assert rows["draft-model"]["mean_accepted"] > 1  # the draft is the target: chains hold
+
+
+def test_the_script_exits_with_the_command_s_code_and_flushes_its_output(tmp_path):
+    """`specedit` ends with os._exit, skipping the interpreter's teardown: its exit code and
+    everything it printed (a long merge through a pipe here) still arrive."""
+    script = [sys.executable, "-m", "specedit"]
+    missing = subprocess.run([*script, "fix", str(tmp_path / "gone.py"), "fix it"],
+                             capture_output=True, text=True)  # fmt: skip
+    assert missing.returncode == 2 and "no such file" in missing.stderr
+    assert missing.stdout == ""
+    version = subprocess.run([*script, "--version"], capture_output=True, text=True)
+    assert version.returncode == 0 and version.stdout == f"specedit {__version__}\n"
+    source = tmp_path / "many.py"
+    source.write_text("".join(f"def f{n}():\n    return {n}\n\n\n" for n in range(4000)))
+    snippet = tmp_path / "change.py"
+    snippet.write_text("def f3999():\n    return -1\n")
+    merged = subprocess.run([*script, "apply", str(source), str(snippet), "-q"],
+                            capture_output=True, text=True)  # fmt: skip
+    assert merged.returncode == 0, merged.stderr
+    assert len(merged.stdout) > 100_000  # more than a pipe holds at once
+    assert merged.stdout == source.read_text().replace("return 3999\n", "return -1\n")

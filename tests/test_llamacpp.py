@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -269,3 +270,100 @@ def test_a_warm_llama_cpp_model_reuses_the_prompt_prefix_it_holds(bundled_model_
         lm.model.reuse_prefix = True
     differs = _first_difference(cold, warm)
     assert differs is None or _margin(lm, second + cold[:differs]) < NEAR_TIE
+
+
+@pytest.mark.e2e
+@pytest.mark.llamacpp
+@pytest.mark.skipif(not HAS_LLAMA_CPP, reason="needs llama-cpp-python (the llamacpp extra)")
+def test_the_context_opens_in_the_background_and_is_the_one_used(bundled_model_dir):
+    """`load(..., context=N)` starts llama.cpp's load on a thread; the first generation that
+    fits uses that context, a longer one opens a larger one."""
+    from specedit.models import load
+
+    lm = load(TEST_MODEL, engine="llama.cpp", threads=2, context=5000)
+    try:
+        assert lm.model._opening is not None  # begun, not yet waited for
+        opened = lm.model.open_target(6000).llm
+        assert opened.n_ctx() == 8192  # 5000 tokens, in steps of 4096
+        assert lm.model.open_target(8000).llm is opened  # fits: no second load
+        larger = lm.model.open_target(9000).llm
+        assert larger is not opened and larger.n_ctx() == 12288
+    finally:
+        lm.model.close()
+
+
+@pytest.mark.e2e
+@pytest.mark.llamacpp
+@pytest.mark.skipif(not HAS_LLAMA_CPP, reason="needs llama-cpp-python (the llamacpp extra)")
+def test_a_fresh_context_starts_from_the_prompt_head_kept_on_disk(bundled_model_dir, tmp_path):
+    """As three cold processes would: the first prompt keeps nothing, the second keeps the head
+    it shares with the first, and the next fresh context reads that head back, prefills only
+    the rest, and decodes as a cold run does (up to a near-tie)."""
+    from specedit.drafting.registry import make_drafter
+    from specedit.edit import EditRequest, prepare
+    from specedit.engine.llamacpp import GgufModel
+    from specedit.engine.session import generate
+    from specedit.models import load
+    from specedit.prefixes import PrefixStore
+
+    lm = load(TEST_MODEL, engine="llama.cpp")
+    first, second = (
+        prepare(lm, EditRequest(TASK["input"], instruction, prompt="fix")).prompt.ids
+        for instruction in (TASK["instruction"], "halve() must return x / 2 exactly")
+    )
+    shared = _first_difference(first, second)
+    store = PrefixStore(tmp_path / "heads")
+
+    def fresh() -> GgufModel:
+        model = lm.model
+        return GgufModel(model.path, model.config, model.generation_config, model.threads, store)
+
+    def reused(prompt: list[int]) -> int:
+        model = fresh()
+        try:
+            target = model.open_target(len(prompt) + 100)
+            target.prefill(prompt[:-1], hidden=False)
+            return target.reused
+        finally:
+            model.close()
+
+    assert reused(first) == 0 and not list(store.folder.glob("*.head"))
+    assert reused(second) == 0 and len(list(store.folder.glob("*.head"))) == 1
+    assert reused(first) == shared  # the shared head, read back
+
+    model = fresh()
+    try:
+        warm = generate(model, second, make_drafter("pld", model), max_new_tokens=60).tokens
+    finally:
+        model.close()
+    lm.model.reuse_prefix = False
+    try:
+        cold = generate(lm.model, second, make_drafter("pld", lm.model), max_new_tokens=60).tokens
+    finally:
+        lm.model.reuse_prefix = True
+    differs = _first_difference(cold, warm)
+    assert differs is None or _margin(lm, second + cold[:differs]) < NEAR_TIE
+
+
+@pytest.mark.e2e
+@pytest.mark.llamacpp
+@pytest.mark.skipif(not HAS_LLAMA_CPP, reason="needs llama-cpp-python (the llamacpp extra)")
+def test_a_cold_edit_on_llama_cpp_never_imports_transformers(bundled_model_dir, tmp_path):
+    """Its import is a second of a cold start: the tokenizer is read without it once exported
+    (the first load on a machine may export it)."""
+    path = tmp_path / "add.py"
+    path.write_text("def add(a, b):\n    return a - b\n")
+    args = ["fix", str(path), "add must return the sum", "--engine", "llama.cpp", "--model",
+            TEST_MODEL, "-q"]  # fmt: skip
+    code = (
+        "import sys\n"
+        "from specedit.cli import app\n"
+        f"try:\n    app({args!r})\n"
+        "except SystemExit as done:\n    assert done.code == 0, done.code\n"
+        "print('transformers' in sys.modules, file=sys.stderr)\n"
+    )
+    for _ in range(2):
+        result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        assert result.returncode == 0, result.stderr
+    assert result.stderr.strip().splitlines()[-1] == "False"
+    assert result.stdout.startswith("def add(a, b):")

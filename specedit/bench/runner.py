@@ -302,7 +302,9 @@ def run_bench(
     models = {lm.engine: lm}
     for engine in engines:
         try:
-            models[engine] = models.get(engine) or load(lm.name, engine=engine)
+            models[engine] = models.get(engine) or load(
+                lm.name, engine=engine, threads=torch.get_num_threads()
+            )
         except ModelError as exc:
             raise BenchError(str(exc)) from None
         if engine == "llama.cpp":  # every run starts cold, as every other setup does

@@ -7,8 +7,12 @@ the prefix and everything past them is cropped.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
-from transformers import DynamicCache
+
+if TYPE_CHECKING:
+    from transformers import DynamicCache
 
 
 def keep_path(cache: DynamicCache, prefix_length: int, nodes: list[int]) -> None:

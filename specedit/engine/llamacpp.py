@@ -12,15 +12,19 @@ states, so only drafters that need neither run on it.
 
 from __future__ import annotations
 
+import ctypes
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
-import torch
 
-from specedit.engine.target import Pass
-from specedit.engine.tree import DraftTree
+if TYPE_CHECKING:
+    import torch
+
+    from specedit.engine.target import Pass
+    from specedit.engine.tree import DraftTree
 
 CONTEXT_STEP = 4096  # contexts are sized in steps of this many tokens, and grown when needed
 
@@ -32,34 +36,69 @@ class GgufModel:
 
     With `reuse_prefix`, a generation keeps the KV cache of the longest prefix its prompt shares
     with what the cache already holds (the system prompt and template in a warm server, the file
-    in a retry), and prefills only the rest. The kept entries were computed in other batch shapes,
-    so outputs may differ from a cold run at near-ties; the bench turns it off."""
+    in a retry), and prefills only the rest; with a `store` as well, a fresh context (a cold
+    CLI) starts from the prompt's head kept on disk. The kept entries were computed in other
+    batch shapes, so outputs may differ from a cold run at near-ties; the bench turns it off.
 
-    device = torch.device("cpu")
-    dtype = torch.float32  # of the logits the engine sees
+    This module imports neither torch nor transformers at its top, so that the CLI can start
+    llama.cpp's load (`open_in_background`) before it imports them."""
+
     engine = "llama.cpp"  # no hidden states nor weights: only token drafters run on it
 
-    def __init__(self, path: Path, config: Any, generation_config: Any, threads: int) -> None:
+    def __init__(
+        self,
+        path: Path,
+        config: Any,
+        generation_config: Any,
+        threads: int,
+        store: HeadStore | None = None,
+    ) -> None:
         self.path, self.config, self.generation_config = path, config, generation_config
-        self.threads = threads
+        self.threads, self.store = threads, store
         self.reuse_prefix = True
         self._llm: Any = None
+        self._opening: Future | None = None
         self._held: list[int] = []  # the tokens whose K/V sequence 0 of the context holds
 
+    @property
+    def device(self) -> torch.device:
+        import torch
+
+        return torch.device("cpu")
+
+    @property
+    def dtype(self) -> torch.dtype:  # of the logits the engine sees
+        import torch
+
+        return torch.float32
+
+    def open_in_background(self, capacity: int) -> None:
+        """Start opening a context for `capacity` tokens on a thread. llama.cpp reads and
+        repacks the weights in C without holding the GIL (about a second for the 1.5B), so
+        the imports and the tokenizer load meanwhile."""
+        pool = ThreadPoolExecutor(max_workers=1)
+        self._opening = pool.submit(self._new_context, capacity)
+        pool.shutdown(wait=False)  # the thread ends with the load
+
+    def ready(self) -> None:
+        """Wait for a context opened in the background, if one is being opened."""
+        if self._opening is not None:
+            llm, self._opening = self._opening.result(), None
+            self._use(llm)
+
     def open_target(self, capacity: int) -> LlamaCppTarget:
+        self.ready()
         if self._llm is None or self._llm.n_ctx() < capacity:
-            self._open(capacity)
-            self._held = []
+            self._use(self._new_context(capacity))
         if not self.reuse_prefix:
             self._held = []
-        return LlamaCppTarget(self._llm, self._held)
+            return LlamaCppTarget(self._llm, self._held)
+        return LlamaCppTarget(self._llm, self._held, self.store)
 
-    def _open(self, capacity: int) -> None:
+    def _new_context(self, capacity: int) -> Any:
         from llama_cpp import Llama
 
-        if self._llm is not None:
-            self._llm.close()
-        self._llm = Llama(
+        return Llama(
             model_path=str(self.path),
             n_ctx=-(-capacity // CONTEXT_STEP) * CONTEXT_STEP,
             n_threads=self.threads,
@@ -67,21 +106,46 @@ class GgufModel:
             verbose=False,  # llama.cpp's log would go to stderr, which is specedit's
         )
 
+    def _use(self, llm: Any) -> None:
+        self.close()
+        self._llm, self._held = llm, []
+
     def close(self) -> None:
         if self._llm is not None:
             self._llm.close()
             self._llm = None
 
 
+class HeadStore(Protocol):
+    """Prompt heads' K/V kept between processes (specedit/prefixes.py)."""
+
+    def longest(self, tokens: list[int]) -> tuple[list[int], bytes] | None:
+        """The longest stored head that `tokens` start with, and its sequence state."""
+        ...
+
+    def worth_keeping(self, tokens: list[int], stored: int) -> int:
+        """How many of `tokens` to store now (0: none); `stored` are already in the cache."""
+        ...
+
+    def save(self, head: list[int], state: bytes) -> None: ...
+
+
+def shared_length(a: list[int], b: list[int]) -> int:
+    """How many leading tokens `a` and `b` share."""
+    pairs = enumerate(zip(a, b, strict=False))
+    return next((i for i, (x, y) in pairs if x != y), min(len(a), len(b)))
+
+
 class LlamaCppTarget:
     """One generation on a llama.cpp context: sequence 0 of its KV cache, whose tokens `held`
-    tracks (the model's list, so that the next generation knows what the cache holds)."""
+    tracks (the model's list, so that the next generation knows what the cache holds). With a
+    `store`, a fresh context starts from the longest stored head of the prompt."""
 
     trees = False
     hidden_states = False
 
-    def __init__(self, llm: Any, held: list[int]) -> None:
-        self.llm, self.held = llm, held
+    def __init__(self, llm: Any, held: list[int], store: HeadStore | None = None) -> None:
+        self.llm, self.held, self.store = llm, held, store
         self.vocabulary = llm.n_vocab()
         self.reused = 0  # prompt tokens whose K/V were already there
 
@@ -99,14 +163,43 @@ class LlamaCppTarget:
             self.llm._ctx.decode(self.llm._batch)
 
     def prefill(self, tokens: list[int], hidden: bool) -> None:
-        shared = next(
-            (i for i, (a, b) in enumerate(zip(self.held, tokens, strict=False)) if a != b),
-            min(len(self.held), len(tokens)),
-        )
+        if self.store is not None and not self.held:
+            self._restore(self.store.longest(tokens))
+        shared = shared_length(self.held, tokens)
         self._drop_from(shared)
-        self._decode(tokens[shared:], shared, all_logits=False)
-        self.held.extend(tokens[shared:])
         self.reused = shared
+        if self.store is not None and (keep := self.store.worth_keeping(tokens, shared)):
+            self._feed(tokens[:keep])
+            self.store.save(tokens[:keep], self._state())
+        self._feed(tokens)
+
+    def _feed(self, tokens: list[int]) -> None:
+        """Prefill `tokens` past what the cache holds of them (all of it is theirs)."""
+        held = len(self.held)
+        self._decode(tokens[held:], held, all_logits=False)
+        self.held.extend(tokens[held:])
+
+    def _state(self) -> bytes:
+        """Sequence 0's K/V as llama.cpp serialises it."""
+        import llama_cpp
+
+        size = llama_cpp.llama_state_seq_get_size(self.llm._ctx.ctx, 0)
+        buffer = (ctypes.c_uint8 * size)()
+        written = llama_cpp.llama_state_seq_get_data(self.llm._ctx.ctx, buffer, size, 0)
+        return bytes(buffer)[:written]
+
+    def _restore(self, stored: tuple[list[int], bytes] | None) -> None:
+        """Put a stored head into the empty cache; a state llama.cpp refuses is left out."""
+        if stored is None:
+            return
+        import llama_cpp
+
+        head, state = stored
+        buffer = (ctypes.c_uint8 * len(state)).from_buffer_copy(state)
+        if llama_cpp.llama_state_seq_set_data(self.llm._ctx.ctx, buffer, len(state), 0):
+            self.held.extend(head)
+        else:
+            self._drop_from(0)
 
     def forward(self, tree: DraftTree, prefix_length: int, hidden: bool) -> Pass:
         if not tree.is_chain():
@@ -120,6 +213,10 @@ class LlamaCppTarget:
         self.held.extend(ids)
         shape = (len(ids), self.vocabulary)
         logits = np.ctypeslib.as_array(self.llm._ctx.get_logits(), shape=shape)
+        import torch
+
+        from specedit.engine.target import Pass
+
         return Pass(torch.from_numpy(logits.copy()))  # llama.cpp reuses its buffer next pass
 
     def keep(self, prefix_length: int, nodes: list[int]) -> None:

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import Protocol
 
 import torch
-from transformers import DynamicCache
 
 from specedit.engine.cache import keep_path
 from specedit.engine.tree import DraftTree
@@ -54,6 +53,8 @@ class TransformersTarget:
     hidden_states = True
 
     def __init__(self, model) -> None:
+        from transformers import DynamicCache  # here: the llama.cpp engine never imports it
+
         self.model = model
         self.cache = DynamicCache(config=model.config)
 
