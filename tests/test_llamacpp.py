@@ -280,10 +280,12 @@ def test_the_context_opens_in_the_background_and_is_the_one_used(bundled_model_d
     fits uses that context, a longer one opens a larger one."""
     from specedit.models import load
 
+    interval = sys.getswitchinterval()
     lm = load(TEST_MODEL, engine="llama.cpp", threads=2, context=5000)
     try:
         assert lm.model._opening is not None  # begun, not yet waited for
         opened = lm.model.open_target(6000).llm
+        assert sys.getswitchinterval() == interval  # shortened during the load only
         assert opened.n_ctx() == 8192  # 5000 tokens, in steps of 4096
         assert lm.model.open_target(8000).llm is opened  # fits: no second load
         larger = lm.model.open_target(9000).llm
