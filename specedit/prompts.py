@@ -41,6 +41,28 @@ class Template:
     # The answer's first words when the model should state the change before the code (the
     # code block then follows); empty: the answer opens with the code fence itself.
     statement: str = ""
+    # Worked examples, shown as earlier turns of the chat before the edit itself.
+    examples: tuple[Example, ...] = ()
+
+
+@dataclass(frozen=True)
+class Example:
+    """One worked edit: the instruction and input as the user would send them, and the whole
+    answer the model should give."""
+
+    instruction: str
+    input: str
+    output: str
+    language: str = ""
+
+    def messages(self, template: Template) -> list[dict[str, str]]:
+        """The example as a user turn in the template's words and the assistant's answer."""
+        fence = fence_for(self.input + self.output)
+        user = template.user.format(
+            instruction=self.instruction, fence=fence, language=self.language, text=self.input
+        )
+        answer = f"{fence}{self.language}\n{self.output}{fence}"
+        return [{"role": "user", "content": user}, {"role": "assistant", "content": answer}]
 
 
 def available() -> list[str]:
@@ -68,9 +90,15 @@ def load_template(name: str) -> Template:
     for field in ("{instruction}", "{text}", "{fence}"):
         if field not in data["user"]:
             raise PromptError(f"prompt {name!r}: its user text must contain {field}")
+    try:
+        examples = tuple(Example(**example) for example in data.get("examples", []))
+    except TypeError as exc:
+        fields = "instruction, input, output and language"
+        raise PromptError(f"prompt {name!r}: an example takes {fields} ({exc})") from None
     return Template(
-        name, data.get("description", ""), data["system"], data["user"], data.get("statement", "")
-    )
+        name, data.get("description", ""), data["system"], data["user"],
+        data.get("statement", ""), examples,
+    )  # fmt: skip
 
 
 def language_for(path: str | None) -> str:
@@ -147,7 +175,12 @@ def chat_messages(
             before=before, gap=REGION_GAP.format(**where),
             after=after if not after or after.endswith("\n") else after + "\n", **where,
         )  # fmt: skip
-    return [{"role": "system", "content": template.system}, {"role": "user", "content": user}]
+    shown = [message for example in template.examples for message in example.messages(template)]
+    return [
+        {"role": "system", "content": template.system},
+        *shown,
+        {"role": "user", "content": user},
+    ]
 
 
 def build(

@@ -120,3 +120,36 @@ def test_the_instruction_may_follow_the_file(tokenizer, tmp_path):
     text = "def f():\n    return 1\n"
     built = prompts.build(tokenizer, prompts.load_template(str(path)), text, "return 2", "python")
     assert tokenizer.decode(built.ids[built.input_start : built.input_end]) == text
+
+
+def test_worked_examples_come_as_earlier_turns_in_the_template_s_words(tokenizer, tmp_path):
+    path = tmp_path / "examples.toml"
+    path.write_text(
+        'system = "s"\nuser = "Fix: {instruction}\\n{fence}{language}\\n{text}{fence}"\n'
+        '[[examples]]\ninstruction = "one is two"\ninput = "one = 2\\n"\noutput = "one = 1\\n"\n'
+        'language = "python"\n'
+    )
+    template = prompts.load_template(str(path))
+    messages = prompts.chat_messages(template, "x = 1\n", "fix x", "python", "```")
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "user"]
+    assert messages[1]["content"] == "Fix: one is two\n```python\none = 2\n```"
+    assert messages[2]["content"] == "```python\none = 1\n```"
+    built = prompts.build(tokenizer, template, "x = 1\n", "fix x", "python")
+    # The input is the edit's own, after the example that holds a code block too.
+    assert tokenizer.decode(built.ids[built.input_start : built.input_end]) == "x = 1\n"
+    assert built.input_start > len(tokenizer("one = 1", add_special_tokens=False)["input_ids"])
+    path.write_text(path.read_text().replace("output =", "answer ="))
+    with pytest.raises(prompts.PromptError, match="an example takes"):
+        prompts.load_template(str(path))
+
+
+def test_the_examples_variant_shows_fixes_that_change_one_line():
+    """Each worked fix in tools/prompt-variants/examples changes exactly one line."""
+    import difflib
+    from pathlib import Path
+
+    variant = Path(__file__).parent.parent / "tools" / "prompt-variants" / "examples" / "fix.toml"
+    for example in prompts.load_template(str(variant)).examples:
+        before, after = example.input.splitlines(), example.output.splitlines()
+        changed = [line for line in difflib.ndiff(before, after) if line[:1] in "+-"]
+        assert len(changed) == 2, changed
