@@ -57,14 +57,14 @@ class PrefixStore:
         """How many of `tokens` to store now: the head this prompt shares with the one
         before it, where that is longer than the `stored` head it started with; else 0.
         Records this prompt as the one before the next."""
-        last_file = self.folder / "last.npy"
+        last_file, head = self.folder / "last.tokens", tokens[: self.MAX_TOKENS]
         try:
-            last = np.load(last_file).tolist()
-        except (OSError, ValueError):
+            last = _read_tokens(last_file)
+        except (OSError, ValueError):  # the first prompt, or a damaged record
             last = []
-        shared = shared_length(last, tokens[: self.MAX_TOKENS])
+        shared = shared_length(last, head)
         self.folder.mkdir(parents=True, exist_ok=True)
-        replace_atomically(last_file, lambda tmp: _save_npy(tmp, tokens[: self.MAX_TOKENS]))
+        replace_atomically(last_file, lambda tmp: _write_head(tmp, head, b""))
         return shared if shared >= self.MIN_TOKENS and shared > stored else 0
 
     def save(self, head: list[int], state: bytes) -> None:
@@ -84,11 +84,6 @@ def _mtime(path: Path) -> float:
         return path.stat().st_mtime
     except OSError:
         return 0.0
-
-
-def _save_npy(path: Path, tokens: list[int]) -> None:
-    with open(path, "wb") as out:
-        np.save(out, np.asarray(tokens, dtype=np.int32))
 
 
 def _write_head(path: Path, head: list[int], state: bytes) -> None:

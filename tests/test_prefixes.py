@@ -50,6 +50,6 @@ def test_a_damaged_head_is_passed_over(tmp_path):
     store = PrefixStore(tmp_path)
     store.save(SYSTEM, b"good")
     (tmp_path / "bad.head").write_bytes((10_000).to_bytes(4, "little") + b"\0" * 8)
-    (tmp_path / "last.npy").write_bytes(b"not numpy")
+    (tmp_path / "last.tokens").write_bytes(b"\xff\xff")
     assert store.longest(SYSTEM + [1]) == (SYSTEM, b"good")
     assert store.worth_keeping(SYSTEM, stored=0) == 0  # an unreadable last prompt: none before

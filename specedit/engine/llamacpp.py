@@ -213,6 +213,10 @@ class LlamaCppTarget:
             self._drop_from(0)
 
     def forward(self, tree: DraftTree, prefix_length: int, hidden: bool) -> Pass:
+        import torch  # here, not at the top: see GgufModel
+
+        from specedit.engine.target import Pass
+
         if not tree.is_chain():
             raise ValueError("llama.cpp verifies chains; cut the tree to its main chain first")
         ids = [tree.root, *tree.tokens]
@@ -224,10 +228,6 @@ class LlamaCppTarget:
         self.held.extend(ids)
         shape = (len(ids), self.vocabulary)
         logits = np.ctypeslib.as_array(self.llm._ctx.get_logits(), shape=shape)
-        import torch
-
-        from specedit.engine.target import Pass
-
         return Pass(torch.from_numpy(logits.copy()))  # llama.cpp reuses its buffer next pass
 
     def keep(self, prefix_length: int, nodes: list[int]) -> None:
