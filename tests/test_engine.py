@@ -209,7 +209,7 @@ class ChainsOnly:
     def __init__(self, model) -> None:
         self.model, self.config = model, model.config
 
-    def open_target(self, capacity: int) -> TransformersTarget:
+    def open_target(self, capacity: int, reuse: bool = True) -> TransformersTarget:
         target = TransformersTarget(self.model)
         target.trees = False
         return target
@@ -219,8 +219,8 @@ def test_a_target_that_verifies_chains_gets_the_main_chain_and_stays_exact(qwen_
     passes: list[DraftTree] = []
 
     class Recording(ChainsOnly):
-        def open_target(self, capacity: int) -> TransformersTarget:
-            target = super().open_target(capacity)
+        def open_target(self, capacity: int, reuse: bool = True) -> TransformersTarget:
+            target = super().open_target(capacity, reuse)
             forward = target.forward
             target.forward = lambda tree, *args: passes.append(tree) or forward(tree, *args)
             return target
@@ -248,8 +248,8 @@ def test_main_chain_follows_first_children():
 
 def test_a_drafter_that_reads_hidden_states_is_refused_by_a_target_without_them(qwen_tiny):
     class NoStates(ChainsOnly):
-        def open_target(self, capacity: int) -> TransformersTarget:
-            target = super().open_target(capacity)
+        def open_target(self, capacity: int, reuse: bool = True) -> TransformersTarget:
+            target = super().open_target(capacity, reuse)
             target.hidden_states = False
             return target
 

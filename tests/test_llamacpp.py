@@ -369,3 +369,24 @@ def test_a_cold_edit_on_llama_cpp_never_imports_transformers(bundled_model_dir, 
         assert result.returncode == 0, result.stderr
     assert result.stderr.strip().splitlines()[-1] == "False"
     assert result.stdout.startswith("def add(a, b):")
+
+
+@pytest.mark.e2e
+@pytest.mark.llamacpp
+@pytest.mark.skipif(not HAS_LLAMA_CPP, reason="needs llama-cpp-python (the llamacpp extra)")
+def test_measuring_the_pass_cost_keeps_no_prompt_head(bundled_model_dir, tmp_path):
+    """The probe's tokens are no prompt: measuring neither reads nor records any head."""
+    from specedit.engine.cost import measure
+    from specedit.engine.llamacpp import GgufModel
+    from specedit.models import load
+    from specedit.prefixes import PrefixStore
+
+    model = load(TEST_MODEL, engine="llama.cpp").model
+    store = PrefixStore(tmp_path / "heads")
+    probed = GgufModel(model.path, model.config, model.generation_config, model.threads, store)
+    try:
+        measure(probed, sizes=(1, 2))
+        measure(probed, sizes=(1, 2))
+    finally:
+        probed.close()
+    assert not (tmp_path / "heads").exists()

@@ -60,7 +60,8 @@ def measure(model, sizes: tuple[int, ...] = PROBE_SIZES) -> PassCost:
     widest = max(sizes)
     vocabulary = min(int(model.config.vocab_size), 32000)
     tokens = [(7919 * i) % vocabulary for i in range(1, PROBE_CONTEXT + widest + 1)]
-    target = open_target(model, PROBE_CONTEXT + len(sizes) + 1 + widest)  # a root kept a pass
+    # A root is kept each pass; the probe's tokens are no prompt to keep for later edits.
+    target = open_target(model, PROBE_CONTEXT + len(sizes) + 1 + widest, reuse=False)
     target.prefill(tokens[:PROBE_CONTEXT], False)
     prefix, seconds = PROBE_CONTEXT, []
     for size in (widest, *sizes):

@@ -97,11 +97,11 @@ class GgufModel:
                 sys.setswitchinterval(self._switch_interval)
             self._use(llm)
 
-    def open_target(self, capacity: int) -> LlamaCppTarget:
+    def open_target(self, capacity: int, reuse: bool = True) -> LlamaCppTarget:
         self.ready()
         if self._llm is None or self._llm.n_ctx() < capacity:
             self._use(self._new_context(capacity))
-        if not self.reuse_prefix:
+        if not (reuse and self.reuse_prefix):
             self._held = []
             return LlamaCppTarget(self._llm, self._held)
         return LlamaCppTarget(self._llm, self._held, self.store)

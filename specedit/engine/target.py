@@ -39,11 +39,12 @@ class Target(Protocol):
     def clock(self) -> float: ...
 
 
-def open_target(model, capacity: int) -> Target:
+def open_target(model, capacity: int, reuse: bool = True) -> Target:
     """A target with an empty cache for `model`: a transformers model, or anything that opens its
-    own (a GGUF model) with room for `capacity` tokens."""
+    own (a GGUF model) with room for `capacity` tokens. Without `reuse`, a model that keeps
+    prompt prefixes between generations neither uses nor keeps any (a measurement's probe)."""
     opener = getattr(model, "open_target", None)
-    return opener(capacity) if opener else TransformersTarget(model)
+    return opener(capacity, reuse) if opener else TransformersTarget(model)
 
 
 class TransformersTarget:
