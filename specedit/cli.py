@@ -392,17 +392,19 @@ def _load(
     threads = threads or os.cpu_count() or 1
     with _interruptible():
         try:
-            lm = load(model, dtype, device, engine, threads, context) if engine != "torch" else None
+            # On llama.cpp the weights start loading, on a thread, before torch is imported.
+            early = (
+                None if engine == "torch" else load(model, dtype, device, engine, threads, context)
+            )
             import torch
 
             torch.set_num_threads(threads)
-            if lm is None:
+            if early is None:
                 import transformers  # noqa: F401  (timed here, so the load below is the load alone)
             imported = time.perf_counter()
-            if lm is None:
-                lm = load(model, dtype, device, engine)
-            if engine == "llama.cpp":
-                lm.model.ready()  # the context opened in the background
+            lm = early or load(model, dtype, device, engine)
+            if early is not None:
+                early.model.ready()
             if draft:
                 lm = with_draft(lm, draft, dtype, device)
         except ModelError as exc:
