@@ -241,35 +241,45 @@ def test_the_cli_edits_through_llama_cpp_s_openai_compatible_server(bundled_mode
 def test_a_warm_llama_cpp_model_reuses_the_prompt_prefix_it_holds(bundled_model_dir):
     """A second prompt prefills only what it does not share with the cache, and decodes as a cold
     run does (up to a near-tie)."""
-    from specedit.drafting.registry import make_drafter
-    from specedit.edit import EditRequest, prepare
-    from specedit.engine.session import generate
     from specedit.models import load
 
     lm = load(TEST_MODEL, engine="llama.cpp")
-    first, second = (
+    first, second = _two_prompts(lm)
+    shared = _first_difference(first, second)
+    assert 0 < shared < len(first)
+    cold = _decode(lm.model, second, reuse=False)
+    _decode(lm.model, first)
+    target = lm.model.open_target(len(second) + 100)
+    target.prefill(first[:-1], hidden=False)
+    assert target.reused == len(first) - 1  # all of it was there
+    _assert_alike_up_to_a_near_tie(lm, second, cold, _decode(lm.model, second))
+
+
+def _two_prompts(lm) -> tuple[list[int], list[int]]:
+    """The task's file under two instructions: prompts that share their head."""
+    from specedit.edit import EditRequest, prepare
+
+    return tuple(
         prepare(lm, EditRequest(TASK["input"], instruction, prompt="fix")).prompt.ids
         for instruction in (TASK["instruction"], "halve() must return x / 2 exactly")
     )
-    shared = _first_difference(first, second)
-    assert 0 < shared < len(first)
 
-    def run(prompt: list[int], reuse: bool) -> list[int]:
-        lm.model.reuse_prefix = reuse
-        drafter = make_drafter("pld", lm.model)
-        return generate(lm.model, prompt, drafter, max_new_tokens=60).tokens
 
+def _decode(model, prompt: list[int], reuse: bool = True) -> list[int]:
+    """60 tokens of `pld`; without `reuse`, from an empty cache."""
+    from specedit.drafting.registry import make_drafter
+    from specedit.engine.session import generate
+
+    model.reuse_prefix = reuse
     try:
-        cold = run(second, reuse=False)
-        run(first, reuse=True)
-        target = lm.model.open_target(len(second) + 100)
-        target.prefill(first[:-1], hidden=False)
-        assert target.reused == len(first) - 1  # all of it was there
-        warm = run(second, reuse=True)
+        return generate(model, prompt, make_drafter("pld", model), max_new_tokens=60).tokens
     finally:
-        lm.model.reuse_prefix = True
+        model.reuse_prefix = True
+
+
+def _assert_alike_up_to_a_near_tie(lm, prompt: list[int], cold: list[int], warm: list[int]):
     differs = _first_difference(cold, warm)
-    assert differs is None or _margin(lm, second + cold[:differs]) < NEAR_TIE
+    assert differs is None or _margin(lm, prompt + cold[:differs]) < NEAR_TIE
 
 
 @pytest.mark.e2e
@@ -301,19 +311,12 @@ def test_a_fresh_context_starts_from_the_prompt_head_kept_on_disk(bundled_model_
     """As three cold processes would: the first prompt keeps nothing, the second keeps the head
     it shares with the first, and the next fresh context reads that head back, prefills only
     the rest, and decodes as a cold run does (up to a near-tie)."""
-    from specedit.drafting.registry import make_drafter
-    from specedit.edit import EditRequest, prepare
     from specedit.engine.llamacpp import GgufModel
-    from specedit.engine.session import generate
     from specedit.models import load
     from specedit.prefixes import PrefixStore
 
     lm = load(TEST_MODEL, engine="llama.cpp")
-    first, second = (
-        prepare(lm, EditRequest(TASK["input"], instruction, prompt="fix")).prompt.ids
-        for instruction in (TASK["instruction"], "halve() must return x / 2 exactly")
-    )
-    shared = _first_difference(first, second)
+    first, second = _two_prompts(lm)
     store = PrefixStore(tmp_path / "heads")
 
     def fresh() -> GgufModel:
@@ -331,20 +334,13 @@ def test_a_fresh_context_starts_from_the_prompt_head_kept_on_disk(bundled_model_
 
     assert reused(first) == 0 and not list(store.folder.glob("*.head"))
     assert reused(second) == 0 and len(list(store.folder.glob("*.head"))) == 1
-    assert reused(first) == shared  # the shared head, read back
-
+    assert reused(first) == _first_difference(first, second)  # the shared head, read back
     model = fresh()
     try:
-        warm = generate(model, second, make_drafter("pld", model), max_new_tokens=60).tokens
+        warm = _decode(model, second)
     finally:
         model.close()
-    lm.model.reuse_prefix = False
-    try:
-        cold = generate(lm.model, second, make_drafter("pld", lm.model), max_new_tokens=60).tokens
-    finally:
-        lm.model.reuse_prefix = True
-    differs = _first_difference(cold, warm)
-    assert differs is None or _margin(lm, second + cold[:differs]) < NEAR_TIE
+    _assert_alike_up_to_a_near_tie(lm, second, _decode(lm.model, second, reuse=False), warm)
 
 
 @pytest.mark.e2e
