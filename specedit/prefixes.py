@@ -3,8 +3,9 @@ is new to it (the system prompt and the template are the same in every edit: abo
 small file's prompt).
 
 A warm process keeps its KV cache between edits (engine/llamacpp.py); a CLI process starts
-with an empty one. The store gives it back the K/V of the longest head it saved before, as
-llama.cpp serialises a sequence's state.
+with an empty one. The store gives it back the K/V of the saved prompt head that shares the
+most leading tokens with the new prompt, as llama.cpp serialises a sequence's state; the
+engine drops what follows the shared part and prefills the rest.
 """
 
 from __future__ import annotations
@@ -19,32 +20,29 @@ from specedit.files import replace_atomically
 
 
 class PrefixStore:
-    """The K/V of prompt heads that edits share (the system prompt, the template, often the
-    instruction), kept on disk so that a cold edit prefills only what is new to it.
+    """The K/V of recent prompts' heads, on disk.
 
-    Which head is worth keeping is learnt, not configured: the tokens a prompt shares with the
-    prompt before it. A head is saved when a second prompt shares it, and read back from then
-    on; the longest stored head that starts a prompt is the one used. Heads are cut at
-    MAX_TOKENS (a 1.5B model's K/V is about 28 kB a token) and at most KEPT are kept."""
+    Every new prompt's head is kept, cut at `max_tokens`: llama.cpp prefills in batches of 512
+    tokens, so a head of 512 ends where a batch ends and cutting there changes no batch. A 1.5B
+    model's K/V is about 28 kB a token, so a head is at most 14 MB; the KEPT newest are kept."""
 
-    MAX_TOKENS = 512
-    MIN_TOKENS = 16  # below this a head saves less than reading it back costs
+    MIN_TOKENS = 16  # fewer shared tokens save less than reading a head back costs
     KEPT = 8
 
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
+    def __init__(self, folder: Path, max_tokens: int = 512) -> None:
+        self.folder, self.max_tokens = folder, max_tokens
 
-    def longest(self, tokens: list[int]) -> tuple[list[int], bytes] | None:
-        """The longest stored head that `tokens` start with, and its sequence state."""
-        best: tuple[list[int], Path] | None = None
+    def nearest(self, tokens: list[int]) -> tuple[list[int], bytes] | None:
+        """The stored head that shares the most leading tokens with `tokens` (at least
+        MIN_TOKENS), and its sequence state."""
+        best, best_shared = None, self.MIN_TOKENS - 1
         for path in self._heads():
             try:
                 head = _read_tokens(path)
             except (OSError, ValueError):
                 continue  # damaged: prefill instead
-            starts = len(head) <= len(tokens) and tokens[: len(head)] == head
-            if starts and (best is None or len(head) > len(best[0])):
-                best = head, path
+            if (shared := shared_length(head, tokens)) > best_shared:
+                best, best_shared = (head, path), shared
         if best is None:
             return None
         head, path = best
@@ -53,22 +51,9 @@ class PrefixStore:
         except OSError:  # removed meanwhile by another process's clean-up
             return None
 
-    def worth_keeping(self, tokens: list[int], stored: int) -> int:
-        """How many of `tokens` to store now: the head this prompt shares with the one
-        before it, where that is longer than the `stored` head it started with; else 0.
-        Records this prompt as the one before the next."""
-        last_file, head = self.folder / "last.tokens", tokens[: self.MAX_TOKENS]
-        try:
-            last = _read_tokens(last_file)
-        except (OSError, ValueError):  # the first prompt, or a damaged record
-            last = []
-        shared = shared_length(last, head)
-        self.folder.mkdir(parents=True, exist_ok=True)
-        replace_atomically(last_file, lambda tmp: _write_head(tmp, head, b""))
-        return shared if shared >= self.MIN_TOKENS and shared > stored else 0
-
     def save(self, head: list[int], state: bytes) -> None:
         digest = hashlib.sha256(np.asarray(head, dtype=np.int32).tobytes()).hexdigest()[:16]
+        self.folder.mkdir(parents=True, exist_ok=True)
         replace_atomically(
             self.folder / f"{digest}.head", lambda tmp: _write_head(tmp, head, state)
         )

@@ -308,23 +308,24 @@ def test_the_context_opens_in_the_background_and_is_the_one_used(bundled_model_d
 @pytest.mark.llamacpp
 @pytest.mark.skipif(not HAS_LLAMA_CPP, reason="needs llama-cpp-python (the llamacpp extra)")
 def test_a_fresh_context_starts_from_the_prompt_head_kept_on_disk(bundled_model_dir, tmp_path):
-    """As three cold processes would: the first prompt keeps nothing, the second keeps the head
-    it shares with the first, and the next fresh context reads that head back, prefills only
-    the rest, and decodes as a cold run does (up to a near-tie)."""
+    """As cold processes would: a prompt leaves its head, a later prompt gets back the head it
+    shares most with, prefills only the rest, and decodes as a cold run does (up to a
+    near-tie)."""
     from specedit.engine.llamacpp import GgufModel
     from specedit.models import load
     from specedit.prefixes import PrefixStore
 
     lm = load(TEST_MODEL, engine="llama.cpp")
     first, second = _two_prompts(lm)
-    store = PrefixStore(tmp_path / "heads")
+    shared = _first_difference(first, second)
+    assert len(first) > 512  # longer than a head
 
-    def fresh() -> GgufModel:
+    def fresh(store: PrefixStore) -> GgufModel:
         model = lm.model
         return GgufModel(model.path, model.config, model.generation_config, model.threads, store)
 
-    def reused(prompt: list[int]) -> int:
-        model = fresh()
+    def reused(store: PrefixStore, prompt: list[int]) -> int:
+        model = fresh(store)
         try:
             target = model.open_target(len(prompt) + 100)
             target.prefill(prompt[:-1], hidden=False)
@@ -332,12 +333,19 @@ def test_a_fresh_context_starts_from_the_prompt_head_kept_on_disk(bundled_model_
         finally:
             model.close()
 
-    assert reused(first) == 0 and not list(store.folder.glob("*.head"))
-    assert reused(second) == 0 and len(list(store.folder.glob("*.head"))) == 1
-    assert reused(first) == _first_difference(first, second)  # the shared head, read back
-    model = fresh()
+    store = PrefixStore(tmp_path / "heads")
+
+    def heads() -> int:
+        return len(list(store.folder.glob("*.head")))
+
+    assert reused(store, first) == 0 and heads() == 1
+    assert reused(store, second) == shared and heads() == 2  # its own head differs: kept
+    assert reused(store, first) == 512 and heads() == 2  # its whole head: nothing new
+    only_first = PrefixStore(tmp_path / "first")
+    reused(only_first, first)
+    model = fresh(only_first)
     try:
-        warm = _decode(model, second)
+        warm = _decode(model, second)  # from the first prompt's head, cut where they differ
     finally:
         model.close()
     _assert_alike_up_to_a_near_tie(lm, second, _decode(lm.model, second, reuse=False), warm)

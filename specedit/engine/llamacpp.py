@@ -130,12 +130,10 @@ class GgufModel:
 class HeadStore(Protocol):
     """Prompt heads' K/V kept between processes (specedit/prefixes.py)."""
 
-    def longest(self, tokens: list[int]) -> tuple[list[int], bytes] | None:
-        """The longest stored head that `tokens` start with, and its sequence state."""
-        ...
+    max_tokens: int  # a head is a prompt's first max_tokens tokens at most
 
-    def worth_keeping(self, tokens: list[int], stored: int) -> int:
-        """How many of `tokens` to store now (0: none); `stored` are already in the cache."""
+    def nearest(self, tokens: list[int]) -> tuple[list[int], bytes] | None:
+        """The stored head sharing the most leading tokens with `tokens`, and its state."""
         ...
 
     def save(self, head: list[int], state: bytes) -> None: ...
@@ -150,7 +148,8 @@ def shared_length(a: list[int], b: list[int]) -> int:
 class LlamaCppTarget:
     """One generation on a llama.cpp context: sequence 0 of its KV cache, whose tokens `held`
     tracks (the model's list, so that the next generation knows what the cache holds). With a
-    `store`, a fresh context starts from the longest stored head of the prompt."""
+    `store`, a fresh context starts from the stored head nearest to the prompt, and a prompt
+    whose head is new leaves it there."""
 
     trees = False
     hidden_states = False
@@ -175,13 +174,13 @@ class LlamaCppTarget:
 
     def prefill(self, tokens: list[int], hidden: bool) -> None:
         if self.store is not None and not self.held:
-            self._restore(self.store.longest(tokens))
+            self._restore(self.store.nearest(tokens))
         shared = shared_length(self.held, tokens)
         self._drop_from(shared)
         self.reused = shared
-        if self.store is not None and (keep := self.store.worth_keeping(tokens, shared)):
-            self._feed(tokens[:keep])
-            self.store.save(tokens[:keep], self._state())
+        if self.store is not None and shared < len(head := tokens[: self.store.max_tokens]):
+            self._feed(head)  # a new head: kept for the next cold process
+            self.store.save(head, self._state())
         self._feed(tokens)
 
     def _feed(self, tokens: list[int]) -> None:
