@@ -327,6 +327,8 @@ def _run_edits(
                 error(str(exc))
                 raise typer.Exit(Exit.MODEL) from None
     else:
+        limit = options["max_new_tokens"]
+        context = max((context_estimate(text, limit) for text in texts.values()), default=1)
         editor = LocalEditor(
             *_load(
                 options["model"],
@@ -335,7 +337,7 @@ def _run_edits(
                 options["device"],
                 options["draft_model"],
                 options["engine"],
-                max(map(context_estimate, texts.values()), default=1),
+                context,
             )
         )
     template = EditRequest(
@@ -386,7 +388,8 @@ def _load(
     sized for `context` tokens (an estimate of what the first edit needs).
 
     Returns the model and the start-up seconds: imports (from the CLI's start to torch
-    imported; on llama.cpp the model's load has begun by then) and the model's load after them."""
+    imported; on llama.cpp the tokenizer and config are read by then and the weights' load has
+    begun) and the model's load after them."""
     from specedit.models import ModelError, load, with_draft
 
     threads = threads or os.cpu_count() or 1
@@ -403,8 +406,7 @@ def _load(
                 import transformers  # noqa: F401  (timed here, so the load below is the load alone)
             imported = time.perf_counter()
             lm = early or load(model, dtype, device, engine)
-            if early is not None:
-                early.model.ready()
+            lm.ready()
             if draft:
                 lm = with_draft(lm, draft, dtype, device)
         except ModelError as exc:

@@ -20,7 +20,7 @@ from specedit.drafting.registry import (
     method_for,
 )
 from specedit.engine.events import Generation, Step, StopCondition
-from specedit.engine.options import GREEDY, STRICT, Sampling, Verification
+from specedit.engine.options import GREEDY, MAX_DRAFT, STRICT, Sampling, Verification
 from specedit.models import LoadedModel
 from specedit.region import Surroundings
 from specedit.runaway import RUNAWAY, RunawayGuard
@@ -73,12 +73,12 @@ def default_token_limit(input_tokens: int) -> int:
     return int(input_tokens * 1.5) + 128
 
 
-def context_estimate(text: str) -> int:
+def context_estimate(text: str, max_new_tokens: int | None = None) -> int:
     """A generous guess of the tokens an edit of `text` needs (its prompt, its answer's limit,
     a draft), made before any tokenizer has loaded: code and prose run 3-4 bytes a token here,
     two are assumed, and 256 tokens for the system prompt and the instruction."""
     tokens = len(text.encode()) // 2
-    return 256 + tokens + default_token_limit(tokens) + 65
+    return 256 + tokens + (max_new_tokens or default_token_limit(tokens)) + MAX_DRAFT + 1
 
 
 @dataclass(frozen=True)

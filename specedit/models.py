@@ -291,6 +291,16 @@ class LoadedModel:
                 replace_atomically(path, self._pass_cost.save)
         return self._pass_cost
 
+    def ready(self) -> None:
+        """Wait for weights still loading in the background (llama.cpp's); a load that failed
+        there is a ModelError here."""
+        wait = getattr(self.model, "ready", None)
+        if wait is not None:
+            try:
+                wait()
+            except (OSError, ValueError, RuntimeError) as exc:  # what llama-cpp-python raises
+                raise ModelError(f"cannot load model {self.name!r}: {exc}") from exc
+
     @property
     def eos_token_ids(self) -> set[int]:
         """Every token that ends an answer: the generation config's and the tokenizer's."""
@@ -370,9 +380,8 @@ def _load_gguf(model: str, threads: int, context: int) -> LoadedModel:
     gguf = gguf_file(model)
     folder = _gguf_metadata(model, gguf)
     config = _json_namespace(folder / "config.json")
-    try:
-        generation = _json_namespace(folder / "generation_config.json")
-    except OSError:
+    generation = _json_namespace(folder / "generation_config.json", missing_ok=True)
+    if generation is None:
         generation = SimpleNamespace(eos_token_id=getattr(config, "eos_token_id", None))
     import llama_cpp
 
@@ -381,23 +390,35 @@ def _load_gguf(model: str, threads: int, context: int) -> LoadedModel:
     if context:
         trained = int(getattr(config, "max_position_embeddings", 0) or context)
         gguf_model.open_in_background(min(context, trained))
-    tokenizer = ChatTokenizer.open(folder)
-    if tokenizer is None:  # the first load on this folder, or with this transformers
-        from transformers import AutoTokenizer
+    try:
+        tokenizer = ChatTokenizer.open(folder)
+        if tokenizer is None:  # the first load on this folder, or with this transformers
+            from transformers import AutoTokenizer
 
-        _quiet_transformers()
-        tokenizer = AutoTokenizer.from_pretrained(folder)
-        ChatTokenizer.export(tokenizer, folder)
-    if not getattr(tokenizer, "chat_template", None):
-        raise ModelError(f"model {model!r} has no chat template, so it cannot follow instructions")
+            _quiet_transformers()
+            tokenizer = AutoTokenizer.from_pretrained(folder)
+            ChatTokenizer.export(tokenizer, folder)
+        if not getattr(tokenizer, "chat_template", None):
+            raise ModelError(
+                f"model {model!r} has no chat template, so it cannot follow instructions"
+            )
+    except BaseException:
+        gguf_model.close()  # the background load, waited for and freed
+        raise
     return LoadedModel(name=model, model=gguf_model, tokenizer=tokenizer)
 
 
-def _json_namespace(path: Path) -> SimpleNamespace:
-    """A config file's fields as attributes, as the engine and drafters read a config."""
+def _json_namespace(path: Path, missing_ok: bool = False) -> SimpleNamespace | None:
+    """A config file's fields as attributes, as the engine and drafters read a config (None
+    for a missing file that may be missing)."""
     try:
-        return SimpleNamespace(**json.loads(path.read_text(encoding="utf-8")))
-    except ValueError as exc:
+        fields = json.loads(path.read_text(encoding="utf-8"))
+        return SimpleNamespace(**fields)
+    except FileNotFoundError:
+        if missing_ok:
+            return None
+        raise ModelError(f"{path} is missing") from None
+    except (OSError, ValueError, TypeError) as exc:  # unreadable, not JSON, not an object
         raise ModelError(f"cannot read {path}: {exc}") from exc
 
 

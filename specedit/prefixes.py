@@ -22,15 +22,15 @@ from specedit.files import replace_atomically
 class PrefixStore:
     """The K/V of recent prompts' heads, on disk.
 
-    Every new prompt's head is kept, cut at `max_tokens`: llama.cpp prefills in batches of 512
-    tokens, so a head of 512 ends where a batch ends and cutting there changes no batch. A 1.5B
-    model's K/V is about 28 kB a token, so a head is at most 14 MB; the KEPT newest are kept."""
+    A head is a cold prompt's first prefill batch (512 tokens with llama.cpp's default batch).
+    A 1.5B model's K/V is about 28 kB a token, so a head is at most 14 MB; the KEPT newest are
+    kept, per model file and llama.cpp version (the folder says which)."""
 
     MIN_TOKENS = 16  # fewer shared tokens save less than reading a head back costs
     KEPT = 8
 
-    def __init__(self, folder: Path, max_tokens: int = 512) -> None:
-        self.folder, self.max_tokens = folder, max_tokens
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
 
     def nearest(self, tokens: list[int]) -> tuple[list[int], bytes] | None:
         """The stored head that shares the most leading tokens with `tokens` (at least
@@ -52,13 +52,17 @@ class PrefixStore:
             return None
 
     def save(self, head: list[int], state: bytes) -> None:
+        """Keep `head`; a full disk or a read-only cache keeps nothing (the edit goes on)."""
         digest = hashlib.sha256(np.asarray(head, dtype=np.int32).tobytes()).hexdigest()[:16]
-        self.folder.mkdir(parents=True, exist_ok=True)
-        replace_atomically(
-            self.folder / f"{digest}.head", lambda tmp: _write_head(tmp, head, state)
-        )
-        for stale in sorted(self._heads(), key=_mtime, reverse=True)[self.KEPT :]:
-            stale.unlink(missing_ok=True)
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            replace_atomically(
+                self.folder / f"{digest}.head", lambda tmp: _write_head(tmp, head, state)
+            )
+            for stale in sorted(self._heads(), key=_mtime, reverse=True)[self.KEPT :]:
+                stale.unlink(missing_ok=True)
+        except OSError:
+            pass
 
     def _heads(self) -> list[Path]:
         return list(self.folder.glob("*.head")) if self.folder.is_dir() else []

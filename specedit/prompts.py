@@ -56,12 +56,15 @@ class Example:
     language: str = ""
 
     def messages(self, template: Template) -> list[dict[str, str]]:
-        """The example as a user turn in the template's words and the assistant's answer."""
-        fence = fence_for(self.input + self.output)
+        """The example as a user turn in the template's words and the assistant's answer (its
+        code block alone, whatever the template's statement words), laid out as an edit's own
+        turn is: the instruction stripped, each code block ending with a newline."""
+        given, wanted = (t if t.endswith("\n") else t + "\n" for t in (self.input, self.output))
+        fence = fence_for(given + wanted)
         user = template.user.format(
-            instruction=self.instruction, fence=fence, language=self.language, text=self.input
+            instruction=self.instruction.strip(), fence=fence, language=self.language, text=given
         )
-        answer = f"{fence}{self.language}\n{self.output}{fence}"
+        answer = f"{fence}{self.language}\n{wanted}{fence}"
         return [{"role": "user", "content": user}, {"role": "assistant", "content": answer}]
 
 

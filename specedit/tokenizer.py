@@ -32,11 +32,16 @@ SPECIAL = ("bos_token_id", "eos_token_id", "unk_token_id", "pad_token_id", "all_
 class ChatTokenizer:
     """The tokenizer of a model folder, as transformers built it."""
 
-    def __init__(self, folder: Path, backend: Any, template: str, special: dict) -> None:
+    def __init__(
+        self, folder: Path, backend: Any, template: str, special: dict, names: dict
+    ) -> None:
         self.folder, self.backend_tokenizer, self.chat_template = folder, backend, template
         for name in SPECIAL:
             setattr(self, name, special[name])
+        self.special_tokens_map = names  # bos_token etc. as text: templates read them
         self._render = _compile(template)
+        backend.no_truncation()  # as transformers' tokenizer encodes: whatever the file says
+        backend.no_padding()
 
     @classmethod
     def open(cls, folder: Path) -> ChatTokenizer | None:
@@ -46,17 +51,20 @@ class ChatTokenizer:
             saved = json.loads((folder / EXPORT).read_text(encoding="utf-8"))
             if saved["transformers"] != metadata.version("transformers"):
                 return None
+            if saved["sources"] != _sources(folder):  # the model's tokenizer files changed
+                return None
             from tokenizers import Tokenizer
 
             backend = Tokenizer.from_str(saved["backend"])
-            return cls(folder, backend, saved["chat_template"], saved["special"])
+            return cls(folder, backend, saved["chat_template"], saved["special"], saved["names"])
         except Exception:  # none yet, unreadable or from another version: transformers reads it
             return None
 
     @staticmethod
     def export(tokenizer: Any, folder: Path) -> None:
         """Write what transformers built for `folder`, where it can stand in: a fast tokenizer
-        with a chat template whose decode is the backend's own (no clean-up of spaces)."""
+        with a chat template whose decode is the backend's own (no clean-up of spaces), and
+        whose rendering of sample chats is transformers' own."""
         backend = getattr(tokenizer, "backend_tokenizer", None)
         template = getattr(tokenizer, "chat_template", None)
         if backend is None or not isinstance(template, str):
@@ -65,10 +73,26 @@ class ChatTokenizer:
             return
         saved = {
             "transformers": metadata.version("transformers"),
+            "sources": _sources(folder),
             "backend": backend.to_str(),
             "chat_template": template,
             "special": {name: getattr(tokenizer, name) for name in SPECIAL},
+            "names": dict(tokenizer.special_tokens_map),
         }
+        from tokenizers import Tokenizer
+
+        ours = ChatTokenizer(
+            folder, Tokenizer.from_str(saved["backend"]), template, saved["special"],
+            saved["names"],
+        )  # fmt: skip
+        for chat in SAMPLE_CHATS:
+            try:
+                if ours.apply_chat_template(chat, True, False) != tokenizer.apply_chat_template(
+                    chat, add_generation_prompt=True, tokenize=False
+                ):
+                    return  # a template that reads more than this renderer gives it
+            except Exception:  # a template that refuses a sample (no system role): it decides
+                continue
         text = json.dumps(saved)
         with contextlib.suppress(OSError):  # a read-only folder: transformers reads it each time
             replace_atomically(folder / EXPORT, lambda tmp: tmp.write_text(text, "utf-8"))
@@ -104,7 +128,11 @@ class ChatTokenizer:
             return self._full.apply_chat_template(
                 messages, add_generation_prompt=add_generation_prompt, tokenize=tokenize, **options
             )
-        return self._render.render(messages=messages, add_generation_prompt=add_generation_prompt)
+        messages = [{k: v for k, v in message.items() if v is not None} for message in messages]
+        return self._render.render(
+            messages=messages, tools=None, documents=None,
+            add_generation_prompt=add_generation_prompt, **self.special_tokens_map,
+        )  # fmt: skip
 
     @cached_property
     def _full(self) -> Any:
@@ -116,6 +144,25 @@ class ChatTokenizer:
         if name.startswith("_"):  # not one of ours: no recursion through _full
             raise AttributeError(name)
         return getattr(self._full, name)
+
+
+# Chats the export renders both ways before it trusts the renderer with a template.
+SAMPLE_CHATS = (
+    [{"role": "system", "content": "s"}, {"role": "user", "content": "u ```x``` \u00e9"}],
+    [{"role": "user", "content": "only a user"}],
+)
+
+
+def _sources(folder: Path) -> dict[str, list[int]]:
+    """The model's own tokenizer files, by size and modification time: an export is stale once
+    one of them changes."""
+    found = {}
+    for name in ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja"):
+        path = folder / name
+        if path.is_file():
+            stat = path.stat()
+            found[name] = [stat.st_size, stat.st_mtime_ns]
+    return found
 
 
 def _compile(template: str) -> Any:

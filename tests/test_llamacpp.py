@@ -379,18 +379,37 @@ def test_a_cold_edit_on_llama_cpp_never_imports_transformers(bundled_model_dir, 
 @pytest.mark.llamacpp
 @pytest.mark.skipif(not HAS_LLAMA_CPP, reason="needs llama-cpp-python (the llamacpp extra)")
 def test_measuring_the_pass_cost_keeps_no_prompt_head(bundled_model_dir, tmp_path):
-    """The probe's tokens are no prompt: measuring neither reads nor records any head."""
+    """The probe's tokens are no prompt: measuring neither reads nor records a head, and the
+    cache it leaves counts as cold, so the next prompt still starts from a stored head."""
     from specedit.engine.cost import measure
     from specedit.engine.llamacpp import GgufModel
     from specedit.models import load
     from specedit.prefixes import PrefixStore
 
-    model = load(TEST_MODEL, engine="llama.cpp").model
-    store = PrefixStore(tmp_path / "heads")
-    probed = GgufModel(model.path, model.config, model.generation_config, model.threads, store)
+    lm = load(TEST_MODEL, engine="llama.cpp")
+    first, _ = _two_prompts(lm)
+    model = lm.model
+
+    def fresh(store: PrefixStore) -> GgufModel:
+        return GgufModel(model.path, model.config, model.generation_config, model.threads, store)
+
+    def prefilled(gguf: GgufModel) -> int:
+        target = gguf.open_target(len(first) + 100)
+        target.prefill(first[:-1], hidden=False)
+        return target.reused
+
+    probed = fresh(PrefixStore(tmp_path / "none"))
     try:
         measure(probed, sizes=(1, 2))
         measure(probed, sizes=(1, 2))
+        assert not (tmp_path / "none").exists()
     finally:
         probed.close()
-    assert not (tmp_path / "heads").exists()
+    store = PrefixStore(tmp_path / "heads")
+    for reused in (0, 512):  # the first leaves its head; the second, after a probe, reads it
+        gguf = fresh(store)
+        try:
+            measure(gguf, sizes=(1, 2))
+            assert prefilled(gguf) == reused
+        finally:
+            gguf.close()

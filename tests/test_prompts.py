@@ -126,7 +126,7 @@ def test_worked_examples_come_as_earlier_turns_in_the_template_s_words(tokenizer
     path = tmp_path / "examples.toml"
     path.write_text(
         'system = "s"\nuser = "Fix: {instruction}\\n{fence}{language}\\n{text}{fence}"\n'
-        '[[examples]]\ninstruction = "one is two"\ninput = "one = 2\\n"\noutput = "one = 1\\n"\n'
+        '[[examples]]\ninstruction = " one is two "\ninput = "one = 2\\n"\noutput = "one = 1"\n'
         'language = "python"\n'
     )
     template = prompts.load_template(str(path))

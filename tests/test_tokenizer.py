@@ -63,14 +63,12 @@ def _assert_answers_alike(ours: ChatTokenizer, theirs) -> None:
 
 
 def test_the_exported_tokenizer_answers_as_transformers_does(tiny_model_dir, tokenizer, tmp_path):
-    for name in ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja", "config.json"):
-        (tmp_path / name).write_bytes((tiny_model_dir / name).read_bytes())
+    _copy_tokenizer(tiny_model_dir, tmp_path)
     _assert_answers_alike(_exported(tokenizer, tmp_path), tokenizer)
 
 
 def test_what_it_does_not_answer_itself_goes_to_transformers(tiny_model_dir, tokenizer, tmp_path):
-    for name in ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja", "config.json"):
-        (tmp_path / name).write_bytes((tiny_model_dir / name).read_bytes())
+    _copy_tokenizer(tiny_model_dir, tmp_path)
     ours = _exported(tokenizer, tmp_path)
     chat = [*CHATS[0], {"role": "assistant", "content": "```python\nx ="}]
     assert "_full" not in vars(ours)  # nothing so far needed transformers
@@ -82,16 +80,61 @@ def test_what_it_does_not_answer_itself_goes_to_transformers(tiny_model_dir, tok
     assert ours.model_max_length == tokenizer.model_max_length  # any other attribute
 
 
-def test_no_export_means_transformers_reads_the_folder(tiny_model_dir, tokenizer, tmp_path):
-    """Missing, damaged, or written by another transformers version: the caller loads the
-    tokenizer with transformers (and exports it again)."""
+def test_no_export_means_transformers_reads_the_folder(tiny_model_dir, tmp_path):
+    """Missing, damaged, written by another transformers version or before the model's own
+    tokenizer files changed: the caller loads the tokenizer with transformers (and exports it
+    again)."""
+    from transformers import AutoTokenizer
+
+    _copy_tokenizer(tiny_model_dir, tmp_path)
     assert ChatTokenizer.open(tmp_path) is None
-    ChatTokenizer.export(tokenizer, tmp_path)
+    ChatTokenizer.export(AutoTokenizer.from_pretrained(tmp_path), tmp_path)
+    assert ChatTokenizer.open(tmp_path) is not None
     saved = json.loads((tmp_path / EXPORT).read_text())
     (tmp_path / EXPORT).write_text(json.dumps({**saved, "transformers": "0.0.1"}))
     assert ChatTokenizer.open(tmp_path) is None
+    (tmp_path / EXPORT).write_text(json.dumps(saved))
+    config = tmp_path / "tokenizer_config.json"
+    config.write_text(config.read_text() + "\n")  # the model's own file changed
+    assert ChatTokenizer.open(tmp_path) is None
     (tmp_path / EXPORT).write_text("{not json")
     assert ChatTokenizer.open(tmp_path) is None
+
+
+def test_templates_read_the_special_tokens_and_tools_as_transformers_gives_them(
+    tiny_model_dir, tmp_path
+):
+    """A template that writes `bos_token` and tests `tools` (as Llama's and Mistral's do)
+    renders as transformers renders it, and a file that asks for truncation is not cut."""
+    from transformers import AutoTokenizer
+
+    _copy_tokenizer(tiny_model_dir, tmp_path)
+    (tmp_path / "chat_template.jinja").write_text(
+        "{{ bos_token }}{% if tools is not none %}TOOLS{% endif %}"
+        "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}{{ eos_token }}\n"
+        "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+    )
+    spec = json.loads((tmp_path / "tokenizer.json").read_text())
+    spec["truncation"] = {"direction": "Right", "max_length": 8, "strategy": "LongestFirst",
+                          "stride": 0}  # fmt: skip
+    (tmp_path / "tokenizer.json").write_text(json.dumps(spec))
+    theirs = AutoTokenizer.from_pretrained(tmp_path)
+    _assert_answers_alike(_exported(theirs, tmp_path), theirs)
+
+
+def test_a_tokenizer_that_cleans_up_spaces_is_not_exported(tiny_model_dir, tmp_path):
+    from transformers import AutoTokenizer
+
+    _copy_tokenizer(tiny_model_dir, tmp_path)
+    theirs = AutoTokenizer.from_pretrained(tmp_path)
+    theirs.clean_up_tokenization_spaces = True
+    ChatTokenizer.export(theirs, tmp_path)
+    assert not (tmp_path / EXPORT).exists()
+
+
+def _copy_tokenizer(source, folder) -> None:
+    for name in ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja", "config.json"):
+        (folder / name).write_bytes((source / name).read_bytes())
 
 
 @pytest.mark.e2e

@@ -12,6 +12,7 @@ states, so only drafters that need neither run on it.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import sys
 import time
@@ -32,8 +33,9 @@ CONTEXT_STEP = 4096  # contexts are sized in steps of this many tokens, and grow
 
 class GgufModel:
     """A GGUF file for llama.cpp, standing where a transformers model stands: drafters read its
-    config, the engine opens a target on it. The llama.cpp context is made on first use and kept
-    (a warm server reuses it) until a generation needs a longer one.
+    config, the engine opens a target on it. The llama.cpp context is made on first use (or
+    opened in the background, `open_in_background`) and kept (a warm server reuses it) until a
+    generation needs a longer one.
 
     With `reuse_prefix`, a generation keeps the KV cache of the longest prefix its prompt shares
     with what the cache already holds (the system prompt and template in a warm server, the file
@@ -59,7 +61,6 @@ class GgufModel:
         self.reuse_prefix = True
         self._llm: Any = None
         self._opening: Future | None = None
-        self._switch_interval = sys.getswitchinterval()
         self._held: list[int] = []  # the tokens whose K/V sequence 0 of the context holds
 
     @property
@@ -122,21 +123,26 @@ class GgufModel:
         self._llm, self._held = llm, []
 
     def close(self) -> None:
+        """Free the context; one still opening in the background is waited for, then freed."""
+        if self._opening is not None:
+            with contextlib.suppress(Exception):  # a load that failed has nothing to free
+                self.ready()
         if self._llm is not None:
             self._llm.close()
             self._llm = None
 
 
 class HeadStore(Protocol):
-    """Prompt heads' K/V kept between processes (specedit/prefixes.py)."""
-
-    max_tokens: int  # a head is a prompt's first max_tokens tokens at most
+    """Prompt heads' K/V kept between processes (specedit/prefixes.py). A head is at most one
+    prefill batch, so that cutting a prompt there changes no batch."""
 
     def nearest(self, tokens: list[int]) -> tuple[list[int], bytes] | None:
         """The stored head sharing the most leading tokens with `tokens`, and its state."""
         ...
 
-    def save(self, head: list[int], state: bytes) -> None: ...
+    def save(self, head: list[int], state: bytes) -> None:
+        """Keep `head`; a store that cannot write keeps nothing, without raising."""
+        ...
 
 
 def shared_length(a: list[int], b: list[int]) -> int:
@@ -148,8 +154,8 @@ def shared_length(a: list[int], b: list[int]) -> int:
 class LlamaCppTarget:
     """One generation on a llama.cpp context: sequence 0 of its KV cache, whose tokens `held`
     tracks (the model's list, so that the next generation knows what the cache holds). With a
-    `store`, a fresh context starts from the stored head nearest to the prompt, and a prompt
-    whose head is new leaves it there."""
+    `store`, a cold cache starts from the stored head nearest to the prompt, and a prompt whose
+    head is new leaves it there."""
 
     trees = False
     hidden_states = False
@@ -173,13 +179,18 @@ class LlamaCppTarget:
             self.llm._ctx.decode(self.llm._batch)
 
     def prefill(self, tokens: list[int], hidden: bool) -> None:
-        if self.store is not None and not self.held:
+        # Cold: the cache holds nothing of this prompt (a fresh process, or a probe's tokens).
+        # Then a stored head may give it a start, and its own head is kept for the next cold
+        # process; a warm cache (a server's) neither reads nor writes heads.
+        cold = self.store is not None and shared_length(self.held, tokens) == 0
+        if cold:
+            self._drop_from(0)
             self._restore(self.store.nearest(tokens))
         shared = shared_length(self.held, tokens)
         self._drop_from(shared)
         self.reused = shared
-        if self.store is not None and shared < len(head := tokens[: self.store.max_tokens]):
-            self._feed(head)  # a new head: kept for the next cold process
+        if cold and shared < len(head := tokens[: self.llm.n_batch]):
+            self._feed(head)
             self.store.save(head, self._state())
         self._feed(tokens)
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+MAX_DRAFT = 64  # the most tokens a draft may hold beyond its root
+
 # "strict" is exact; "conditional" and "mixed" also accept plausible drafts (lossy on purpose).
 VERIFY_MODES = ("strict", "conditional", "mixed")
 

@@ -15,7 +15,7 @@ from specedit.engine.cost import PassCost, size
 from specedit.engine.drafter import Drafter
 from specedit.engine.events import Generation, Stats, Step, StopCondition
 from specedit.engine.memory import Memory
-from specedit.engine.options import GREEDY, STRICT, Sampling, Verification
+from specedit.engine.options import GREEDY, MAX_DRAFT, STRICT, Sampling, Verification
 from specedit.engine.target import open_target
 from specedit.engine.tree import DraftTree
 from specedit.engine.verify import Verifier
@@ -31,7 +31,7 @@ def generate(
     sampling: Sampling = GREEDY,
     verification: Verification = STRICT,
     eos_token_ids: set[int] = frozenset(),
-    max_draft: int = 64,
+    max_draft: int = MAX_DRAFT,
     stop: StopCondition | None = None,
     on_step: Callable[[Step], None] | None = None,
     pass_cost: PassCost | None = None,
