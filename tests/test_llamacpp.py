@@ -413,3 +413,20 @@ def test_measuring_the_pass_cost_keeps_no_prompt_head(bundled_model_dir, tmp_pat
             assert prefilled(gguf) == reused
         finally:
             gguf.close()
+
+
+@pytest.mark.llamacpp
+@pytest.mark.skipif(not HAS_LLAMA_CPP, reason="needs llama-cpp-python (the llamacpp extra)")
+def test_a_load_that_fails_in_the_background_is_a_model_error(tmp_path):
+    from specedit.engine.llamacpp import GgufModel
+    from specedit.models import LoadedModel, ModelError
+
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(b"GGUF but nothing else")
+    interval = sys.getswitchinterval()
+    lm = LoadedModel("broken", GgufModel(broken, None, None, threads=1), tokenizer=None)
+    lm.model.open_in_background(4096)
+    with pytest.raises(ModelError, match="cannot load model 'broken'"):
+        lm.ready()
+    assert sys.getswitchinterval() == interval
+    lm.model.close()  # nothing to free, and no error
