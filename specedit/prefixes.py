@@ -47,7 +47,9 @@ class PrefixStore:
             return None
         head, path = best
         try:
-            return head, path.read_bytes()[4 + 4 * len(head) :]
+            with open(path, "rb") as saved:
+                saved.seek(4 + 4 * len(head))  # past the tokens, read above
+                return head, saved.read()
         except OSError:  # removed meanwhile by another process's clean-up
             return None
 

@@ -59,11 +59,9 @@ class Example:
         """The example as a user turn in the template's words and the assistant's answer (its
         code block alone, whatever the template's statement words), laid out as an edit's own
         turn is: the instruction stripped, each code block ending with a newline."""
-        given, wanted = (t if t.endswith("\n") else t + "\n" for t in (self.input, self.output))
+        given, wanted = with_final_newline(self.input), with_final_newline(self.output)
         fence = fence_for(given + wanted)
-        user = template.user.format(
-            instruction=self.instruction.strip(), fence=fence, language=self.language, text=given
-        )
+        user = _user_text(template, given, self.instruction, self.language, fence)
         answer = f"{fence}{self.language}\n{wanted}{fence}"
         return [{"role": "user", "content": user}, {"role": "assistant", "content": answer}]
 
@@ -165,9 +163,7 @@ def chat_messages(
     """The system and user messages of an edit, `body` being what goes in the code block (the
     input ending with a newline); what any chat-completions server is sent. A region edit's
     `surroundings` follow, with the region left out."""
-    user = template.user.format(
-        instruction=instruction.strip(), fence=fence, language=language, text=body
-    )
+    user = _user_text(template, body, instruction, language, fence)
     if surroundings:
         where = {"first": surroundings.first, "last": surroundings.last}
         before, after = surroundings.shown()
@@ -186,6 +182,18 @@ def chat_messages(
     ]
 
 
+def _user_text(template: Template, body: str, instruction: str, language: str, fence: str) -> str:
+    """The template's user words around one code block (an edit's or a worked example's)."""
+    return template.user.format(
+        instruction=instruction.strip(), fence=fence, language=language, text=body
+    )
+
+
+def with_final_newline(text: str) -> str:
+    """`text` as it goes in a code block: ending with a newline, so the fence has a line."""
+    return text if text.endswith("\n") else text + "\n"
+
+
 def build(
     tokenizer,
     template: Template,
@@ -200,7 +208,7 @@ def build(
     the change first (`asks_statement`); given that `statement`, the answer goes on with it and
     then the code fence."""
     fence = fence_for(text)
-    body = text if text.endswith("\n") else text + "\n"
+    body = with_final_newline(text)
     marker = "\x00specedit-input\x00"  # where the input goes, found again after the chat template
     messages = chat_messages(template, marker, instruction, language, fence, surroundings)
     rendered = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)

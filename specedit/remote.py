@@ -179,7 +179,7 @@ class OpenAIEditor:
         template = prompts.load_template(request.prompt)
         text = request.text
         fence = prompts.fence_for(text)
-        body = text if text.endswith("\n") else text + "\n"
+        body = prompts.with_final_newline(text)
         prompt = EditPrompt([], fence, text, 0, 0)
         limit = request.max_new_tokens or default_token_limit(len(text) // 3)
         if on_start:

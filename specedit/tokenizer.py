@@ -53,10 +53,7 @@ class ChatTokenizer:
                 return None
             if saved["sources"] != _sources(folder):  # the model's tokenizer files changed
                 return None
-            from tokenizers import Tokenizer
-
-            backend = Tokenizer.from_str(saved["backend"])
-            return cls(folder, backend, saved["chat_template"], saved["special"], saved["names"])
+            return cls._from_saved(folder, saved)
         except Exception:  # none yet, unreadable or from another version: transformers reads it
             return None
 
@@ -79,12 +76,7 @@ class ChatTokenizer:
             "special": {name: getattr(tokenizer, name) for name in SPECIAL},
             "names": dict(tokenizer.special_tokens_map),
         }
-        from tokenizers import Tokenizer
-
-        ours = ChatTokenizer(
-            folder, Tokenizer.from_str(saved["backend"]), template, saved["special"],
-            saved["names"],
-        )  # fmt: skip
+        ours = ChatTokenizer._from_saved(folder, saved)
         for chat in SAMPLE_CHATS:
             try:
                 if ours.apply_chat_template(chat, True, False) != tokenizer.apply_chat_template(
@@ -96,6 +88,13 @@ class ChatTokenizer:
         text = json.dumps(saved)
         with contextlib.suppress(OSError):  # a read-only folder: transformers reads it each time
             replace_atomically(folder / EXPORT, lambda tmp: tmp.write_text(text, "utf-8"))
+
+    @classmethod
+    def _from_saved(cls, folder: Path, saved: dict) -> ChatTokenizer:
+        from tokenizers import Tokenizer
+
+        backend = Tokenizer.from_str(saved["backend"])
+        return cls(folder, backend, saved["chat_template"], saved["special"], saved["names"])
 
     def __call__(
         self, text: str, add_special_tokens: bool = True, return_offsets_mapping: bool = False

@@ -182,11 +182,12 @@ class LlamaCppTarget:
         # Cold: the cache holds nothing of this prompt (a fresh process, or a probe's tokens).
         # Then a stored head may give it a start, and its own head is kept for the next cold
         # process; a warm cache (a server's) neither reads nor writes heads.
-        cold = self.store is not None and shared_length(self.held, tokens) == 0
+        shared = shared_length(self.held, tokens)
+        cold = self.store is not None and shared == 0
         if cold:
             self._drop_from(0)
             self._restore(self.store.nearest(tokens))
-        shared = shared_length(self.held, tokens)
+            shared = shared_length(self.held, tokens)
         self._drop_from(shared)
         self.reused = shared
         if cold and shared < len(head := tokens[: self.llm.n_batch]):
@@ -207,7 +208,7 @@ class LlamaCppTarget:
         size = llama_cpp.llama_state_seq_get_size(self.llm._ctx.ctx, 0)
         buffer = (ctypes.c_uint8 * size)()
         written = llama_cpp.llama_state_seq_get_data(self.llm._ctx.ctx, buffer, size, 0)
-        return bytes(buffer)[:written]
+        return ctypes.string_at(buffer, written)
 
     def _restore(self, stored: tuple[list[int], bytes] | None) -> None:
         """Put a stored head into the empty cache; a state llama.cpp refuses is left out."""
