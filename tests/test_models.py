@@ -125,3 +125,71 @@ def test_local_folder_loads_with_requested_dtype(tiny_model_dir):
     loaded = models.load(str(tiny_model_dir), "fp32")
     assert loaded.model.dtype == torch.float32
     assert loaded.eos_token_ids
+
+
+def _bf16_copy(tiny_model_dir, folder):
+    """The tiny model as an earlier version converted it: its weights stored in bf16."""
+    import shutil
+
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    shutil.copytree(tiny_model_dir, folder)
+    for weights in folder.glob("*.safetensors"):
+        weights.unlink()
+    AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.bfloat16).save_pretrained(
+        folder
+    )
+    return folder
+
+
+def test_a_converted_bf16_folder_is_stored_once_as_fp32_where_the_machine_computes_in_fp32(
+    tmp_path, tiny_model_dir, monkeypatch
+):
+    """Loading fp32 from bf16 converted every weight on every load; the fp32 copy is the bf16
+    weights widened, so a bf16 load still gets exactly the weights it had."""
+    import torch
+    from safetensors import safe_open
+    from transformers import AutoModelForCausalLM
+
+    from specedit.tokenizer import ChatTokenizer
+
+    folder = _bf16_copy(tiny_model_dir, tmp_path / "models" / "tiny.gguf")
+    before = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.bfloat16).state_dict()
+    tokenizer_files = {p.name: p.stat().st_mtime_ns for p in folder.glob("tokenizer*")}
+    monkeypatch.setattr(models, "default_dtype", lambda: torch.float32)
+    monkeypatch.setattr(models, "resolve", lambda model: folder)
+
+    loaded = models.load.__wrapped__("tiny.gguf", "fp32")  # a name converted by specedit
+    assert loaded.model.dtype == torch.float32
+    with safe_open(str(folder / "model.safetensors"), "pt") as weights:
+        assert {weights.get_slice(k).get_dtype() for k in weights.keys()}  # noqa: SIM118 == {"F32"}
+    assert '"dtype": "float32"' in (folder / "config.json").read_text()
+    assert {p.name: p.stat().st_mtime_ns for p in folder.glob("tokenizer*")} == tokenizer_files
+    for name, weight in loaded.model.state_dict().items():
+        assert torch.equal(weight, before[name].float()), name
+    narrowed = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.bfloat16).state_dict()
+    assert all(torch.equal(narrowed[name], weight) for name, weight in before.items())
+
+    stored = (folder / "model.safetensors").stat().st_mtime_ns
+    again = models.load.__wrapped__("tiny.gguf", "fp32")
+    assert (folder / "model.safetensors").stat().st_mtime_ns == stored  # once
+    assert isinstance(again.tokenizer, ChatTokenizer)  # exported by the first load
+
+
+def test_a_folder_that_cannot_be_restored_loads_as_it_was(tmp_path, tiny_model_dir, monkeypatch):
+    import torch
+    from transformers import PreTrainedModel
+
+    folder = _bf16_copy(tiny_model_dir, tmp_path / "models" / "tiny")
+    config = (folder / "config.json").read_text()
+    monkeypatch.setattr(models, "default_dtype", lambda: torch.float32)
+
+    def disk_full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(PreTrainedModel, "save_pretrained", disk_full)
+    models._widen_stored_weights(folder)
+    assert (folder / "config.json").read_text() == config
+    assert sorted(p.name for p in folder.parent.iterdir()) == ["tiny"]  # no half-written copy
+    assert models.load(str(folder), "fp32").model.dtype == torch.float32
