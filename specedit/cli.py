@@ -152,8 +152,9 @@ def _edit_options(
         str | None,
         _opt(
             "--lines",
-            help="A-B: rewrite only lines A to B (1-based, inclusive); the model sees the whole "
-            "file, and every other line is kept byte for byte.",
+            help="A-B: rewrite only lines A to B (1-based, inclusive), or NAME: only that Python "
+            "function or class (Class.method for a method); the model sees the whole file, and "
+            "every other line is kept byte for byte.",
         ),
     ] = None,
     context: Annotated[

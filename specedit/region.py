@@ -1,18 +1,25 @@
-"""`--lines A-B`: edit one region of a file.
+"""`--lines A-B` (or `--lines NAME`): edit one region of a file.
 
 The model sees the whole file, for context, but writes only the region, so a one-line fix in a
 long file costs the file's prompt and the region's answer instead of an answer as long as the
-file. With `--context N` it sees only N lines on each side, so the prompt is short too. The text
-outside the region is never generated: it is kept byte for byte.
+file. A region can be named instead of numbered: a Python function or class (`parse`,
+`Parser.parse`), its decorators included, found in the file's syntax tree. With `--context N`
+it sees only N lines on each side, so the prompt is short too. The text outside the region is
+never generated: it is kept byte for byte.
 """
 
 from __future__ import annotations
 
+import ast
 import itertools
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 SPEC = re.compile(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?")
+SYMBOL = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
+LONE_CR = re.compile(r"\r(?!\n)")
+DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
 @dataclass(frozen=True)
@@ -69,18 +76,25 @@ class Surroundings:
 
 @dataclass(frozen=True)
 class Region:
-    """Lines `first` to `last` of a file, 1-based and inclusive."""
+    """Lines `first` to `last` of a file, 1-based and inclusive, or the lines of a named Python
+    function or class (`symbol`), found when the file is cut."""
 
-    first: int
-    last: int
+    first: int = 0
+    last: int = 0
     context: int | None = None  # lines the model sees on each side; None: the whole file
+    symbol: str | None = None
 
     @classmethod
     def parse(cls, spec: str) -> Region:
-        """`A-B` or `A` (one line); raises ValueError with a message for the user."""
+        """`A-B`, `A` (one line) or a name; raises ValueError with a message for the user."""
+        if SYMBOL.fullmatch(spec.strip()):
+            return cls(symbol=spec.strip())
         match = SPEC.fullmatch(spec)
         if not match:
-            raise ValueError(f"--lines takes A-B (line numbers, e.g. 120-140), not {spec!r}")
+            raise ValueError(
+                "--lines takes A-B (line numbers, e.g. 120-140) or the name of a Python function "
+                f"or class (e.g. parse or Parser.parse), not {spec!r}"
+            )
         first = int(match[1])
         last = int(match[2] or first)
         if not 1 <= first <= last:
@@ -88,22 +102,62 @@ class Region:
         return cls(first, last)
 
     def cut(self, text: str) -> tuple[str, Surroundings]:
-        """The region's text and what surrounds it; ValueError when the file is shorter.
+        """The region's text and what surrounds it; ValueError when the file is shorter, or
+        has no single definition of the name.
 
         Lines end at "\\n" only (not at the other characters `str.splitlines` breaks on, such
         as a form feed), so that the pieces join back into exactly `text`.
         """
+        first, last = (self.first, self.last) if self.symbol is None else self._find(text)
         lines = _lines(text)
-        if self.last > len(lines):
+        if last > len(lines):
             raise ValueError(f"--lines {self}: the file has {len(lines)} lines")
-        before = "".join(lines[: self.first - 1])
-        after = "".join(lines[self.last :])
-        return "".join(lines[self.first - 1 : self.last]), Surroundings(
-            before, after, self.first, self.last, self.context
+        before = "".join(lines[: first - 1])
+        after = "".join(lines[last:])
+        return "".join(lines[first - 1 : last]), Surroundings(
+            before, after, first, last, self.context
         )
 
+    def _find(self, text: str) -> tuple[int, int]:
+        """The first and last lines of the definition named `symbol`: each dotted part is a
+        definition inside the one before (a method, a nested function), the least nested one
+        where several have the name (`wrap` is the module's function, not a method)."""
+        if LONE_CR.search(text):  # a line break to Python, not to `_lines`: numbers would differ
+            raise ValueError(f"--lines {self}: the file ends lines with a lone CR; give numbers")
+        try:
+            scope: ast.AST = ast.parse(text)
+        except SyntaxError as exc:
+            raise ValueError(
+                f"--lines {self}: a name is looked up in Python source, and this file does not "
+                f"parse as Python (line {exc.lineno}: {exc.msg}); give line numbers instead"
+            ) from None
+        for part in self.symbol.split("."):
+            named = [(depth, node) for depth, node in _definitions(scope) if node.name == part]
+            if not named:
+                raise ValueError(f"--lines {self}: the file defines no function or class {part!r}")
+            found = [node for depth, node in named if depth == min(d for d, _ in named)]
+            if len(found) > 1:
+                where = ", ".join(str(node.lineno) for node in found)
+                raise ValueError(
+                    f"--lines {self}: {part!r} is defined {len(found)} times (lines {where}); "
+                    "name its class too, or give line numbers"
+                )
+            scope = found[0]
+        first = min([scope.lineno] + [d.lineno for d in scope.decorator_list])
+        return first, scope.end_lineno
+
     def __str__(self) -> str:
-        return f"{self.first}-{self.last}"
+        return self.symbol or f"{self.first}-{self.last}"
+
+
+def _definitions(node: ast.AST, depth: int = 0) -> Iterator[tuple[int, ast.AST]]:
+    """The functions and classes inside `node`, each with how many others enclose it."""
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, DEFINITIONS):
+            yield depth, child
+            yield from _definitions(child, depth + 1)
+        else:
+            yield from _definitions(child, depth)
 
 
 def _lines(text: str) -> list[str]:

@@ -189,3 +189,75 @@ def test_context_without_lines_is_refused(tmp_path):
     path.write_text(FILE)
     result = CliRunner().invoke(app, ["fix", str(path), "double it", "--context", "5"])
     assert result.exit_code == 2 and "--context is the context of a region" in result.stderr
+
+
+SOURCE = '''import functools
+
+
+class Wrapper:
+    """Wraps text."""
+
+    def wrap(self, text):
+        return [text]
+
+    @functools.cache
+    @staticmethod
+    def width():
+        return 70
+
+
+def wrap(text):
+    def inner(part):
+        return part.strip()
+
+    return Wrapper().wrap(inner(text))
+
+
+if True:
+    def guarded():
+        return 1
+'''
+
+
+@pytest.mark.parametrize(
+    ("name", "lines"),
+    [
+        ("wrap", (16, 20)),  # the module's own function, not the method of the same name
+        ("Wrapper.wrap", (7, 8)),
+        ("Wrapper.width", (10, 13)),  # decorators included
+        ("Wrapper", (4, 13)),
+        ("inner", (17, 18)),  # nested, found at any depth
+        ("wrap.inner", (17, 18)),
+        ("guarded", (24, 25)),  # under a statement
+    ],
+)
+def test_a_region_can_be_a_python_function_or_class_by_name(name, lines):
+    region = Region.parse(name)
+    inside, surroundings = region.cut(SOURCE)
+    assert (surroundings.first, surroundings.last) == lines
+    assert surroundings.around(inside) == SOURCE
+    assert inside == "".join(SOURCE.splitlines(keepends=True)[lines[0] - 1 : lines[1]])
+
+
+def test_a_name_that_is_missing_twice_defined_or_in_no_python_is_a_clear_error():
+    twice = SOURCE + "\n\ndef wrap(text):\n    return []\n"
+    for text, name, message in [
+        (SOURCE, "unwrap", "the file defines no function or class 'unwrap'"),
+        (SOURCE, "Wrapper.inner", "no function or class 'inner'"),
+        (twice, "wrap", "'wrap' is defined 2 times (lines 16, 28); name its class too"),
+        ("# Title\n\nSome *prose*.\n", "Title", "does not parse as Python (line 3"),
+        ("x = 1\rdef f():\r    pass\r", "f", "ends lines with a lone CR"),
+    ]:
+        with pytest.raises(ValueError, match=re.escape(message)):
+            Region.parse(name).cut(text)
+    with pytest.raises(ValueError, match="or the name of a Python function or class"):
+        Region.parse("3-x")
+
+
+def test_a_named_region_edit_keeps_everything_else(tmp_path):
+    path = tmp_path / "calc.py"
+    path.write_bytes(FILE.encode())
+    code, written, [request] = _edit(tmp_path, Region.parse("double"))
+    assert code == Exit.OK and written == FILE.replace("x * 3", "x * 2")
+    assert request.text == "def double(x):\n    return x * 3\n"
+    assert (request.surroundings.first, request.surroundings.last) == (3, 4)
