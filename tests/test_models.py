@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from conftest import TEST_MODEL
 
@@ -163,7 +165,8 @@ def test_a_converted_bf16_folder_is_stored_once_as_fp32_where_the_machine_comput
     loaded = models.load.__wrapped__("tiny.gguf", "fp32")  # a name converted by specedit
     assert loaded.model.dtype == torch.float32
     with safe_open(str(folder / "model.safetensors"), "pt") as weights:
-        assert {weights.get_slice(k).get_dtype() for k in weights.keys()}  # noqa: SIM118 == {"F32"}
+        dtypes = {weights.get_slice(k).get_dtype() for k in weights.keys()}  # noqa: SIM118
+    assert dtypes == {"F32"}
     assert '"dtype": "float32"' in (folder / "config.json").read_text()
     assert {p.name: p.stat().st_mtime_ns for p in folder.glob("tokenizer*")} == tokenizer_files
     for name, weight in loaded.model.state_dict().items():
@@ -177,19 +180,69 @@ def test_a_converted_bf16_folder_is_stored_once_as_fp32_where_the_machine_comput
     assert isinstance(again.tokenizer, ChatTokenizer)  # exported by the first load
 
 
-def test_a_folder_that_cannot_be_restored_loads_as_it_was(tmp_path, tiny_model_dir, monkeypatch):
+@pytest.mark.parametrize("failure", ["write", "room"])
+def test_a_folder_that_cannot_be_stored_as_fp32_loads_as_it_was(
+    failure, tmp_path, tiny_model_dir, monkeypatch, capsys
+):
+    """A write that fails (safetensors reports a full disk as its own error, not OSError), or
+    too little room for it, keeps every file of the folder, and the load goes on."""
+    import shutil
+
     import torch
+    from safetensors import SafetensorError
     from transformers import PreTrainedModel
 
-    folder = _bf16_copy(tiny_model_dir, tmp_path / "models" / "tiny")
-    config = (folder / "config.json").read_text()
+    from specedit.tokenizer import EXPORT
+
+    folder = _bf16_copy(tiny_model_dir, tmp_path / "models" / "tiny.gguf")
+    files = {p.name: p.read_bytes() for p in folder.iterdir()}
     monkeypatch.setattr(models, "default_dtype", lambda: torch.float32)
+    monkeypatch.setattr(models, "resolve", lambda model: folder)
+    if failure == "write":
 
-    def disk_full(*args, **kwargs):
-        raise OSError(28, "No space left on device")
+        def disk_full(*args, **kwargs):
+            raise SafetensorError("Error while serializing: No space left on device (os error 28)")
 
-    monkeypatch.setattr(PreTrainedModel, "save_pretrained", disk_full)
+        monkeypatch.setattr(PreTrainedModel, "save_pretrained", disk_full)
+    else:
+        usage = shutil.disk_usage(folder)
+        monkeypatch.setattr(shutil, "disk_usage", lambda path: usage._replace(free=1 << 20))
+    loaded = models.load.__wrapped__("tiny.gguf", "fp32")
+    assert loaded.model.dtype == torch.float32
+    after = {p.name: p.read_bytes() for p in folder.iterdir() if p.name != EXPORT}
+    assert after == files  # nothing lost, nothing half-written (the tokenizer's export aside)
+    assert [p.name for p in folder.parent.iterdir()] == ["tiny.gguf"]  # no half-written copy
+    said = capsys.readouterr().err
+    assert ("No space left" if failure == "write" else "GB free") in said
+
+
+def test_an_interrupted_restore_leaves_a_folder_that_loads_and_is_finished_later(
+    tmp_path, tiny_model_dir, monkeypatch
+):
+    """Ctrl-C after the weights were replaced but before the config: the folder still loads the
+    same weights, and the next load finishes the job."""
+    import os
+
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    folder = _bf16_copy(tiny_model_dir, tmp_path / "models" / "tiny.gguf")
+    before = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).state_dict()
+    monkeypatch.setattr(models, "default_dtype", lambda: torch.float32)
+    replace = os.replace
+
+    def interrupted(source, target):
+        if Path(target).name == "config.json":
+            raise KeyboardInterrupt
+        replace(source, target)
+
+    monkeypatch.setattr(models.os, "replace", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        models._widen_stored_weights(folder)
+    monkeypatch.setattr(models.os, "replace", replace)
+    meanwhile = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).state_dict()
+    assert all(torch.equal(meanwhile[name], weight) for name, weight in before.items())
+    assert '"dtype": "bfloat16"' in (folder / "config.json").read_text()
+    assert [p.name for p in folder.parent.iterdir()] == ["tiny.gguf"]
     models._widen_stored_weights(folder)
-    assert (folder / "config.json").read_text() == config
-    assert sorted(p.name for p in folder.parent.iterdir()) == ["tiny"]  # no half-written copy
-    assert models.load(str(folder), "fp32").model.dtype == torch.float32
+    assert '"dtype": "float32"' in (folder / "config.json").read_text()
