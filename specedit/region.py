@@ -17,7 +17,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 SPEC = re.compile(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?")
-SYMBOL = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
 LONE_CR = re.compile(r"\r(?!\n)")
 DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
@@ -84,22 +83,23 @@ class Region:
     context: int | None = None  # lines the model sees on each side; None: the whole file
     symbol: str | None = None
 
+    def __post_init__(self) -> None:
+        if self.symbol is None and not 1 <= self.first <= self.last:
+            raise ValueError(f"--lines {self}: lines count from 1 and A must not exceed B")
+
     @classmethod
     def parse(cls, spec: str) -> Region:
         """`A-B`, `A` (one line) or a name; raises ValueError with a message for the user."""
-        if SYMBOL.fullmatch(spec.strip()):
-            return cls(symbol=spec.strip())
+        name = spec.strip()
+        if all(part.isidentifier() for part in name.split(".")):
+            return cls(symbol=name)
         match = SPEC.fullmatch(spec)
         if not match:
             raise ValueError(
                 "--lines takes A-B (line numbers, e.g. 120-140) or the name of a Python function "
                 f"or class (e.g. parse or Parser.parse), not {spec!r}"
             )
-        first = int(match[1])
-        last = int(match[2] or first)
-        if not 1 <= first <= last:
-            raise ValueError(f"--lines {spec}: lines count from 1 and A must not exceed B")
-        return cls(first, last)
+        return cls(int(match[1]), int(match[2] or match[1]))
 
     def cut(self, text: str) -> tuple[str, Surroundings]:
         """The region's text and what surrounds it; ValueError when the file is shorter, or
@@ -124,12 +124,13 @@ class Region:
         where several have the name (`wrap` is the module's function, not a method)."""
         if LONE_CR.search(text):  # a line break to Python, not to `_lines`: numbers would differ
             raise ValueError(f"--lines {self}: the file ends lines with a lone CR; give numbers")
-        try:
-            scope: ast.AST = ast.parse(text)
-        except SyntaxError as exc:
+        try:  # a BOM is no character of the source, and moves no line
+            scope: ast.AST = ast.parse(text.removeprefix("\ufeff"))
+        except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:  # NUL, too deep
+            where = f"line {exc.lineno}: {exc.msg}" if isinstance(exc, SyntaxError) else str(exc)
             raise ValueError(
                 f"--lines {self}: a name is looked up in Python source, and this file does not "
-                f"parse as Python (line {exc.lineno}: {exc.msg}); give line numbers instead"
+                f"parse as Python ({where}); give line numbers instead"
             ) from None
         for part in self.symbol.split("."):
             named = [(depth, node) for depth, node in _definitions(scope) if node.name == part]
@@ -140,7 +141,8 @@ class Region:
                 where = ", ".join(str(node.lineno) for node in found)
                 raise ValueError(
                     f"--lines {self}: {part!r} is defined {len(found)} times (lines {where}); "
-                    "name its class too, or give line numbers"
+                    "give line numbers, or a dotted name (Class.method) where they differ in what "
+                    "encloses them"
                 )
             scope = found[0]
         first = min([scope.lineno] + [d.lineno for d in scope.decorator_list])
@@ -151,12 +153,13 @@ class Region:
 
 
 def _definitions(node: ast.AST, depth: int = 0) -> Iterator[tuple[int, ast.AST]]:
-    """The functions and classes inside `node`, each with how many others enclose it."""
+    """The functions and classes inside `node`, each with how many others enclose it. Only
+    statements hold definitions, so expressions (however deeply nested) are not walked."""
     for child in ast.iter_child_nodes(node):
         if isinstance(child, DEFINITIONS):
             yield depth, child
             yield from _definitions(child, depth + 1)
-        else:
+        elif isinstance(child, ast.stmt | ast.excepthandler | ast.match_case):
             yield from _definitions(child, depth)
 
 

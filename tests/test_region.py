@@ -244,7 +244,9 @@ def test_a_name_that_is_missing_twice_defined_or_in_no_python_is_a_clear_error()
     for text, name, message in [
         (SOURCE, "unwrap", "the file defines no function or class 'unwrap'"),
         (SOURCE, "Wrapper.inner", "no function or class 'inner'"),
-        (twice, "wrap", "'wrap' is defined 2 times (lines 16, 28); name its class too"),
+        (twice, "wrap", "'wrap' is defined 2 times (lines 16, 28); give line numbers"),
+        ("x = " + " + ".join(["1"] * 5000) + "\n", "f", "does not parse as Python"),  # too deep
+        ("x = 1\0\n", "f", "does not parse as Python"),
         ("# Title\n\nSome *prose*.\n", "Title", "does not parse as Python (line 3"),
         ("x = 1\rdef f():\r    pass\r", "f", "ends lines with a lone CR"),
     ]:
@@ -252,6 +254,13 @@ def test_a_name_that_is_missing_twice_defined_or_in_no_python_is_a_clear_error()
             Region.parse(name).cut(text)
     with pytest.raises(ValueError, match="or the name of a Python function or class"):
         Region.parse("3-x")
+
+
+def test_names_are_found_past_a_bom_deep_expressions_and_in_any_script():
+    text = "\ufeffx = " + " + ".join(["1"] * 1500) + "\n\n\ndef größe(v):\n    return v\n"
+    inside, surroundings = Region.parse("größe").cut(text)
+    assert inside == "def größe(v):\n    return v\n" and surroundings.first == 4
+    assert surroundings.around(inside) == text
 
 
 def test_a_named_region_edit_keeps_everything_else(tmp_path):
