@@ -643,6 +643,13 @@ def bench(
             "pool, ar; labelled method/llama.cpp)."
         ),
     ] = "torch",
+    regions: Annotated[
+        str,
+        typer.Option(
+            help="Comma-separated: whole (the whole input), named (only the function or class "
+            "the instruction names, as --lines NAME; labelled method+named)."
+        ),
+    ] = "whole",
 ) -> None:
     """Measure setups side by side on a task suite: edit quality (the tasks' tests pass, output
     unchanged, cut off, lines dropped), speed against plain greedy decoding and transformers'
@@ -654,6 +661,7 @@ def bench(
       specedit bench --methods ar,hf-pld,adapld --tasks fix-bisect-offbyone
       specedit bench --methods adapld --verify strict,conditional --json quality.json
       specedit bench --methods adapld --attempts 3
+      specedit bench --methods adapld --regions whole,named
       specedit bench --suite apply --methods ar,adapld
       specedit bench --methods ar,adapld,evospec --draft-model qwen2.5-coder-0.5b
       specedit bench --methods adapld,llama.cpp,llama.cpp-pld
@@ -683,6 +691,7 @@ def bench(
                 attempts=bench_attempts,
                 suite=suite,
                 engines=engine_list,
+                regions=[r.strip() for r in regions.split(",") if r.strip()],
             )
         except (BenchError, DrafterUnavailable) as exc:
             error(str(exc))

@@ -6,6 +6,7 @@ import functools
 import importlib.util
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -85,3 +86,43 @@ def test_summary_counts_passes_by_group_and_failures_by_kind():
     assert (s["cut_off"], s["runaway"], s["unchanged"], s["dropped_lines"]) == (1, 1, 1, 4)
     assert s["median_speedup"] is None  # no `ar` ran
     assert [r.cut_off for r in rows] == [False, True, True, False]
+
+
+def test_the_named_region_is_the_first_definition_the_instruction_names():
+    """As a user who names the misbehaving function would pass it to --lines; a name that the
+    input does not define (a value, another module's function) is passed over."""
+    from specedit.bench.runner import named_region
+    from specedit.edit import EditRequest
+
+    text = "import os\n\n\ndef helper(x):\n    return x\n\n\n"
+    text += "def mean(v):\n    return sum(v) * len(v)\n"
+    task = Task("t", "fix", "`os.sep` is fine but `mean([1, 2])` returns 6", text, tests="")
+    request, whole = named_region(task, EditRequest(text, task.instruction, prompt="fix"))
+    assert request.text == "def mean(v):\n    return sum(v) * len(v)\n"
+    assert (request.surroundings.first, request.surroundings.last) == (8, 9)
+    assert whole("def mean(v):\n    return sum(v) / len(v)\n") == text.replace("*", "/")
+    nameless = replace(task, instruction="the average is wrong")
+    request, whole = named_region(nameless, EditRequest(text, nameless.instruction, prompt="fix"))
+    assert request.text == text and request.surroundings is None and whole("x") == "x"
+
+
+def test_a_named_setup_is_compared_with_plain_decoding_of_the_same_region():
+    """Its answer is the region, not the file: speed and token identity against `ar` on the
+    whole file would compare different texts."""
+    from specedit.bench.runner import _reference
+
+    assert _reference("pld+named/llama.cpp") == "ar+named/llama.cpp"
+    assert _reference("adapld@state+named") == "ar+named"
+    assert _reference("pld/llama.cpp") == "ar/llama.cpp" and _reference("adapld") == "ar"
+
+
+def test_named_regions_and_unknown_regions_are_refused_where_they_mean_nothing():
+    from types import SimpleNamespace
+
+    from specedit.bench.runner import BenchError, run_bench
+
+    lm = SimpleNamespace(engine="torch", draft=None, name="m")
+    with pytest.raises(BenchError, match="a snippet to apply names no region"):
+        run_bench(lm, ["pld"], suite="apply", regions=["named"])
+    with pytest.raises(BenchError, match="unknown region lines"):
+        run_bench(lm, ["pld"], regions=["lines"])

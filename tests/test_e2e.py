@@ -56,3 +56,21 @@ def test_bench_runs_methods_side_by_side(bundled_model_dir, tmp_path):
     assert len({row["passed"] for row in rows}) == 1
     assert all(row["passed"] == row["exact_match"] for row in rows)
     assert all(row["stop"] in ("stop", "eos") for row in rows)
+
+
+def test_bench_edits_the_named_region_and_judges_the_whole_file(bundled_model_dir, tmp_path):
+    """`--regions named` asks for the function the instruction names (`quote`, lines 26-35 of
+    35): a shorter answer, put back into the file before it is scored and tested."""
+    report = tmp_path / "bench.json"
+    result = runner.invoke(
+        app,
+        ["bench", "--tasks", "fix-shlex-quote-return", "--methods", "pld", "--regions",
+         "whole,named", "--dtype", "fp32", "--json", str(report)],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    whole, named = json.loads(report.read_text())["rows"]
+    assert (whole["method"], named["method"]) == ("pld", "pld+named")
+    assert named["new_tokens"] < whole["new_tokens"]
+    # Scored and tested on the whole file: whatever the model did to the region's 10 lines, the
+    # 25 before it are there.
+    assert named["dropped"] <= 10 and named["passed"] is not None

@@ -15,6 +15,7 @@ import difflib
 import json
 import math
 import platform
+import re
 import statistics
 import time
 from collections import Counter
@@ -51,6 +52,7 @@ from specedit.engine.events import Stats
 from specedit.engine.options import STRICT, Verification
 from specedit.engine.session import generate
 from specedit.models import ENGINES, LoadedModel, ModelError, load
+from specedit.region import Region
 from specedit.runaway import RUNAWAY
 from specedit.safety import dropped_lines
 
@@ -224,6 +226,25 @@ def _score(row: Row, text: str | None, task: Task, check: CheckResult | None) ->
     row.unrequested = len(_changed_lines(task.input, text) - requested)
 
 
+# What a setup rewrites: the whole input, or (NAMED) only the first function or class that the
+# instruction names in backticks and the input defines, as a user who names it would pass it to
+# `--lines NAME` (a task that names none is edited whole).
+WHOLE, NAMED = "whole", "named"
+REGIONS = (WHOLE, NAMED)
+NAME_IN_BACKTICKS = re.compile(r"`([^\W\d]\w*(?:\.[^\W\d]\w*)*)")
+
+
+def named_region(task: Task, request: EditRequest) -> tuple[EditRequest, Callable[[str], str]]:
+    """The request for the region NAMED picks, and what turns its answer into the whole text."""
+    for name in NAME_IN_BACKTICKS.findall(task.instruction):
+        try:
+            inside, surroundings = Region.parse(name).cut(task.input)
+        except ValueError:  # not defined here (a value, a parameter, another module's name)
+            continue
+        return replace(request, text=inside, surroundings=surroundings), surroundings.around
+    return request, str
+
+
 @dataclass(frozen=True)
 class Setup:
     """One column of the comparison: how a task is edited."""
@@ -233,6 +254,7 @@ class Setup:
     prompts: str = ""  # a folder of <kind>.toml templates; "" = the shipped ones
     attempts: int = 1  # > 1: retry with the task's tests as the check (the --test loop)
     engine: str = "torch"  # where the engine's passes run: transformers or llama.cpp
+    region: str = WHOLE  # NAMED: only the definition the instruction names (`--lines NAME`)
 
     @property
     def label(self) -> str:
@@ -243,6 +265,8 @@ class Setup:
             label += f"@{Path(self.prompts).name}"
         if self.attempts > 1:
             label += f"x{self.attempts}"
+        if self.region != WHOLE:
+            label += f"+{self.region}"
         return label + engine_suffix(self.engine)
 
     def prompt_for(self, task: Task) -> str:
@@ -255,8 +279,10 @@ def engine_suffix(engine: str) -> str:
 
 
 def _reference(label: str) -> str:
-    """The plain-decoding setup a label is compared with: `ar` on the same engine."""
-    return "ar" + label[label.index("/") :] if "/" in label else "ar"
+    """The plain-decoding setup a label is compared with: `ar` on the same engine, editing the
+    same region (its answer is another text than the whole file's)."""
+    region = next((f"+{r}" for r in REGIONS if f"+{r}" in label), "")
+    return "ar" + region + (label[label.index("/") :] if "/" in label else "")
 
 
 def run_bench(
@@ -273,6 +299,7 @@ def run_bench(
     console: Console | None = None,
     suite: str = "edit",
     engines: list[str] | None = None,
+    regions: list[str] | None = None,
 ) -> list[Row]:
     """Run every setup (method x verification x prompt set x engine) on every task. The
     baselines run strict, on the shipped prompts, once; `ar` on each engine is the reference for
@@ -289,6 +316,9 @@ def run_bench(
     missing = [d for d in prompt_sets if d and not Path(d).is_dir()]
     if missing:
         raise BenchError(f"prompt sets must be folders of <kind>.toml files: {missing[0]}")
+    regions = regions or [WHOLE]
+    if unknown := [r for r in regions if r not in REGIONS]:
+        raise BenchError(f"unknown region {unknown[0]}: choose from {', '.join(REGIONS)}")
     try:
         modes = [Verification(mode) for mode in verify or ["strict"]]
         tasks = load_tasks(tasks_file, task_ids, suite)
@@ -296,6 +326,8 @@ def run_bench(
         raise BenchError(str(exc)) from None
     if MERGE in methods and any(task.kind != "apply" for task in tasks):
         raise BenchError(f"{MERGE} merges snippets: it runs on apply tasks (--suite apply)")
+    if NAMED in regions and any(task.kind == "apply" for task in tasks):
+        raise BenchError(f"--regions {NAMED} is for edits: a snippet to apply names no region")
     engines = engines or ["torch"]
     if unknown := [e for e in engines if e not in ENGINES]:
         raise BenchError(f"unknown engine {unknown[0]}: choose from {', '.join(ENGINES)}")
@@ -322,11 +354,12 @@ def run_bench(
         m for m in methods if m in LLAMA_CPP_METHODS or ("torch" in engines and m in BASELINES)
     ]
     setups = [Setup(method) for method in external] + [
-        Setup(method, mode, folder, attempts, engine)
+        Setup(method, mode, folder, attempts, engine, region)
         for engine in engines
         for method in methods
         for mode in modes
         for folder in prompt_sets
+        for region in regions
         if (refusal(method, engine) is None if engine != "torch" else method not in EXTERNAL)
     ]
     # The references first, then in the order asked, each method's engines side by side.
@@ -380,6 +413,9 @@ def _run_setup(
 ) -> Row:
     """One task by one setup, timed from the request to the checked text."""
     start = time.perf_counter()
+    whole: Callable[[str], str] = str  # the whole text, given the answer
+    if setup.region == NAMED:
+        request, whole = named_region(task, request)
     if setup.method == MERGE:
         merged = snippets.merge(task.input, task.instruction, task.language)
         if merged is not None:
@@ -390,7 +426,8 @@ def _run_setup(
         request = replace(request, method=method_for(lm))  # the model merges it
     if setup.attempts > 1 and task.checkable:
         edit = LocalEditor(lm).edit
-        tries = attempt_edits(edit, request, lambda text: check_task(task, text), setup.attempts)
+        check = lambda text: check_task(task, whole(text))  # noqa: E731
+        tries = attempt_edits(edit, request, check, setup.attempts)
         wall = time.perf_counter() - start
         done = [t.result for t in tries if t.result]
         row = Row(
@@ -402,14 +439,13 @@ def _run_setup(
             stop=done[-1].generation.stop_reason if done else RUNAWAY,
         )  # fmt: skip
         last = tries[-1]
-        text = last.result.text if last.result else None
+        text = whole(last.result.text) if last.result else None
         _score(row, text, task, last.check or check_task(task, None))
         return row
     prepared = prepare(lm, request)
     run = _run_once(lm, prepared, request.method, llama)
-    text = prompts.extract(lm.tokenizer, run.tokens, prepared.prompt)
-    if run.stop == RUNAWAY:
-        text = None
+    text = prompts.extract(lm.tokenizer, run.tokens, prepared.prompt, request.surroundings)
+    text = None if text is None or run.stop == RUNAWAY else whole(text)
     wall = time.perf_counter() - start
     row = Row(task.id, setup.label, len(run.tokens), run.seconds, run.passes, group=task.group,
               stop=run.stop, wall_seconds=wall)  # fmt: skip
