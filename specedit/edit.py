@@ -206,11 +206,24 @@ def execute(
         lm.tokenizer, generation.tokens, prepared.prompt, prepared.request.surroundings
     )
     if text is None:
-        raise EditError(
-            f"the edit was cut off at the token limit ({len(generation.tokens)} new tokens); "
-            "raise --max-new-tokens"
-        )
+        raise cut_off(len(generation.tokens), prepared.request.surroundings)
     return EditResult(text, generation, prepared.prompt, prepared.statement, timings)
+
+
+def cut_off(tokens: int, surroundings: Surroundings | None) -> EditError:
+    """The error of an answer that reached its token limit. A region's limit is sized by the
+    region, so an answer that reaches it has written more than the region: most often the
+    model rewrites the file, because what it would change lies outside the region."""
+    if surroundings is None:
+        return EditError(
+            f"the edit was cut off at the token limit ({tokens} new tokens); raise --max-new-tokens"
+        )
+    return EditError(
+        f"the answer for lines {surroundings.first}-{surroundings.last} ran to its token limit "
+        f"({tokens} new tokens) without ending the region: the model wrote more than the region, "
+        "often because what it would change lies outside it; widen --lines or leave it out "
+        "(or raise --max-new-tokens)"
+    )
 
 
 # Called once an edit's prompt is known: the prompt and the answer's token limit.

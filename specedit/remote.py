@@ -28,6 +28,7 @@ from specedit.edit import (
     EditRequest,
     EditResult,
     OnStart,
+    cut_off,
     default_token_limit,
 )
 from specedit.engine.events import Generation, Stats, Step
@@ -203,10 +204,7 @@ class OpenAIEditor:
         edited = prompts.extract_text(_after_opening(content), choice["finish_reason"] == "stop",
                                       prompt)  # fmt: skip
         if edited is None:
-            raise EditError(
-                f"the edit was cut off at the token limit ({limit} new tokens); "
-                "raise --max-new-tokens"
-            )
+            raise cut_off(limit, request.surroundings)
         details = usage.get("completion_tokens_details") or {}
         stats = Stats(
             prompt_tokens=usage.get("prompt_tokens", 0),

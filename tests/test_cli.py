@@ -85,6 +85,21 @@ def test_cut_off_edit_writes_nothing_and_says_why(source, tiny_model_dir):
     assert result.stdout == ""
 
 
+def test_a_region_answer_that_runs_to_its_limit_says_the_model_wrote_more_than_the_region(
+    source, tiny_model_dir
+):
+    """A region's limit is sized by the region: reaching it means the model wrote past it (most
+    often the whole file), so raising the limit is not the first advice."""
+    before = source.read_text()
+    result = _run(
+        "fix", str(source), "fix", "--model", str(tiny_model_dir), "--max-new-tokens", "5",
+        "--dtype", "fp32", "--lines", "add", "-i",
+    )  # fmt: skip
+    assert result.exit_code == 2 and source.read_text() == before
+    assert "the answer for lines 1-2 ran to its token limit (5 new tokens)" in result.stderr
+    assert "widen --lines or leave it out" in result.stderr
+
+
 def test_input_longer_than_the_context_says_both_lengths(tmp_path, tiny_model_dir):
     long = tmp_path / "long.txt"
     long.write_text("word " * 1200 + "\n")  # the tiny model's context is 1024 positions
