@@ -22,7 +22,7 @@ from specedit.drafting.registry import (
 from specedit.engine.events import Generation, Step, StopCondition
 from specedit.engine.options import GREEDY, MAX_DRAFT, STRICT, Sampling, Verification
 from specedit.models import LoadedModel
-from specedit.region import Surroundings
+from specedit.region import Region, Surroundings
 from specedit.runaway import RUNAWAY, RunawayGuard
 
 FEEDBACK_CHARS = 1500  # of a failed check's output, shown to the model on the next attempt
@@ -66,6 +66,13 @@ class EditResult:
     @property
     def changed(self) -> bool:
         return self.text != self.prompt.text
+
+
+def in_region(request: EditRequest, region: Region) -> tuple[EditRequest, Callable[[str], str]]:
+    """The request for `region` of its text (`--lines`), and what turns the answer back into
+    the whole text; ValueError (a message for the user) where the region is not in the text."""
+    inside, surroundings = region.cut(request.text)
+    return replace(request, text=inside, surroundings=surroundings), surroundings.around
 
 
 def default_token_limit(input_tokens: int) -> int:

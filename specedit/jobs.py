@@ -31,6 +31,7 @@ from specedit.edit import (
     EditRequest,
     EditResult,
     attempt_edits,
+    in_region,
 )
 from specedit.engine.events import Step
 from specedit.exits import Exit
@@ -124,11 +125,9 @@ def edit_file(
         whole = str  # the whole file, given the model's answer
         if region:
             try:
-                inside, surroundings = region.cut(text)
+                request, whole = in_region(request, region)
             except ValueError as exc:
                 raise InputError(f"{name}: {exc}") from None
-            request = replace(request, text=inside, surroundings=surroundings)
-            whole = surroundings.around
         if test is None:
             result, tries = run(request), None
         else:

@@ -136,7 +136,8 @@ class Region:
             named = [(depth, node) for depth, node in _definitions(scope) if node.name == part]
             if not named:
                 raise ValueError(f"--lines {self}: the file defines no function or class {part!r}")
-            found = [node for depth, node in named if depth == min(d for d, _ in named)]
+            shallowest = min(depth for depth, _ in named)
+            found = [node for depth, node in named if depth == shallowest]
             if len(found) > 1:
                 where = ", ".join(str(node.lineno) for node in found)
                 raise ValueError(

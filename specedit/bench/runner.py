@@ -46,6 +46,7 @@ from specedit.edit import (
     PreparedEdit,
     attempt_edits,
     generate_edit,
+    in_region,
     prepare,
 )
 from specedit.engine.events import Stats
@@ -238,10 +239,9 @@ def named_region(task: Task, request: EditRequest) -> tuple[EditRequest, Callabl
     """The request for the region NAMED picks, and what turns its answer into the whole text."""
     for name in NAME_IN_BACKTICKS.findall(task.instruction):
         try:
-            inside, surroundings = Region.parse(name).cut(task.input)
+            return in_region(request, Region.parse(name))
         except ValueError:  # not defined here (a value, a parameter, another module's name)
             continue
-        return replace(request, text=inside, surroundings=surroundings), surroundings.around
     return request, str
 
 
@@ -281,7 +281,7 @@ def engine_suffix(engine: str) -> str:
 def _reference(label: str) -> str:
     """The plain-decoding setup a label is compared with: `ar` on the same engine, editing the
     same region (its answer is another text than the whole file's)."""
-    region = next((f"+{r}" for r in REGIONS if f"+{r}" in label), "")
+    region = f"+{NAMED}" if f"+{NAMED}" in label else ""
     return "ar" + region + (label[label.index("/") :] if "/" in label else "")
 
 
