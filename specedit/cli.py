@@ -650,6 +650,14 @@ def bench(
             "the instruction names, as --lines NAME; labelled method+named)."
         ),
     ] = "whole",
+    samples: Annotated[
+        str,
+        typer.Option(
+            help="Comma-separated candidate selections: N (up to N candidates, another drawn "
+            "while the answer is unchanged for a fix or unsafe), voteN (N drawn, the one the "
+            "others agree with kept); labelled method~sN."
+        ),
+    ] = "1",
 ) -> None:
     """Measure setups side by side on a task suite: edit quality (the tasks' tests pass, output
     unchanged, cut off, lines dropped), speed against plain greedy decoding and transformers'
@@ -692,6 +700,7 @@ def bench(
                 suite=suite,
                 engines=engine_list,
                 regions=[r.strip() for r in regions.split(",") if r.strip()],
+                selections=[s.strip() for s in samples.split(",") if s.strip()],
             )
         except (BenchError, DrafterUnavailable) as exc:
             error(str(exc))

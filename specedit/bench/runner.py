@@ -28,7 +28,7 @@ from rich.console import Console
 from rich.table import Table
 from transformers import StoppingCriteria, StoppingCriteriaList
 
-from specedit import prompts, snippets
+from specedit import prompts, selection, snippets
 from specedit.bench.llamacpp import LLAMA_CPP_METHODS, LlamaCpp, LlamaCppUnavailable
 from specedit.bench.tasks import Task, TaskError, load_tasks
 from specedit.checks import CheckResult, run_program
@@ -41,7 +41,9 @@ from specedit.drafting.registry import (
     refusal,
 )
 from specedit.edit import (
+    EditError,
     EditRequest,
+    EditResult,
     LocalEditor,
     PreparedEdit,
     attempt_edits,
@@ -255,6 +257,7 @@ class Setup:
     attempts: int = 1  # > 1: retry with the task's tests as the check (the --test loop)
     engine: str = "torch"  # where the engine's passes run: transformers or llama.cpp
     region: str = WHOLE  # NAMED: only the definition the instruction names (`--lines NAME`)
+    selection: str = "1"  # candidates per edit: N (drawn while unacceptable) or voteN (--samples)
 
     @property
     def label(self) -> str:
@@ -267,6 +270,8 @@ class Setup:
             label += f"x{self.attempts}"
         if self.region != WHOLE:
             label += f"+{self.region}"
+        if self.selection != "1":
+            label += f"~s{self.selection}"
         return label + engine_suffix(self.engine)
 
     def prompt_for(self, task: Task) -> str:
@@ -300,6 +305,7 @@ def run_bench(
     suite: str = "edit",
     engines: list[str] | None = None,
     regions: list[str] | None = None,
+    selections: list[str] | None = None,
 ) -> list[Row]:
     """Run every setup (method x verification x prompt set x engine) on every task. The
     baselines run strict, on the shipped prompts, once; `ar` on each engine is the reference for
@@ -317,6 +323,9 @@ def run_bench(
     if missing:
         raise BenchError(f"prompt sets must be folders of <kind>.toml files: {missing[0]}")
     regions = regions or [WHOLE]
+    selections = selections or ["1"]
+    if bad := [s for s in selections if parse_selection(s) is None]:
+        raise BenchError(f"unknown selection {bad[0]}: N (up to N candidates) or voteN")
     if unknown := [r for r in regions if r not in REGIONS]:
         raise BenchError(f"unknown region {unknown[0]}: choose from {', '.join(REGIONS)}")
     try:
@@ -354,12 +363,13 @@ def run_bench(
         m for m in methods if m in LLAMA_CPP_METHODS or ("torch" in engines and m in BASELINES)
     ]
     setups = [Setup(method) for method in external] + [
-        Setup(method, mode, folder, attempts, engine, region)
+        Setup(method, mode, folder, attempts, engine, region, selection)
         for engine in engines
         for method in methods
         for mode in modes
         for folder in prompt_sets
         for region in regions
+        for selection in selections
         if (refusal(method, engine) is None if engine != "torch" else method not in EXTERNAL)
     ]
     # The references first, then in the order asked, each method's engines side by side.
@@ -402,6 +412,54 @@ def run_bench(
     return rows
 
 
+def parse_selection(spec: str) -> tuple[int, bool] | None:
+    """A bench selection: "N" draws up to N candidates while they are unacceptable, "voteN"
+    draws N and votes (`selection.draw`); None when `spec` is neither."""
+    vote = spec.startswith("vote")
+    count = spec.removeprefix("vote")
+    return (int(count), vote) if count.isdigit() and int(count) >= 1 else None
+
+
+def _run_samples(
+    lm: LoadedModel,
+    task: Task,
+    request: EditRequest,
+    setup: Setup,
+    whole: Callable[[str], str],
+    start: float,
+) -> Row:
+    """One task edited as `--samples` edits it: candidates judged without tests, one chosen,
+    and only that one checked with the task's tests."""
+    samples, vote = parse_selection(setup.selection)
+    editor = LocalEditor(lm)
+    fix = selection.asks_for_fix(request.prompt)
+    drawn: list[EditResult] = []
+
+    def run(number: int) -> EditResult | None:
+        try:
+            sampling = selection.sampled(request.sampling, number)
+            drawn.append(editor.edit(replace(request, sampling=sampling)))
+        except EditError:
+            return None
+        return drawn[-1]
+
+    def judge(text: str) -> selection.Verdict:
+        return selection.judge(task.input, text, task.instruction, task.language, fix)
+
+    chosen, _ = selection.draw(run, lambda r: whole(r.text), judge, task.input, samples, vote)
+    row = Row(
+        task.id, setup.label,
+        sum(len(r.generation.tokens) for r in drawn),
+        sum(r.generation.stats.total_seconds for r in drawn),
+        sum(r.generation.stats.forward_passes for r in drawn),
+        group=task.group, wall_seconds=time.perf_counter() - start, attempts=len(drawn),
+        stop=chosen.generation.stop_reason if chosen else RUNAWAY,
+    )  # fmt: skip
+    text = whole(chosen.text) if chosen else None
+    _score(row, text, task, check_task(task, text))
+    return row
+
+
 def _verdict(row: Row) -> str:
     if row.passed is None:
         return "-"
@@ -424,6 +482,8 @@ def _run_setup(
             _score(row, merged, task, check_task(task, merged))
             return row
         request = replace(request, method=method_for(lm))  # the model merges it
+    if setup.selection != "1":
+        return _run_samples(lm, task, request, setup, whole, start)
     if setup.attempts > 1 and task.checkable:
         edit = LocalEditor(lm).edit
         check = lambda text: check_task(task, whole(text))  # noqa: E731

@@ -1,0 +1,135 @@
+"""Choosing among several candidate edits of one request, without tests.
+
+Speculative decoding makes another candidate cheap (the copied part is verified many tokens a
+pass; only the changed part costs), so an edit may draw more than one and keep the best. What
+can be known without running anything:
+
+- a candidate the safety checks refuse (the syntax breaks, much of the file vanished) is wrong;
+- an unchanged answer to a request to fix something is wrong: the user says there is a bug;
+- among the rest, the candidate whose change the others agree with most is the likeliest right
+  (self-consistency): independent samples that make the same change back each other up.
+
+`draw` is the loop (the first candidate as the request asks, greedy by default; the others
+sampled as the editing benchmarks sample); `choose` is the pick, on texts alone, so that it can
+be tested on recorded candidates.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TypeVar
+
+from specedit import safety
+from specedit.engine.options import Sampling
+
+# How the extra candidates sample: the temperature and nucleus of published editing benchmarks.
+SAMPLE_TEMPERATURE = 0.2
+SAMPLE_TOP_P = 0.95
+
+R = TypeVar("R")  # what one edit returns: a local result, a bench row
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A candidate judged on its text: why it cannot be right (None: it may be)."""
+
+    text: str
+    problem: str | None
+
+    @property
+    def acceptable(self) -> bool:
+        return self.problem is None
+
+
+def judge(original: str, text: str, instruction: str, language: str, fix: bool) -> Verdict:
+    """What is wrong with `text` as an answer, knowable without tests."""
+    if text == original:
+        return Verdict(text, "unchanged, but a fix was asked for" if fix else None)
+    problems = safety.problems(original, text, instruction, language)
+    return Verdict(text, problems[0] if problems else None)
+
+
+def change_of(original: str, text: str) -> frozenset[tuple[str, str]]:
+    """The change a candidate makes, as the set of lines it removes ('-') and adds ('+'), with
+    runs of blanks counted as one: two candidates that make the same edit, spaced alike or not,
+    have the same set."""
+    diff = difflib.unified_diff(original.splitlines(), text.splitlines(), lineterm="", n=0)
+    return frozenset(
+        (line[0], " ".join(line[1:].split()))
+        for line in diff
+        if line[:1] in "+-" and not line.startswith(("+++", "---")) and line[1:].strip()
+    )
+
+
+def agreement(changes: list[frozenset]) -> list[float]:
+    """Each change's summed similarity (Jaccard) with every other candidate's change."""
+
+    def similarity(a: frozenset, b: frozenset) -> float:
+        return len(a & b) / len(a | b) if a | b else 1.0
+
+    return [
+        sum(similarity(mine, other) for j, other in enumerate(changes) if j != i)
+        for i, mine in enumerate(changes)
+    ]
+
+
+def choose(verdicts: list[Verdict], original: str) -> int:
+    """The index of the candidate to deliver: among the acceptable ones, the one the others
+    agree with most, the earliest on a tie (the first is the request's own decoding); with no
+    acceptable one, the first (the caller reports its problem, as for a single edit)."""
+    acceptable = [i for i, verdict in enumerate(verdicts) if verdict.acceptable]
+    if not acceptable:
+        return 0
+    changes = [change_of(original, verdicts[i].text) for i in acceptable]
+    scores = agreement(changes)
+    best = max(range(len(acceptable)), key=lambda k: (scores[k], -k))
+    return acceptable[best]
+
+
+def sampled(sampling: Sampling, number: int) -> Sampling:
+    """The sampling of candidate `number` (0 is the request's own): low-temperature nucleus
+    sampling with a seed of its own, unless the request already samples."""
+    if number == 0:
+        return sampling
+    if sampling.greedy:
+        return replace(sampling, temperature=SAMPLE_TEMPERATURE, top_p=SAMPLE_TOP_P, seed=number)
+    return replace(sampling, seed=(sampling.seed or 0) + number)
+
+
+def asks_for_fix(prompt: str) -> bool:
+    """Whether a request's template (a shipped name or a .toml path) is the fix template."""
+    return Path(prompt).stem == "fix"
+
+
+def draw(
+    run: Callable[[int], R | None],
+    text_of: Callable[[R], str],
+    judge_text: Callable[[str], Verdict],
+    original: str,
+    samples: int,
+    vote: bool,
+) -> tuple[R | None, list[Verdict]]:
+    """Draw up to `samples` candidates with `run(number)` (None: that edit failed, e.g. cut
+    off) and pick one. Without `vote`, drawing stops at the first acceptable candidate (an
+    unchanged fix or an unsafe answer draws another); with `vote`, all are drawn and `choose`
+    picks by agreement. Returns the chosen result (None if every edit failed) and the verdicts
+    of the candidates that produced a text, in order."""
+    results: list[R] = []
+    verdicts: list[Verdict] = []
+    for number in range(samples):
+        result = run(number)
+        if result is None:
+            continue
+        results.append(result)
+        verdicts.append(judge_text(text_of(result)))
+        if not vote and verdicts[-1].acceptable:
+            break
+    if not results:
+        return None, verdicts
+    if vote:
+        return results[choose(verdicts, original)], verdicts
+    first_acceptable = next((i for i, v in enumerate(verdicts) if v.acceptable), 0)
+    return results[first_acceptable], verdicts

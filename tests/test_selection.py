@@ -1,0 +1,111 @@
+"""Choosing among candidate edits without tests (`--samples`), on recorded candidates."""
+
+from __future__ import annotations
+
+import pytest
+
+from specedit import selection
+from specedit.bench.runner import parse_selection
+from specedit.engine.options import GREEDY, Sampling
+
+ORIGINAL = "def mean(values):\n    return sum(values) * len(values)\n\n\nprint(mean([1, 2]))\n"
+RIGHT = ORIGINAL.replace("sum(values) * len", "sum(values) / len")
+WRONG = ORIGINAL.replace("sum(values) * len", "sum(values) + len")
+BROKEN = ORIGINAL.replace("return sum(values)", "return (sum(values)")
+REFORMATTED = RIGHT.replace("/ len(values)", "/  len(values)")  # same change, other blanks
+
+
+def verdicts(*texts: str, fix: bool = True) -> list[selection.Verdict]:
+    return [selection.judge(ORIGINAL, text, "mean() is wrong", "python", fix) for text in texts]
+
+
+def test_an_unchanged_answer_is_wrong_for_a_fix_only():
+    assert verdicts(ORIGINAL)[0].problem == "unchanged, but a fix was asked for"
+    assert verdicts(ORIGINAL, fix=False)[0].acceptable
+    assert verdicts(RIGHT)[0].acceptable
+
+
+def test_an_answer_the_safety_checks_refuse_is_not_acceptable():
+    (verdict,) = verdicts(BROKEN)
+    assert not verdict.acceptable and "python" in verdict.problem.lower()
+
+
+def test_the_change_ignores_how_lines_are_spaced():
+    assert selection.change_of(ORIGINAL, RIGHT) == selection.change_of(ORIGINAL, REFORMATTED)
+    assert selection.change_of(ORIGINAL, RIGHT) != selection.change_of(ORIGINAL, WRONG)
+    assert selection.change_of(ORIGINAL, ORIGINAL) == frozenset()
+
+
+def test_the_change_most_candidates_agree_on_wins():
+    assert selection.choose(verdicts(WRONG, RIGHT, REFORMATTED), ORIGINAL) == 1
+    assert selection.choose(verdicts(RIGHT, WRONG, REFORMATTED), ORIGINAL) == 0
+
+
+def test_unacceptable_candidates_neither_win_nor_vote():
+    # two unchanged answers agree with each other, but a fix must change something
+    assert selection.choose(verdicts(ORIGINAL, ORIGINAL, WRONG), ORIGINAL) == 2
+    assert selection.choose(verdicts(BROKEN, BROKEN, RIGHT), ORIGINAL) == 2
+
+
+def test_a_tie_keeps_the_earliest_and_no_acceptable_one_keeps_the_first():
+    assert selection.choose(verdicts(WRONG, RIGHT), ORIGINAL) == 0
+    assert selection.choose(verdicts(ORIGINAL, BROKEN), ORIGINAL) == 0
+
+
+def draw(answers: list[str | None], samples: int, vote: bool):
+    asked: list[int] = []
+
+    def run(number: int) -> str | None:
+        asked.append(number)
+        return answers[number]
+
+    def judge(text: str) -> selection.Verdict:
+        return selection.judge(ORIGINAL, text, "mean() is wrong", "python", True)
+
+    chosen, seen = selection.draw(run, str, judge, ORIGINAL, samples, vote)
+    return chosen, [v.text for v in seen], asked
+
+
+def test_drawing_stops_at_the_first_acceptable_candidate():
+    chosen, seen, asked = draw([ORIGINAL, BROKEN, WRONG, RIGHT], 4, vote=False)
+    assert (chosen, asked) == (WRONG, [0, 1, 2])
+    assert seen == [ORIGINAL, BROKEN, WRONG]
+    assert draw([RIGHT, WRONG], 2, vote=False)[2] == [0]  # an acceptable first costs nothing
+
+
+def test_without_an_acceptable_candidate_the_first_is_delivered():
+    chosen, _, asked = draw([ORIGINAL, ORIGINAL, BROKEN], 3, vote=False)
+    assert (chosen, asked) == (ORIGINAL, [0, 1, 2])
+
+
+def test_voting_draws_every_candidate_and_skips_failed_edits():
+    chosen, seen, asked = draw([WRONG, None, RIGHT, REFORMATTED], 4, vote=True)
+    assert asked == [0, 1, 2, 3] and seen == [WRONG, RIGHT, REFORMATTED]
+    assert chosen == RIGHT
+    assert draw([None, None], 2, vote=True)[0] is None
+
+
+def test_extra_candidates_sample_at_low_temperature_with_their_own_seed():
+    assert selection.sampled(GREEDY, 0) is GREEDY
+    second = selection.sampled(GREEDY, 1)
+    assert (second.temperature, second.top_p, second.seed) == (0.2, 0.95, 1)
+    assert selection.sampled(GREEDY, 2).seed == 2
+    warm = Sampling(temperature=0.7, seed=5)
+    assert selection.sampled(warm, 2) == Sampling(temperature=0.7, seed=7)
+
+
+def test_the_fix_template_is_known_by_name_or_path():
+    assert selection.asks_for_fix("fix") and selection.asks_for_fix("variants/after/fix.toml")
+    assert not selection.asks_for_fix("edit")
+
+
+@pytest.mark.parametrize(
+    ("spec", "parsed"), [("1", (1, False)), ("3", (3, False)), ("vote5", (5, True))]
+)
+def test_bench_selections_parse(spec, parsed):
+    assert parse_selection(spec) == parsed
+
+
+@pytest.mark.parametrize("spec", ["0", "vote", "x3", "vote0", "-1"])
+def test_bad_bench_selections_are_refused(spec):
+    assert parse_selection(spec) is None
