@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 from specedit.console import warning
+
+BOM = "\ufeff"
 
 
 class InputError(Exception):
@@ -47,6 +50,21 @@ def read_input(path: str) -> str:
     if not text.strip():
         raise InputError(f"{'stdin' if path == '-' else path} is empty")
     return text
+
+
+def keep_conventions(original: str, edited: str) -> str:
+    """`edited` with `original`'s line endings and byte order mark, whatever the model wrote:
+    an input whose line breaks are mostly CRLF gets CRLF for every lone LF (a few LF lines of a
+    mixed file become CRLF too); an input without any CRLF gets LF for every CRLF; otherwise
+    the breaks are left as written. The result starts with one BOM exactly when `original`
+    does. Applied to every edited text specedit delivers: stdout, -o, -i, --diff and --check."""
+    crlf = original.count("\r\n")
+    if crlf > original.count("\n") - crlf:
+        edited = re.sub(r"(?<!\r)\n", "\r\n", edited)
+    elif not crlf:
+        edited = edited.replace("\r\n", "\n")
+    edited = edited.lstrip(BOM)
+    return BOM + edited if original.startswith(BOM) else edited
 
 
 def _umask() -> int:

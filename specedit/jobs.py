@@ -3,7 +3,8 @@
 One `edit_file` call per file; the model is loaded once by the caller. Errors of one file are
 reported on stderr and turn into its exit code, so a batch goes on with the next file. Before
 the edited text is written it must pass `safety.problems` (it still parses, no large part of it
-vanished); with --test it must also pass the user's command, with retries.
+vanished); with --test it must also pass the user's command, with retries. It keeps the input's
+line endings and byte order mark (`files.keep_conventions`).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from specedit.edit import (
 )
 from specedit.engine.events import Step
 from specedit.exits import Exit
-from specedit.files import InputError, read_input, write_atomic
+from specedit.files import InputError, keep_conventions, read_input, write_atomic
 from specedit.prompts import EditPrompt, PromptError, language_for
 from specedit.region import Region
 from specedit.view.attribution import Attribution, merged_attribution
@@ -133,7 +134,9 @@ def edit_file(
         else:
 
             def check(candidate: str) -> CheckResult:
-                return run_command(test.command, Path(path), whole(candidate), test.timeout)
+                # the test sees the text as it would be written
+                edited = keep_conventions(text, whole(candidate))
+                return run_command(test.command, Path(path), edited, test.timeout)
 
             tries = attempt_edits(run, request, check, test.attempts)
             # the delivered candidate is the last one: the one that passed, if any did
@@ -180,6 +183,7 @@ def merge_file(
     merged = snippets.merge(text, snippet, language)
     if merged is None:
         return None
+    merged = keep_conventions(text, merged)  # as it would be written, for --test and stats
     if test is not None:
         check = run_command(test.command, Path(path), merged, test.timeout)
         if not check.passed:
@@ -238,7 +242,9 @@ def _diff(original: str, edited: str, name: str) -> list[str]:
 def _deliver(
     path: str, name: str, original: str, edited: str, delivery: Delivery, request: EditRequest
 ) -> int:
-    """Print, diff, check or write the edited text; an unsafe edit is refused unless forced."""
+    """Print, diff, check or write the edited text, in the input's line endings and byte order
+    mark; an unsafe edit is refused unless forced."""
+    edited = keep_conventions(original, edited)
     changed = edited != original
     problems = (
         safety.problems(original, edited, request.instruction, request.language) if changed else []

@@ -1,5 +1,5 @@
-"""Writes that lose nothing: through symlinks, with the file's mode and owner (a new file with
-the umask), synced to disk before the rename.
+"""Writes that lose nothing: through symlinks, with the file's mode, owner, line endings and BOM,
+synced to disk before the rename.
 
 The CLI runs the tiny random model for real (loading, prompts, stats); `answering` replaces the
 text of each answer with a chosen one, and can act while "the model works"."""
@@ -13,8 +13,9 @@ from dataclasses import replace
 import pytest
 from typer.testing import CliRunner
 
-from specedit import edit, files
+from specedit import edit, files, safety
 from specedit.cli import app
+from specedit.exits import Exit
 
 runner = CliRunner()
 SOURCE = "def add(a, b):\n    return a - b\n"
@@ -108,3 +109,41 @@ def test_a_hard_linked_file_is_replaced_and_the_warning_says_the_other_name_keep
     files.write_atomic(path, "new\n")
     assert path.read_text() == "new\n" and other.read_text() == "old\n"
     assert "had 1 other hard link; it keeps the old text" in capsys.readouterr().err
+
+
+def test_keep_conventions_restores_the_input_s_line_endings_and_bom():
+    keep = files.keep_conventions
+    assert keep("a\r\nb\r\n", "a\nb\nc\n") == "a\r\nb\r\nc\r\n"
+    assert keep("a\r\nb\r\n", "a\r\nb\nc\r\n") == "a\r\nb\r\nc\r\n"  # mixed answer
+    assert keep("a\r\nb\r\nc\n", "x\n") == "x\r\n"  # mostly CRLF
+    assert keep("a\nb\n", "a\r\nb\n") == "a\nb\n"  # no CRLF in the input: none in the output
+    assert keep("a\nb\nc\r\n", "a\nb\r\nc\r\n") == "a\nb\r\nc\r\n"  # mostly LF: as written
+    assert keep("\ufeffa\n", "a\n") == "\ufeffa\n"
+    assert keep("\ufeffa\n", "\ufeff\ufeffa\n") == "\ufeffa\n"
+    assert keep("a\n", "\ufeffa\n") == "a\n"
+    assert keep("\ufeffa\r\n", "\ufeffb\n") == "\ufeffb\r\n"
+
+
+def test_a_crlf_file_stays_crlf_and_a_bom_stays_one_bom(tmp_path, tiny, monkeypatch):
+    crlf, bom = tmp_path / "crlf.py", tmp_path / "bom.py"
+    crlf.write_bytes(SOURCE.replace("\n", "\r\n").encode())
+    bom.write_bytes(("\ufeff" + SOURCE).encode())
+    answering(monkeypatch, lambda k, text: FIXED if k == 1 else "\ufeff\ufeff" + FIXED)
+    result = _run("rewrite", crlf, bom, "-m", "add subtracts", "-i", *tiny)
+    assert result.exit_code == 0, result.stderr
+    assert crlf.read_bytes() == FIXED.replace("\n", "\r\n").encode()
+    assert bom.read_bytes() == b"\xef\xbb\xbf" + FIXED.encode()
+
+
+def test_a_bom_python_file_whose_edit_breaks_its_syntax_is_refused(tmp_path, tiny, monkeypatch):
+    path = tmp_path / "bom.py"
+    before = ("\ufeff" + SOURCE).encode()
+    path.write_bytes(before)
+    broken = SOURCE.replace("(a, b)", "(a, b")
+    assert safety.problems("\ufeff" + SOURCE, "\ufeff" + broken, "fix", "python")
+    assert safety.sniff('\ufeff{"a": 1}') == "json"
+    answering(monkeypatch, lambda k, text: broken)
+    result = _run("fix", path, "add subtracts", "-i", *tiny)
+    assert result.exit_code == Exit.UNSAFE
+    assert "the edit breaks its Python syntax" in result.stderr
+    assert path.read_bytes() == before
