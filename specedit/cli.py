@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated, Literal, get_type_hints
+from typing import TYPE_CHECKING, Annotated, Literal, get_type_hints
 
 import typer
 
@@ -33,6 +33,9 @@ from specedit.drafting.registry import (
 from specedit.engine.options import VERIFY_MODES
 from specedit.exits import Exit
 from specedit.models import DEFAULT_MODEL, DTYPES, ENGINES
+
+if TYPE_CHECKING:
+    from specedit.files import Source
 
 STARTED = time.perf_counter()  # the CLI's start, for the stats' start-up seconds
 
@@ -310,11 +313,12 @@ def _run_edits(
     if snippet is not None and region is None:
         (file,) = files
         try:
-            text = texts[file] = texts.get(file) or read_input(file)  # stdin is read now
+            source = texts[file] = texts.get(file) or read_input(file)  # stdin is read now
         except InputError as exc:
             error(str(exc))
             raise typer.Exit(Exit.INPUT) from None
-        code = merge_file(file, text, snippet, instruction, delivery, test)
+        code = merge_file(file, source.text, snippet, instruction, delivery, test,
+                          source.fingerprint)  # fmt: skip
         if code is not None:
             raise typer.Exit(code)
 
@@ -329,7 +333,7 @@ def _run_edits(
                 raise typer.Exit(Exit.MODEL) from None
     else:
         limit = options["max_new_tokens"]
-        context = max((context_estimate(text, limit) for text in texts.values()), default=1)
+        context = max((context_estimate(s.text, limit) for s in texts.values()), default=1)
         editor = LocalEditor(
             *_load(
                 options["model"],
@@ -350,17 +354,19 @@ def _run_edits(
     code = Exit.INPUT if unreadable else Exit.OK
     with _interruptible():
         for file in files:
-            text = texts.get(file)
+            source = texts.get(file)  # None for stdin: read when its turn comes
+            text, read = (source.text, source.fingerprint) if source else (None, None)
             code = max(
-                code, edit_file(editor, file, template, delivery, console, test, text, region)
+                code,
+                edit_file(editor, file, template, delivery, console, test, text, region, read),
             )
     raise typer.Exit(code)
 
 
-def _read_inputs(files: list[str]) -> tuple[dict[str, str], set[str]]:
-    """The files' texts, read once, before a model is loaded; those that cannot be edited
-    (missing, binary, not UTF-8, empty) are reported now and returned apart. Stdin is read
-    when its turn comes."""
+def _read_inputs(files: list[str]) -> tuple[dict[str, Source], set[str]]:
+    """The files' texts and fingerprints, read once, before a model is loaded; those that
+    cannot be edited (missing, binary, not UTF-8, empty) are reported now and returned apart.
+    Stdin is read when its turn comes."""
     from specedit.files import InputError, read_input
 
     texts, bad = {}, set()

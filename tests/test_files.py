@@ -1,11 +1,13 @@
 """Writes that lose nothing: through symlinks, with the file's mode, owner, line endings and BOM,
-synced to disk before the rename.
+synced to disk, never over a file that changed while the model worked, and one line (and its
+own exit code) when the disk refuses.
 
 The CLI runs the tiny random model for real (loading, prompts, stats); `answering` replaces the
 text of each answer with a chosen one, and can act while "the model works"."""
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Callable
 from dataclasses import replace
@@ -147,3 +149,95 @@ def test_a_bom_python_file_whose_edit_breaks_its_syntax_is_refused(tmp_path, tin
     assert result.exit_code == Exit.UNSAFE
     assert "the edit breaks its Python syntax" in result.stderr
     assert path.read_bytes() == before
+
+
+def test_a_file_changed_while_the_model_worked_is_left_alone_and_the_batch_goes_on(
+    tmp_path, tiny, monkeypatch
+):
+    a, b = tmp_path / "a.py", tmp_path / "b.py"
+    a.write_text(SOURCE)
+    b.write_text(SOURCE)
+    mine = SOURCE + "\n\ndef sub(a, b):\n    return a - b\n"
+
+    def user_saves_a_meanwhile(k: int, text: str) -> str:
+        if k == 1:
+            a.write_text(mine)
+        return fixing(k, text)
+
+    answering(monkeypatch, user_saves_a_meanwhile)
+    result = _run("rewrite", a, b, "-m", "add subtracts", "-i", *tiny)
+    assert result.exit_code == Exit.CHANGED_ON_DISK == 6
+    assert a.read_text() == mine and b.read_text() == FIXED
+    [refusal] = [line for line in result.stderr.splitlines() if "error" in line]
+    assert refusal.startswith(
+        f"specedit: error: refusing to write {a}: it changed on disk while the model worked "
+        "(its size went from 32 to 66 bytes"
+    )
+    assert refusal.endswith("); nothing was written")
+    assert f"edited {b}" in result.stderr and _names(tmp_path) == ["a.py", "b.py"]
+
+
+def test_output_onto_the_input_itself_is_checked_too(tmp_path, tiny, monkeypatch):
+    path = tmp_path / "code.py"
+    path.write_text(SOURCE)
+    answering(monkeypatch, lambda k, text: path.write_text("# mine\n" + text) or fixing(k, text))
+    result = _run("fix", path, "add subtracts", "-o", path, *tiny)
+    assert result.exit_code == Exit.CHANGED_ON_DISK and path.read_text() == "# mine\n" + SOURCE
+    assert result.stdout == "" and "changed on disk" in result.stderr
+
+
+def test_a_fingerprint_tells_what_changed(tmp_path):
+    path = tmp_path / "a.txt"
+    path.write_text("abc\n")
+    stamp = files.read_input(str(path)).fingerprint
+    assert stamp == files.fingerprint(path) and stamp.change(path) is None
+    os.utime(path, ns=(stamp.mtime_ns + 10**9, stamp.mtime_ns + 10**9))
+    assert stamp.change(path) == "its modification time changed, same content"
+    path.write_text("abd\n")
+    os.utime(path, ns=(stamp.mtime_ns, stamp.mtime_ns))
+    assert stamp.change(path) == "its content changed"
+    with pytest.raises(files.ChangedOnDisk, match="content changed"):
+        files.write_atomic(path, "new\n", stamp)
+    assert path.read_text() == "abd\n" and _names(tmp_path) == ["a.txt"]
+    path.unlink()
+    assert stamp.change(path) == "it was removed"
+
+
+def test_a_full_disk_is_one_line_and_the_batch_goes_on(tmp_path, tiny, monkeypatch):
+    a, b = tmp_path / "a.py", tmp_path / "b.py"
+    a.write_text(SOURCE)
+    b.write_text(SOURCE)
+    answering(monkeypatch, fixing)
+    real_fsync, syncs = os.fsync, []
+
+    def full_once(fd):  # the first file's data does not fit
+        syncs.append(fd)
+        if len(syncs) == 1:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        real_fsync(fd)
+
+    monkeypatch.setattr(files.os, "fsync", full_once)
+    result = _run("rewrite", a, b, "-m", "add subtracts", "-i", *tiny)
+    assert result.exit_code == Exit.WRITE == 7
+    errors = [line for line in result.stderr.splitlines() if "error" in line]
+    assert errors == [
+        f"specedit: error: cannot write {a}: No space left on device; nothing was written to {a}"
+    ]
+    assert "Traceback" not in result.stderr
+    assert a.read_text() == SOURCE and b.read_text() == FIXED
+    assert _names(tmp_path) == ["a.py", "b.py"]  # no temporary file left
+
+
+def test_a_missing_output_folder_is_a_write_error(tmp_path, tiny, monkeypatch):
+    source = tmp_path / "code.py"
+    source.write_text(SOURCE)
+    answering(monkeypatch, fixing)
+    out = tmp_path / "missing" / "out.py"
+    result = _run("fix", source, "add subtracts", "-o", out, *tiny)
+    assert result.exit_code == Exit.WRITE
+    assert (
+        f"specedit: error: cannot write {out}: No such file or directory; "
+        f"nothing was written to {out}\n"
+    ) in result.stderr
+    assert result.stdout == "" and "Traceback" not in result.stderr
+    assert source.read_text() == SOURCE and _names(tmp_path) == ["code.py"]
