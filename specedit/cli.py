@@ -296,6 +296,7 @@ def _run_edits(
         error(problems[0])
         raise typer.Exit(Exit.INPUT)
     texts, unreadable = _read_inputs(files)
+    written: list[str] = []  # the files written so far, named if Ctrl-C stops the batch
     files = [file for file in files if file not in unreadable]
     if not files:  # nothing to edit: no model is loaded for that
         raise typer.Exit(Exit.INPUT)
@@ -303,7 +304,7 @@ def _run_edits(
         in_place=options["in_place"], diff=options["diff"], check=options["check"],
         output=options["output"], quiet=options["quiet"], stats=options["stats"],
         stats_file=options["stats_file"], attribution=options["attribution"],
-        force=options["force"],
+        force=options["force"], on_write=written.append,
     )  # fmt: skip
     test = (
         CheckCommand(options["test"], options["attempts"], options["test_timeout"])
@@ -352,7 +353,7 @@ def _run_edits(
     )  # fmt: skip
     console = Console(stderr=True)
     code = Exit.INPUT if unreadable else Exit.OK
-    with _interruptible():
+    with _interruptible(written):
         for file in files:
             source = texts.get(file)  # None for stdin: read when its turn comes
             text, read = (source.text, source.fingerprint) if source else (None, None)
@@ -424,13 +425,17 @@ def _load(
 
 
 @contextmanager
-def _interruptible() -> Iterator[None]:
+def _interruptible(written: list[str] | None = None) -> Iterator[None]:
     """Ctrl-C ends with one line and code 130, no traceback; writes are atomic, so nothing
-    half-written is left behind."""
+    half-written is left behind. The line names the files in `written` (those a batch wrote
+    before it was stopped)."""
     try:
         yield
     except KeyboardInterrupt:
-        error("interrupted; nothing was written")
+        if written:
+            error(f"interrupted; already written: {', '.join(written)}; nothing else was written")
+        else:
+            error("interrupted; nothing was written")
         raise typer.Exit(Exit.INTERRUPTED) from None
 
 

@@ -14,4 +14,4 @@ class Exit(IntEnum):
     TEST_FAILED = 5  # --test failed on every attempt
     CHANGED_ON_DISK = 6  # refused: the file changed on disk after it was read (lost update)
     WRITE = 7  # the file cannot be written (no such folder, disk full, read-only)
-    INTERRUPTED = 130  # Ctrl-C
+    INTERRUPTED = 130  # Ctrl-C; the message names the files a batch had written before it

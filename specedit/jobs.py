@@ -65,6 +65,7 @@ class Delivery:
     stats_file: Path | None = None
     attribution: Path | None = None
     force: bool = False  # write even when the safety checks find problems
+    on_write: Callable[[str], None] | None = None  # told each file written (-i, -o)
 
     @property
     def writes(self) -> bool:
@@ -289,14 +290,14 @@ def _deliver(
         sys.stdout.writelines(_diff(original, edited, name))
     elif delivery.in_place:
         if changed:
-            if code := _write(path, edited, read):
+            if code := _write(path, edited, delivery, read):
                 return code
             if not delivery.quiet:
                 console.line(f"edited {name}")
     elif delivery.output:
         output = str(delivery.output)
         same = os.path.realpath(output) == os.path.realpath(path)  # -o FILE on FILE itself
-        if code := _write(output, edited, read if same else None):
+        if code := _write(output, edited, delivery, read if same else None):
             return code
     else:
         sys.stdout.write(edited)
@@ -304,7 +305,7 @@ def _deliver(
     return code
 
 
-def _write(path: str, text: str, read: Fingerprint | None = None) -> int:
+def _write(path: str, text: str, delivery: Delivery, read: Fingerprint | None = None) -> int:
     """Write `text` to `path` atomically, if it still matches `read`; returns the exit code, the
     reason on stderr in one line when it is not 0."""
     try:
@@ -316,6 +317,8 @@ def _write(path: str, text: str, read: Fingerprint | None = None) -> int:
     except OSError as exc:
         error(f"cannot write {path}: {exc.strerror or exc}; nothing was written to {path}")
         return Exit.WRITE
+    if delivery.on_write:
+        delivery.on_write(path)
     return Exit.OK
 
 

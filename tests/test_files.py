@@ -1,6 +1,6 @@
 """Writes that lose nothing: through symlinks, with the file's mode, owner, line endings and BOM,
 synced to disk, never over a file that changed while the model worked, and one line (and its
-own exit code) when the disk refuses.
+own exit code) when the disk refuses; Ctrl-C says what a batch had already written.
 
 The CLI runs the tiny random model for real (loading, prompts, stats); `answering` replaces the
 text of each answer with a chosen one, and can act while "the model works"."""
@@ -241,3 +241,23 @@ def test_a_missing_output_folder_is_a_write_error(tmp_path, tiny, monkeypatch):
     ) in result.stderr
     assert result.stdout == "" and "Traceback" not in result.stderr
     assert source.read_text() == SOURCE and _names(tmp_path) == ["code.py"]
+
+
+def test_ctrl_c_in_a_batch_names_the_files_already_written(tmp_path, tiny, monkeypatch):
+    a, b, c = tmp_path / "a.py", tmp_path / "b.py", tmp_path / "c.py"
+    for path in (a, b, c):
+        path.write_text(SOURCE)
+
+    def interrupted_at_c(k: int, text: str) -> str:
+        if k == 3:
+            raise KeyboardInterrupt
+        return fixing(k, text)
+
+    answering(monkeypatch, interrupted_at_c)
+    result = _run("rewrite", a, b, c, "-m", "add subtracts", "-i", "-q", *tiny)
+    assert result.exit_code == Exit.INTERRUPTED
+    assert result.stderr.endswith(
+        f"specedit: error: interrupted; already written: {a}, {b}; nothing else was written\n"
+    )
+    assert a.read_text() == FIXED and b.read_text() == FIXED and c.read_text() == SOURCE
+    assert _names(tmp_path) == ["a.py", "b.py", "c.py"]
