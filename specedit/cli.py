@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated, Literal, get_type_hints
+from typing import TYPE_CHECKING, Annotated, Literal, get_type_hints
 
 import typer
 
@@ -33,6 +33,9 @@ from specedit.drafting.registry import (
 from specedit.engine.options import VERIFY_MODES
 from specedit.exits import Exit
 from specedit.models import DEFAULT_MODEL, DTYPES, ENGINES
+
+if TYPE_CHECKING:
+    from specedit.files import Source
 
 STARTED = time.perf_counter()  # the CLI's start, for the stats' start-up seconds
 
@@ -293,6 +296,7 @@ def _run_edits(
         error(problems[0])
         raise typer.Exit(Exit.INPUT)
     texts, unreadable = _read_inputs(files)
+    written: list[str] = []  # the files written so far, named if Ctrl-C stops the batch
     files = [file for file in files if file not in unreadable]
     if not files:  # nothing to edit: no model is loaded for that
         raise typer.Exit(Exit.INPUT)
@@ -300,7 +304,7 @@ def _run_edits(
         in_place=options["in_place"], diff=options["diff"], check=options["check"],
         output=options["output"], quiet=options["quiet"], stats=options["stats"],
         stats_file=options["stats_file"], attribution=options["attribution"],
-        force=options["force"],
+        force=options["force"], on_write=written.append,
     )  # fmt: skip
     test = (
         CheckCommand(options["test"], options["attempts"], options["test_timeout"])
@@ -310,11 +314,12 @@ def _run_edits(
     if snippet is not None and region is None:
         (file,) = files
         try:
-            text = texts[file] = texts.get(file) or read_input(file)  # stdin is read now
+            source = texts[file] = texts.get(file) or read_input(file)  # stdin is read now
         except InputError as exc:
             error(str(exc))
             raise typer.Exit(Exit.INPUT) from None
-        code = merge_file(file, text, snippet, instruction, delivery, test)
+        code = merge_file(file, source.text, snippet, instruction, delivery, test,
+                          source.fingerprint)  # fmt: skip
         if code is not None:
             raise typer.Exit(code)
 
@@ -329,7 +334,7 @@ def _run_edits(
                 raise typer.Exit(Exit.MODEL) from None
     else:
         limit = options["max_new_tokens"]
-        context = max((context_estimate(text, limit) for text in texts.values()), default=1)
+        context = max((context_estimate(s.text, limit) for s in texts.values()), default=1)
         editor = LocalEditor(
             *_load(
                 options["model"],
@@ -348,19 +353,21 @@ def _run_edits(
     )  # fmt: skip
     console = Console(stderr=True)
     code = Exit.INPUT if unreadable else Exit.OK
-    with _interruptible():
+    with _interruptible(written):
         for file in files:
-            text = texts.get(file)
+            source = texts.get(file)  # None for stdin: read when its turn comes
+            text, read = (source.text, source.fingerprint) if source else (None, None)
             code = max(
-                code, edit_file(editor, file, template, delivery, console, test, text, region)
+                code,
+                edit_file(editor, file, template, delivery, console, test, text, region, read),
             )
     raise typer.Exit(code)
 
 
-def _read_inputs(files: list[str]) -> tuple[dict[str, str], set[str]]:
-    """The files' texts, read once, before a model is loaded; those that cannot be edited
-    (missing, binary, not UTF-8, empty) are reported now and returned apart. Stdin is read
-    when its turn comes."""
+def _read_inputs(files: list[str]) -> tuple[dict[str, Source], set[str]]:
+    """The files' texts and fingerprints, read once, before a model is loaded; those that
+    cannot be edited (missing, binary, not UTF-8, empty) are reported now and returned apart.
+    Stdin is read when its turn comes."""
     from specedit.files import InputError, read_input
 
     texts, bad = {}, set()
@@ -418,13 +425,17 @@ def _load(
 
 
 @contextmanager
-def _interruptible() -> Iterator[None]:
+def _interruptible(written: list[str] | None = None) -> Iterator[None]:
     """Ctrl-C ends with one line and code 130, no traceback; writes are atomic, so nothing
-    half-written is left behind."""
+    half-written is left behind. The line names the files in `written` (those a batch wrote
+    before it was stopped)."""
     try:
         yield
     except KeyboardInterrupt:
-        error("interrupted; nothing was written")
+        if written:
+            error(f"interrupted; already written: {', '.join(written)}; nothing else was written")
+        else:
+            error("interrupted; nothing was written")
         raise typer.Exit(Exit.INTERRUPTED) from None
 
 

@@ -1,75 +1,219 @@
-"""Reading inputs with clear errors, and writing outputs atomically."""
+"""Reading inputs with clear errors, and writing outputs atomically, durably and without losing
+what someone else wrote in the meantime."""
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import os
+import re
 import sys
 import tempfile
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+
+from specedit.console import warning
+
+BOM = "\ufeff"
 
 
 class InputError(Exception):
     """The input cannot be edited; the message says why in one line."""
 
 
-def read_text(path: str) -> str:
-    """Read a UTF-8 text file, or stdin for '-'."""
+class ChangedOnDisk(Exception):
+    """The file changed after it was read; the message says how, in a few words."""
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    """A file as it was read: compared with the file on disk just before an edit of it is
+    written, since minutes of model time separate the two."""
+
+    size: int
+    mtime_ns: int
+    sha256: str
+
+    @classmethod
+    def of(cls, data: bytes, stat: os.stat_result) -> Fingerprint:
+        return cls(stat.st_size, stat.st_mtime_ns, hashlib.sha256(data).hexdigest())
+
+    def change(self, path: str | Path) -> str | None:
+        """How the file at `path` differs from this fingerprint, in a few words; None when its
+        size, modification time and bytes are all the same."""
+        try:
+            now = fingerprint(path)
+        except FileNotFoundError:
+            return "it was removed"
+        if now == self:
+            return None
+        found = []
+        if now.size != self.size:
+            found.append(f"its size went from {self.size} to {now.size} bytes")
+        if now.mtime_ns != self.mtime_ns:
+            found.append("its modification time changed")
+        if now.sha256 == self.sha256:
+            found.append("same content")
+        elif now.size == self.size:
+            found.append("its content changed")
+        return ", ".join(found)
+
+
+@dataclass(frozen=True)
+class Source:
+    """A text read for editing, with the file's fingerprint (None for stdin)."""
+
+    text: str
+    fingerprint: Fingerprint | None = None
+
+
+def fingerprint(path: str | Path) -> Fingerprint:
+    """The file's fingerprint now (stat before the read: a write during the read shows as a
+    change later, never the reverse); OSError if it cannot be read."""
+    with open(path, "rb") as f:
+        stat = os.fstat(f.fileno())
+        return Fingerprint.of(f.read(), stat)
+
+
+def read_source(path: str) -> Source:
+    """Read a UTF-8 text file with its fingerprint, or stdin for '-'."""
+    stamp = None
     if path == "-":
         data, name = sys.stdin.buffer.read(), "stdin"
     else:
-        file = Path(path)
-        if file.is_dir():
+        if Path(path).is_dir():
             raise InputError(f"{path} is a directory, not a file")
         try:
-            data = file.read_bytes()
+            with open(path, "rb") as f:
+                stat = os.fstat(f.fileno())
+                data = f.read()
         except FileNotFoundError:
             raise InputError(f"{path}: no such file") from None
         except OSError as exc:
             raise InputError(f"{path}: {exc.strerror}") from None
-        name = path
+        name, stamp = path, Fingerprint.of(data, stat)
     if b"\0" in data[:8192]:
         raise InputError(f"{name} looks binary (it holds NUL bytes); specedit edits text")
     try:
-        return data.decode("utf-8")
+        return Source(data.decode("utf-8"), stamp)
     except UnicodeDecodeError as exc:
         raise InputError(
             f"{name} is not valid UTF-8: byte 0x{data[exc.start]:02x} at offset {exc.start}"
         ) from None
 
 
-def read_input(path: str) -> str:
-    """A text to edit: a file, or stdin for '-', that holds more than blanks."""
-    text = read_text(path)
-    if not text.strip():
+def read_text(path: str) -> str:
+    """Read a UTF-8 text file, or stdin for '-'."""
+    return read_source(path).text
+
+
+def read_input(path: str) -> Source:
+    """A text to edit, with its fingerprint: a file, or stdin for '-', that holds more than
+    blanks."""
+    source = read_source(path)
+    if not source.text.strip():
         raise InputError(f"{'stdin' if path == '-' else path} is empty")
-    return text
+    return source
 
 
-def replace_atomically(path: str | Path, write: Callable[[Path], None]) -> Path:
+def keep_conventions(original: str, edited: str) -> str:
+    """`edited` with `original`'s line endings and byte order mark, whatever the model wrote:
+    an input whose line breaks are mostly CRLF gets CRLF for every lone LF (a few LF lines of a
+    mixed file become CRLF too); an input without any CRLF gets LF for every CRLF; otherwise
+    the breaks are left as written. The result starts with one BOM exactly when `original`
+    does. Applied to every edited text specedit delivers: stdout, -o, -i, --diff and --check."""
+    crlf = original.count("\r\n")
+    if crlf > original.count("\n") - crlf:
+        edited = re.sub(r"(?<!\r)\n", "\r\n", edited)
+    elif not crlf:
+        edited = edited.replace("\r\n", "\n")
+    edited = edited.lstrip(BOM)
+    return BOM + edited if original.startswith(BOM) else edited
+
+
+def _umask() -> int:
+    """The process's umask, read without changing it where Linux tells (os.umask sets it, a
+    race with any thread that creates a file meanwhile)."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except OSError:
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _fsync(path: str | Path, directory: bool = False) -> None:
+    """Flush a file (or a folder's entries) to disk."""
+    flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) if directory else os.O_RDWR
+    fd = os.open(path, flags)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def replace_atomically(
+    path: str | Path, write: Callable[[Path], None], unchanged: Fingerprint | None = None
+) -> Path:
     """Have `write(temporary path)` write the file, then rename it onto `path`, so a failure or
-    Ctrl-C never leaves a half-written file and readers never see one; an existing file's mode is
-    kept. The one way specedit writes a file in place: edits, indexes, calibrations."""
-    target = Path(path)
-    mode = target.stat().st_mode & 0o7777 if target.exists() else None
+    Ctrl-C never leaves a half-written file and readers never see one. The one way specedit
+    writes a file in place: edits, indexes, calibrations.
+
+    - A symbolic link is followed: its target is replaced and the link stays a link.
+    - An existing file's mode is kept, and its owner and group where permitted; a new file gets
+      0o666 less the umask, as `open` would give it.
+    - The temporary file is flushed to disk (fsync) before the rename, and the folder after it
+      (where the system allows), so a crash leaves the old file or the new one.
+    - With `unchanged`, the file must still match that fingerprint, checked just before the
+      rename: ChangedOnDisk otherwise, and nothing is written.
+    - The rename gives the path a new file: other hard links to the old one keep the old text
+      (a warning says so). Writing in place would keep them, but a failure midway would then
+      leave a half-written file, which is worse.
+
+    Returns the path written (the link's target for a link); OSError when it cannot be written
+    (no such folder, disk full, read-only), with nothing written and no temporary file left."""
+    target = Path(os.path.realpath(path))
+    try:
+        stat = target.stat()
+    except FileNotFoundError:
+        stat = None
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     os.close(fd)
     try:
         write(Path(tmp))
-        if mode is not None:
-            os.chmod(tmp, mode)
+        if stat is None:
+            os.chmod(tmp, 0o666 & ~_umask())
+        else:
+            # where we may not chown (another user's file; Windows has no chown) the file
+            # becomes ours, as with any editor that saves by renaming
+            with contextlib.suppress(PermissionError, AttributeError):
+                os.chown(tmp, stat.st_uid, stat.st_gid)
+            os.chmod(tmp, stat.st_mode & 0o7777)  # after chown, which may clear setuid bits
+        _fsync(tmp)
+        if unchanged is not None and (why := unchanged.change(target)) is not None:
+            raise ChangedOnDisk(why)
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    with contextlib.suppress(OSError):  # some file systems cannot sync a folder
+        _fsync(target.parent, directory=True)
+    if stat is not None and stat.st_nlink > 1:
+        others = stat.st_nlink - 1
+        warning(
+            f"{path} had {others} other hard link{'s' if others > 1 else ''}; "
+            f"{'they keep' if others > 1 else 'it keeps'} the old text"
+        )
     return target
 
 
-def write_atomic(path: str | Path, text: str) -> None:
-    """Replace `path` with `text` (UTF-8, newlines as given), atomically."""
-
-    def write(tmp: Path) -> None:
-        with tmp.open("w", encoding="utf-8", newline="") as f:
-            f.write(text)
-
-    replace_atomically(path, write)
+def write_atomic(path: str | Path, text: str, unchanged: Fingerprint | None = None) -> Path:
+    """Replace `path` with `text` (UTF-8, newlines as given), atomically (`replace_atomically`):
+    ChangedOnDisk if the file no longer matches `unchanged`, OSError if it cannot be written."""
+    data = text.encode("utf-8")
+    return replace_atomically(path, lambda tmp: tmp.write_bytes(data), unchanged)

@@ -3,13 +3,16 @@
 One `edit_file` call per file; the model is loaded once by the caller. Errors of one file are
 reported on stderr and turn into its exit code, so a batch goes on with the next file. Before
 the edited text is written it must pass `safety.problems` (it still parses, no large part of it
-vanished); with --test it must also pass the user's command, with retries.
+vanished); with --test it must also pass the user's command, with retries. It keeps the input's
+line endings and byte order mark (`files.keep_conventions`), and an in-place write is refused
+when the file changed on disk since it was read (exit 6); a write that fails exits 7.
 """
 
 from __future__ import annotations
 
 import difflib
 import json
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -35,7 +38,14 @@ from specedit.edit import (
 )
 from specedit.engine.events import Step
 from specedit.exits import Exit
-from specedit.files import InputError, read_input, write_atomic
+from specedit.files import (
+    ChangedOnDisk,
+    Fingerprint,
+    InputError,
+    keep_conventions,
+    read_input,
+    write_atomic,
+)
 from specedit.prompts import EditPrompt, PromptError, language_for
 from specedit.region import Region
 from specedit.view.attribution import Attribution, merged_attribution
@@ -55,6 +65,7 @@ class Delivery:
     stats_file: Path | None = None
     attribution: Path | None = None
     force: bool = False  # write even when the safety checks find problems
+    on_write: Callable[[str], None] | None = None  # told each file written (-i, -o)
 
     @property
     def writes(self) -> bool:
@@ -81,10 +92,13 @@ def edit_file(
     test: CheckCommand | None = None,
     text: str | None = None,
     region: Region | None = None,
+    read: Fingerprint | None = None,
 ) -> int:
     """Edit one file (or stdin for '-') and deliver the result; returns the exit code. `text` is
-    the file's text when the caller has read it already. With `region`, the model rewrites only
-    those lines and everything else is kept as it was; checks and tests see the whole file.
+    the file's text when the caller has read it already, and `read` the file's fingerprint then
+    (`files.read_input`): an in-place write checks the file still matches it. Without `text` the
+    file is read here, fingerprint included. With `region`, the model rewrites only those lines
+    and everything else is kept as it was; checks and tests see the whole file.
 
     With `test`, candidates are edited and checked until one passes (`edit.attempt_edits`); the
     first that passes is delivered, and if none does nothing is written (exit 5).
@@ -120,7 +134,9 @@ def edit_file(
         return result
 
     try:
-        text = read_input(path) if text is None else text
+        if text is None:
+            source = read_input(path)
+            text, read = source.text, source.fingerprint
         request = replace(template, text=text, language=language_for(path))
         whole = str  # the whole file, given the model's answer
         if region:
@@ -133,7 +149,9 @@ def edit_file(
         else:
 
             def check(candidate: str) -> CheckResult:
-                return run_command(test.command, Path(path), whole(candidate), test.timeout)
+                # the test sees the text as it would be written
+                edited = keep_conventions(text, whole(candidate))
+                return run_command(test.command, Path(path), edited, test.timeout)
 
             tries = attempt_edits(run, request, check, test.attempts)
             # the delivered candidate is the last one: the one that passed, if any did
@@ -157,7 +175,7 @@ def edit_file(
             # an edit that never reached the check is an edit error, not a failed test
             ran = any(attempt.check is not None for attempt in tries)
             return Exit.TEST_FAILED if ran else Exit.INPUT
-    code = _deliver(path, name, text, whole(result.text), delivery, request)
+    code = _deliver(path, name, text, whole(result.text), delivery, request, read)
     report.stats(result, _attribution_of(result, attributions), code == Exit.UNSAFE)
     return code
 
@@ -169,17 +187,20 @@ def merge_file(
     instruction: str,
     delivery: Delivery,
     test: CheckCommand | None = None,
+    read: Fingerprint | None = None,
 ) -> int | None:
     """`specedit apply` without the model: merge the snippet where it says exactly where each
     part goes (snippets.py) and deliver the result as an edit is delivered (safety checks, -i,
-    --diff, --check, --test, stats). Returns the exit code, or None when the model should merge
-    it instead: the snippet leaves a doubt, or the merge fails --test."""
+    --diff, --check, --test, stats; `read` as in `edit_file`). Returns the exit code, or None
+    when the model should merge it instead: the snippet leaves a doubt, or the merge fails
+    --test."""
     started = time.perf_counter()
     name = "stdin" if path == "-" else path
     language = language_for(path)
     merged = snippets.merge(text, snippet, language)
     if merged is None:
         return None
+    merged = keep_conventions(text, merged)  # as it would be written, for --test and stats
     if test is not None:
         check = run_command(test.command, Path(path), merged, test.timeout)
         if not check.passed:
@@ -188,7 +209,7 @@ def merge_file(
                     "the model merges the snippet")  # fmt: skip
             return None
     request = EditRequest(text, instruction, prompt="apply", language=language)
-    code = _deliver(path, name, text, merged, delivery, request)
+    code = _deliver(path, name, text, merged, delivery, request, read)
     stats = {
         "file": name,
         "method": "merge",  # no model: the snippet said where each part goes
@@ -236,9 +257,18 @@ def _diff(original: str, edited: str, name: str) -> list[str]:
 
 
 def _deliver(
-    path: str, name: str, original: str, edited: str, delivery: Delivery, request: EditRequest
+    path: str,
+    name: str,
+    original: str,
+    edited: str,
+    delivery: Delivery,
+    request: EditRequest,
+    read: Fingerprint | None = None,
 ) -> int:
-    """Print, diff, check or write the edited text; an unsafe edit is refused unless forced."""
+    """Print, diff, check or write the edited text, in the input's line endings and byte order
+    mark; an unsafe edit is refused unless forced. An in-place write is refused if the file no
+    longer matches `read` (exit 6); a write that fails is reported in one line (exit 7)."""
+    edited = keep_conventions(original, edited)
     changed = edited != original
     problems = (
         safety.problems(original, edited, request.instruction, request.language) if changed else []
@@ -260,15 +290,36 @@ def _deliver(
         sys.stdout.writelines(_diff(original, edited, name))
     elif delivery.in_place:
         if changed:
-            write_atomic(path, edited)
+            if code := _write(path, edited, delivery, read):
+                return code
             if not delivery.quiet:
                 console.line(f"edited {name}")
     elif delivery.output:
-        write_atomic(str(delivery.output), edited)
+        output = str(delivery.output)
+        same = os.path.realpath(output) == os.path.realpath(path)  # -o FILE on FILE itself
+        if code := _write(output, edited, delivery, read if same else None):
+            return code
     else:
         sys.stdout.write(edited)
     sys.stdout.flush()
     return code
+
+
+def _write(path: str, text: str, delivery: Delivery, read: Fingerprint | None = None) -> int:
+    """Write `text` to `path` atomically, if it still matches `read`; returns the exit code, the
+    reason on stderr in one line when it is not 0."""
+    try:
+        write_atomic(path, text, read)
+    except ChangedOnDisk as exc:
+        error(f"refusing to write {path}: it changed on disk while the model worked ({exc}); "
+              "nothing was written")  # fmt: skip
+        return Exit.CHANGED_ON_DISK
+    except OSError as exc:
+        error(f"cannot write {path}: {exc.strerror or exc}; nothing was written to {path}")
+        return Exit.WRITE
+    if delivery.on_write:
+        delivery.on_write(path)
+    return Exit.OK
 
 
 @dataclass

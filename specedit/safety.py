@@ -95,11 +95,12 @@ def _describe(exc: Exception) -> str:
 
 def syntax_error(text: str, language: str) -> str | None:
     """The parser's complaint about `text` in `language`, or None if it parses (or there is no
-    parser for the language)."""
+    parser for the language). One leading byte order mark is not part of the text: `ast` and
+    `json` refuse one in a str, so a file saved with a BOM would otherwise never be checked."""
     if language not in PARSERS:
         return None
     try:
-        PARSERS[language][1](text)
+        PARSERS[language][1](text.removeprefix("\ufeff"))
     except (SyntaxError, ValueError, yaml.YAMLError, ElementTree.ParseError) as exc:
         return _describe(exc)  # JSONDecodeError and TOMLDecodeError are ValueErrors
     return None
@@ -107,6 +108,7 @@ def syntax_error(text: str, language: str) -> str | None:
 
 def sniff(text: str) -> str:
     """A language for text without a file name (stdin): only JSON, when it already parses."""
+    text = text.removeprefix("\ufeff")
     if text.lstrip()[:1] in ("{", "["):
         try:
             json.loads(text)

@@ -1,0 +1,263 @@
+"""Writes that lose nothing: through symlinks, with the file's mode, owner, line endings and BOM,
+synced to disk, never over a file that changed while the model worked, and one line (and its
+own exit code) when the disk refuses; Ctrl-C says what a batch had already written.
+
+The CLI runs the tiny random model for real (loading, prompts, stats); `answering` replaces the
+text of each answer with a chosen one, and can act while "the model works"."""
+
+from __future__ import annotations
+
+import errno
+import os
+from collections.abc import Callable
+from dataclasses import replace
+
+import pytest
+from typer.testing import CliRunner
+
+from specedit import edit, files, safety
+from specedit.cli import app
+from specedit.exits import Exit
+
+runner = CliRunner()
+SOURCE = "def add(a, b):\n    return a - b\n"
+FIXED = "def add(a, b):\n    return a + b\n"
+
+
+@pytest.fixture
+def tiny(tiny_model_dir):
+    """Options for the tiny model: no index to build (pld), exact fp32."""
+    return ("--model", str(tiny_model_dir), "--dtype", "fp32", "--method", "pld")
+
+
+def answering(monkeypatch, answer: Callable[[int, str], str]) -> None:
+    """Edit number k (from 1) of input `text` answers `answer(k, text)`, after two real tokens;
+    whatever `answer` does happens while the model works."""
+    calls = []
+
+    def execute(lm, prepared, on_step=None, stop=None):
+        calls.append(prepared)
+        generation = edit.generate_edit(lm, replace(prepared, max_new_tokens=2), on_step)
+        text = answer(len(calls), prepared.request.text)
+        return edit.EditResult(text, generation, prepared.prompt)
+
+    monkeypatch.setattr(edit, "execute", execute)
+
+
+def fixing(k: int, text: str) -> str:
+    return text.replace("a - b", "a + b")
+
+
+def _run(*args):
+    return runner.invoke(app, [str(a) for a in args])
+
+
+def _names(folder):
+    return sorted(p.name for p in folder.iterdir())
+
+
+def test_in_place_through_a_symlink_edits_the_target_and_keeps_its_mode(
+    tmp_path, tiny, monkeypatch
+):
+    target = tmp_path / "real" / "code.py"
+    target.parent.mkdir()
+    target.write_text(SOURCE)
+    target.chmod(0o640)
+    link = tmp_path / "link.py"
+    link.symlink_to(target)
+    answering(monkeypatch, fixing)
+    result = _run("fix", link, "add subtracts", "-i", *tiny)
+    assert result.exit_code == 0, result.stderr
+    assert link.is_symlink() and os.readlink(link) == str(target)
+    assert target.read_text() == FIXED
+    assert (target.stat().st_mode & 0o7777) == 0o640
+    assert _names(target.parent) == ["code.py"] and _names(tmp_path) == ["link.py", "real"]
+
+
+def test_a_new_output_file_follows_the_umask(tmp_path, tiny, monkeypatch):
+    source = tmp_path / "code.py"
+    source.write_text(SOURCE)
+    answering(monkeypatch, fixing)
+    old = os.umask(0o022)
+    try:
+        assert _run("fix", source, "add subtracts", "-o", tmp_path / "a.py", *tiny).exit_code == 0
+        os.umask(0o077)
+        assert _run("fix", source, "add subtracts", "-o", tmp_path / "b.py", *tiny).exit_code == 0
+    finally:
+        os.umask(old)
+    assert (tmp_path / "a.py").read_text() == FIXED
+    assert ((tmp_path / "a.py").stat().st_mode & 0o777) == 0o644
+    assert ((tmp_path / "b.py").stat().st_mode & 0o777) == 0o600
+
+
+def test_the_temporary_file_is_synced_before_the_rename(tmp_path, monkeypatch):
+    calls = []
+    real_fsync, real_replace = os.fsync, os.replace
+    monkeypatch.setattr(files.os, "fsync", lambda fd: calls.append("fsync") or real_fsync(fd))
+    monkeypatch.setattr(
+        files.os, "replace", lambda a, b: calls.append("replace") or real_replace(a, b)
+    )
+    files.write_atomic(tmp_path / "out.txt", "text\n")
+    assert calls == ["fsync", "replace", "fsync"]  # the file, the rename, then its folder
+    assert (tmp_path / "out.txt").read_text() == "text\n"
+
+
+def test_a_hard_linked_file_is_replaced_and_the_warning_says_the_other_name_keeps_the_old_text(
+    tmp_path, capsys
+):
+    path, other = tmp_path / "a.txt", tmp_path / "b.txt"
+    path.write_text("old\n")
+    os.link(path, other)
+    files.write_atomic(path, "new\n")
+    assert path.read_text() == "new\n" and other.read_text() == "old\n"
+    assert "had 1 other hard link; it keeps the old text" in capsys.readouterr().err
+
+
+def test_keep_conventions_restores_the_input_s_line_endings_and_bom():
+    keep = files.keep_conventions
+    assert keep("a\r\nb\r\n", "a\nb\nc\n") == "a\r\nb\r\nc\r\n"
+    assert keep("a\r\nb\r\n", "a\r\nb\nc\r\n") == "a\r\nb\r\nc\r\n"  # mixed answer
+    assert keep("a\r\nb\r\nc\n", "x\n") == "x\r\n"  # mostly CRLF
+    assert keep("a\nb\n", "a\r\nb\n") == "a\nb\n"  # no CRLF in the input: none in the output
+    assert keep("a\nb\nc\r\n", "a\nb\r\nc\r\n") == "a\nb\r\nc\r\n"  # mostly LF: as written
+    assert keep("\ufeffa\n", "a\n") == "\ufeffa\n"
+    assert keep("\ufeffa\n", "\ufeff\ufeffa\n") == "\ufeffa\n"
+    assert keep("a\n", "\ufeffa\n") == "a\n"
+    assert keep("\ufeffa\r\n", "\ufeffb\n") == "\ufeffb\r\n"
+
+
+def test_a_crlf_file_stays_crlf_and_a_bom_stays_one_bom(tmp_path, tiny, monkeypatch):
+    crlf, bom = tmp_path / "crlf.py", tmp_path / "bom.py"
+    crlf.write_bytes(SOURCE.replace("\n", "\r\n").encode())
+    bom.write_bytes(("\ufeff" + SOURCE).encode())
+    answering(monkeypatch, lambda k, text: FIXED if k == 1 else "\ufeff\ufeff" + FIXED)
+    result = _run("rewrite", crlf, bom, "-m", "add subtracts", "-i", *tiny)
+    assert result.exit_code == 0, result.stderr
+    assert crlf.read_bytes() == FIXED.replace("\n", "\r\n").encode()
+    assert bom.read_bytes() == b"\xef\xbb\xbf" + FIXED.encode()
+
+
+def test_a_bom_python_file_whose_edit_breaks_its_syntax_is_refused(tmp_path, tiny, monkeypatch):
+    path = tmp_path / "bom.py"
+    before = ("\ufeff" + SOURCE).encode()
+    path.write_bytes(before)
+    broken = SOURCE.replace("(a, b)", "(a, b")
+    assert safety.problems("\ufeff" + SOURCE, "\ufeff" + broken, "fix", "python")
+    assert safety.sniff('\ufeff{"a": 1}') == "json"
+    answering(monkeypatch, lambda k, text: broken)
+    result = _run("fix", path, "add subtracts", "-i", *tiny)
+    assert result.exit_code == Exit.UNSAFE
+    assert "the edit breaks its Python syntax" in result.stderr
+    assert path.read_bytes() == before
+
+
+def test_a_file_changed_while_the_model_worked_is_left_alone_and_the_batch_goes_on(
+    tmp_path, tiny, monkeypatch
+):
+    a, b = tmp_path / "a.py", tmp_path / "b.py"
+    a.write_text(SOURCE)
+    b.write_text(SOURCE)
+    mine = SOURCE + "\n\ndef sub(a, b):\n    return a - b\n"
+
+    def user_saves_a_meanwhile(k: int, text: str) -> str:
+        if k == 1:
+            a.write_text(mine)
+        return fixing(k, text)
+
+    answering(monkeypatch, user_saves_a_meanwhile)
+    result = _run("rewrite", a, b, "-m", "add subtracts", "-i", *tiny)
+    assert result.exit_code == Exit.CHANGED_ON_DISK == 6
+    assert a.read_text() == mine and b.read_text() == FIXED
+    [refusal] = [line for line in result.stderr.splitlines() if "error" in line]
+    assert refusal.startswith(
+        f"specedit: error: refusing to write {a}: it changed on disk while the model worked "
+        "(its size went from 32 to 66 bytes"
+    )
+    assert refusal.endswith("); nothing was written")
+    assert f"edited {b}" in result.stderr and _names(tmp_path) == ["a.py", "b.py"]
+
+
+def test_output_onto_the_input_itself_is_checked_too(tmp_path, tiny, monkeypatch):
+    path = tmp_path / "code.py"
+    path.write_text(SOURCE)
+    answering(monkeypatch, lambda k, text: path.write_text("# mine\n" + text) or fixing(k, text))
+    result = _run("fix", path, "add subtracts", "-o", path, *tiny)
+    assert result.exit_code == Exit.CHANGED_ON_DISK and path.read_text() == "# mine\n" + SOURCE
+    assert result.stdout == "" and "changed on disk" in result.stderr
+
+
+def test_a_fingerprint_tells_what_changed(tmp_path):
+    path = tmp_path / "a.txt"
+    path.write_text("abc\n")
+    stamp = files.read_input(str(path)).fingerprint
+    assert stamp == files.fingerprint(path) and stamp.change(path) is None
+    os.utime(path, ns=(stamp.mtime_ns + 10**9, stamp.mtime_ns + 10**9))
+    assert stamp.change(path) == "its modification time changed, same content"
+    path.write_text("abd\n")
+    os.utime(path, ns=(stamp.mtime_ns, stamp.mtime_ns))
+    assert stamp.change(path) == "its content changed"
+    with pytest.raises(files.ChangedOnDisk, match="content changed"):
+        files.write_atomic(path, "new\n", stamp)
+    assert path.read_text() == "abd\n" and _names(tmp_path) == ["a.txt"]
+    path.unlink()
+    assert stamp.change(path) == "it was removed"
+
+
+def test_a_full_disk_is_one_line_and_the_batch_goes_on(tmp_path, tiny, monkeypatch):
+    a, b = tmp_path / "a.py", tmp_path / "b.py"
+    a.write_text(SOURCE)
+    b.write_text(SOURCE)
+    answering(monkeypatch, fixing)
+    real_fsync, syncs = os.fsync, []
+
+    def full_once(fd):  # the first file's data does not fit
+        syncs.append(fd)
+        if len(syncs) == 1:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        real_fsync(fd)
+
+    monkeypatch.setattr(files.os, "fsync", full_once)
+    result = _run("rewrite", a, b, "-m", "add subtracts", "-i", *tiny)
+    assert result.exit_code == Exit.WRITE == 7
+    errors = [line for line in result.stderr.splitlines() if "error" in line]
+    assert errors == [
+        f"specedit: error: cannot write {a}: No space left on device; nothing was written to {a}"
+    ]
+    assert "Traceback" not in result.stderr
+    assert a.read_text() == SOURCE and b.read_text() == FIXED
+    assert _names(tmp_path) == ["a.py", "b.py"]  # no temporary file left
+
+
+def test_a_missing_output_folder_is_a_write_error(tmp_path, tiny, monkeypatch):
+    source = tmp_path / "code.py"
+    source.write_text(SOURCE)
+    answering(monkeypatch, fixing)
+    out = tmp_path / "missing" / "out.py"
+    result = _run("fix", source, "add subtracts", "-o", out, *tiny)
+    assert result.exit_code == Exit.WRITE
+    assert (
+        f"specedit: error: cannot write {out}: No such file or directory; "
+        f"nothing was written to {out}\n"
+    ) in result.stderr
+    assert result.stdout == "" and "Traceback" not in result.stderr
+    assert source.read_text() == SOURCE and _names(tmp_path) == ["code.py"]
+
+
+def test_ctrl_c_in_a_batch_names_the_files_already_written(tmp_path, tiny, monkeypatch):
+    a, b, c = tmp_path / "a.py", tmp_path / "b.py", tmp_path / "c.py"
+    for path in (a, b, c):
+        path.write_text(SOURCE)
+
+    def interrupted_at_c(k: int, text: str) -> str:
+        if k == 3:
+            raise KeyboardInterrupt
+        return fixing(k, text)
+
+    answering(monkeypatch, interrupted_at_c)
+    result = _run("rewrite", a, b, c, "-m", "add subtracts", "-i", "-q", *tiny)
+    assert result.exit_code == Exit.INTERRUPTED
+    assert result.stderr.endswith(
+        f"specedit: error: interrupted; already written: {a}, {b}; nothing else was written\n"
+    )
+    assert a.read_text() == FIXED and b.read_text() == FIXED and c.read_text() == SOURCE
+    assert _names(tmp_path) == ["a.py", "b.py", "c.py"]
