@@ -151,6 +151,23 @@ def _edit_options(
     test_timeout: Annotated[
         float, _opt("--test-timeout", help="Seconds each --test run may take.")
     ] = 120.0,
+    samples: Annotated[
+        int,
+        _opt(
+            "--samples",
+            help="Candidates an edit may draw without --test: after the first, another is "
+            "sampled (temperature 0.2, top-p 0.95) while the answer is unchanged for a fix or "
+            "fails the safety checks.",
+        ),
+    ] = 1,
+    vote: Annotated[
+        bool,
+        _opt(
+            "--vote",
+            help="Draw all --samples candidates and keep the one whose change the others agree "
+            "with most.",
+        ),
+    ] = False,
     lines: Annotated[
         str | None,
         _opt(
@@ -239,6 +256,7 @@ def _run_edits(
     from specedit.files import InputError, read_input, read_text
     from specedit.jobs import CheckCommand, Delivery, edit_file, merge_file
     from specedit.region import Region
+    from specedit.selection import Samples
 
     problems = []
     region = None
@@ -271,6 +289,12 @@ def _run_edits(
             problems.append("--attempts must be at least 1")
         if options["test_timeout"] <= 0:
             problems.append("--test-timeout must be above 0 seconds")
+        if options["samples"] > 1:
+            problems.append("--samples chooses without tests; with --test, use --attempts")
+    if options["samples"] < 1:
+        problems.append("--samples must be at least 1")
+    if options["vote"] and options["samples"] < 2:
+        problems.append("--vote chooses among --samples candidates: add --samples 3 or more")
     if options["reference"] and options["method"] != "pool":
         problems.append("--reference feeds the draft pool: add --method pool")
     if options["engine"] == "llama.cpp" and not options["server"]:
@@ -311,6 +335,7 @@ def _run_edits(
         if options["test"]
         else None
     )
+    samples = Samples(options["samples"], options["vote"])
     if snippet is not None and region is None:
         (file,) = files
         try:
@@ -359,7 +384,9 @@ def _run_edits(
             text, read = (source.text, source.fingerprint) if source else (None, None)
             code = max(
                 code,
-                edit_file(editor, file, template, delivery, console, test, text, region, read),
+                edit_file(
+                    editor, file, template, delivery, console, test, text, region, read, samples
+                ),
             )
     raise typer.Exit(code)
 

@@ -48,6 +48,7 @@ from specedit.files import (
 )
 from specedit.prompts import EditPrompt, PromptError, language_for
 from specedit.region import Region
+from specedit.selection import ONE, Samples, draw_edits
 from specedit.view.attribution import Attribution, merged_attribution
 from specedit.view.dashboard import Dashboard, dashboard_enabled
 
@@ -93,6 +94,7 @@ def edit_file(
     text: str | None = None,
     region: Region | None = None,
     read: Fingerprint | None = None,
+    samples: Samples = ONE,
 ) -> int:
     """Edit one file (or stdin for '-') and deliver the result; returns the exit code. `text` is
     the file's text when the caller has read it already, and `read` the file's fingerprint then
@@ -101,7 +103,8 @@ def edit_file(
     and everything else is kept as it was; checks and tests see the whole file.
 
     With `test`, candidates are edited and checked until one passes (`edit.attempt_edits`); the
-    first that passes is delivered, and if none does nothing is written (exit 5).
+    first that passes is delivered, and if none does nothing is written (exit 5). Without it,
+    `samples` may draw more candidates, chosen without tests (`selection.draw`).
     """
     name = "stdin" if path == "-" else path
     live = dashboard_enabled(console, delivery.quiet)
@@ -145,7 +148,7 @@ def edit_file(
             except ValueError as exc:
                 raise InputError(f"{name}: {exc}") from None
         if test is None:
-            result, tries = run(request), None
+            result, tries = choose(run, request, whole, samples, name, delivery.quiet), None
         else:
 
             def check(candidate: str) -> CheckResult:
@@ -178,6 +181,27 @@ def edit_file(
     code = _deliver(path, name, text, whole(result.text), delivery, request, read)
     report.stats(result, _attribution_of(result, attributions), code == Exit.UNSAFE)
     return code
+
+
+def choose(
+    run: Callable[[EditRequest], EditResult],
+    request: EditRequest,
+    whole: Callable[[str], str],
+    samples: Samples,
+    name: str,
+    quiet: bool,
+) -> EditResult:
+    """One edit, or the candidate `samples` chooses; EditError when every candidate failed."""
+    if samples.count == 1:
+        return run(request)
+    drawn = draw_edits(run, request, whole, samples)
+    if drawn.chosen is None:
+        raise drawn.failures[-1]
+    count = len(drawn.verdicts) + len(drawn.failures)
+    if count > 1 and not quiet:
+        refused = f" (refused: {'; '.join(drawn.problems)})" if drawn.problems else ""
+        say(f"{name}: {count} candidates drawn{refused}")
+    return drawn.chosen
 
 
 def merge_file(

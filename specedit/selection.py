@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from specedit import safety
+from specedit.edit import EditError, EditRequest, EditResult
 from specedit.engine.options import Sampling
 
 # How the extra candidates sample: the temperature and nucleus of published editing benchmarks.
@@ -30,6 +31,17 @@ SAMPLE_TEMPERATURE = 0.2
 SAMPLE_TOP_P = 0.95
 
 R = TypeVar("R")  # what one edit returns: a local result, a bench row
+
+
+@dataclass(frozen=True)
+class Samples:
+    """`--samples N [--vote]`: how many candidates an edit may draw, and how one is chosen."""
+
+    count: int = 1
+    vote: bool = False  # draw all `count` and keep the one the others agree with
+
+
+ONE = Samples()
 
 
 @dataclass(frozen=True)
@@ -133,3 +145,45 @@ def draw(
         return results[choose(verdicts, original)], verdicts
     first_acceptable = next((i for i, v in enumerate(verdicts) if v.acceptable), 0)
     return results[first_acceptable], verdicts
+
+
+@dataclass
+class Drawn:
+    """What `draw_edits` drew: the chosen edit (None if every edit failed), the verdicts of the
+    candidates that produced a text, and the errors of those that did not (cut off, runaway)."""
+
+    chosen: EditResult | None
+    verdicts: list[Verdict]
+    failures: list[EditError]
+
+    @property
+    def problems(self) -> list[str]:
+        return [v.problem for v in self.verdicts if v.problem] + list(map(str, self.failures))
+
+
+def draw_edits(
+    run: Callable[[EditRequest], EditResult],
+    request: EditRequest,
+    whole: Callable[[str], str],
+    samples: Samples,
+) -> Drawn:
+    """Up to `samples.count` edits of `request` by `run`, one chosen (`draw`); `whole` turns an
+    answer into the whole text (a region's answer into the file)."""
+    failures: list[EditError] = []
+
+    def candidate(number: int) -> EditResult | None:
+        try:
+            return run(replace(request, sampling=sampled(request.sampling, number)))
+        except EditError as exc:
+            failures.append(exc)
+            return None
+
+    original, fix = whole(request.text), asks_for_fix(request.prompt)
+
+    def judge_text(answer: str) -> Verdict:
+        return judge(original, answer, request.instruction, request.language, fix)
+
+    chosen, verdicts = draw(
+        candidate, lambda r: whole(r.text), judge_text, original, samples.count, samples.vote
+    )
+    return Drawn(chosen, verdicts, failures)

@@ -109,3 +109,71 @@ def test_bench_selections_parse(spec, parsed):
 @pytest.mark.parametrize("spec", ["0", "vote", "x3", "vote0", "-1"])
 def test_bad_bench_selections_are_refused(spec):
     assert parse_selection(spec) is None
+
+
+# --- `--samples` through the CLI, on the tiny model with chosen answers ---------------------
+
+SOURCE = "def add(a, b):\n    return a - b\n"
+
+
+def _answering(monkeypatch, answers: list[str]) -> list:
+    """Edit number k answers answers[k] after two real tokens; returns the prepared edits, so
+    that a test sees how each candidate was asked for (its sampling)."""
+    from dataclasses import replace
+
+    from specedit import edit
+
+    calls = []
+
+    def execute(lm, prepared, on_step=None, stop=None):
+        calls.append(prepared)
+        generation = edit.generate_edit(lm, replace(prepared, max_new_tokens=2), on_step)
+        return edit.EditResult(answers[len(calls) - 1], generation, prepared.prompt)
+
+    monkeypatch.setattr(edit, "execute", execute)
+    return calls
+
+
+def _fix(tmp_path, tiny_model_dir, *options: str):
+    from typer.testing import CliRunner
+
+    from specedit.cli import app
+
+    file = tmp_path / "add.py"
+    file.write_text(SOURCE)
+    tiny = ("--model", str(tiny_model_dir), "--dtype", "fp32", "--method", "pld")
+    result = CliRunner().invoke(app, ["fix", str(file), "add subtracts", *tiny, *options])
+    return result, file
+
+
+def test_an_unchanged_fix_draws_another_candidate(tmp_path, tiny_model_dir, monkeypatch):
+    fixed = SOURCE.replace("a - b", "a + b")
+    calls = _answering(monkeypatch, [SOURCE, "def add(a, b):\n    return (a\n", fixed, SOURCE])
+    result, _ = _fix(tmp_path, tiny_model_dir, "--samples", "4")
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == fixed
+    assert [p.request.sampling.temperature for p in calls] == [0.0, 0.2, 0.2]
+    assert "3 candidates drawn (refused: unchanged, but a fix was asked for;" in result.stderr
+
+
+def test_voting_keeps_the_change_the_candidates_agree_on(tmp_path, tiny_model_dir, monkeypatch):
+    plus, times = SOURCE.replace("a - b", "a + b"), SOURCE.replace("a - b", "a * b")
+    calls = _answering(monkeypatch, [times, plus, plus.replace("a + b", "a  +  b")])
+    result, file = _fix(tmp_path, tiny_model_dir, "--samples", "3", "--vote", "-i")
+    assert result.exit_code == 0, result.stderr
+    assert file.read_text() == plus and len(calls) == 3
+
+
+def test_one_sample_is_one_greedy_edit_and_bad_sample_options_are_refused(
+    tmp_path, tiny_model_dir, monkeypatch
+):
+    calls = _answering(monkeypatch, [SOURCE])
+    result, _ = _fix(tmp_path, tiny_model_dir)
+    assert result.exit_code == 0 and len(calls) == 1 and "candidates" not in result.stderr
+    for options, message in [
+        (("--samples", "0"), "--samples must be at least 1"),
+        (("--vote",), "--vote chooses among --samples candidates"),
+        (("--samples", "3", "--test", "true"), "--samples chooses without tests"),
+    ]:
+        result, _ = _fix(tmp_path, tiny_model_dir, *options)
+        assert result.exit_code == 2 and message in result.stderr

@@ -41,7 +41,6 @@ from specedit.drafting.registry import (
     refusal,
 )
 from specedit.edit import (
-    EditError,
     EditRequest,
     EditResult,
     LocalEditor,
@@ -430,23 +429,16 @@ def _run_samples(
 ) -> Row:
     """One task edited as `--samples` edits it: candidates judged without tests, one chosen,
     and only that one checked with the task's tests."""
-    samples, vote = parse_selection(setup.selection)
     editor = LocalEditor(lm)
-    fix = selection.asks_for_fix(request.prompt)
-    drawn: list[EditResult] = []
+    drawn: list[EditResult] = []  # every candidate's result, for the tokens and passes
 
-    def run(number: int) -> EditResult | None:
-        try:
-            sampling = selection.sampled(request.sampling, number)
-            drawn.append(editor.edit(replace(request, sampling=sampling)))
-        except EditError:
-            return None
+    def run(request: EditRequest) -> EditResult:
+        drawn.append(editor.edit(request))
         return drawn[-1]
 
-    def judge(text: str) -> selection.Verdict:
-        return selection.judge(task.input, text, task.instruction, task.language, fix)
-
-    chosen, _ = selection.draw(run, lambda r: whole(r.text), judge, task.input, samples, vote)
+    chosen = selection.draw_edits(
+        run, request, whole, selection.Samples(*parse_selection(setup.selection))
+    ).chosen
     row = Row(
         task.id, setup.label,
         sum(len(r.generation.tokens) for r in drawn),
