@@ -11,14 +11,20 @@
 
 One generation runs at a time (a CPU has no room for two); requests wait in order, and a client
 that disconnects cancels its generation, queued or running.
+
+Trust: an unexpected error is logged here and answered with a generic 500, and no error message
+carries a path on the server.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import re
+import sys
 import threading
 import time
+import traceback
 import uuid
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -30,6 +36,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
+from specedit import console
 from specedit.drafting import DrafterUnavailable
 from specedit.drafting.registry import (
     METHODS,
@@ -47,6 +54,17 @@ from specedit.region import Surroundings
 from specedit.view.attribution import Attribution
 
 CANCELLED = "cancelled"  # the stop reason of a generation whose client went away
+INTERNAL = "internal error; see the server's log"
+
+# An absolute path (POSIX, ~/..., or C:\...) inside a message: not after a word character, a
+# slash or a colon, so "3/26", "and/or" and URLs are left alone; a sentence's full stop stays.
+_PATH = re.compile(r"(?<![\w/\\.:~-])(?:~|[A-Za-z]:)?[/\\](?=[\w.~-])[^\s'\"`()<>,;]*(?<![.:])")
+
+
+def without_paths(message: str) -> str:
+    """`message` with every absolute path in it replaced: a client learns nothing of the
+    server's files (the cache, the model's folder, a user's home) from an error."""
+    return _PATH.sub("<path on the server>", message)
 
 
 class APIError(Exception):
@@ -60,15 +78,26 @@ class APIError(Exception):
 
     @classmethod
     def of(cls, exc: BaseException) -> APIError:
-        return exc if isinstance(exc, APIError) else cls(500, f"{type(exc).__name__}: {exc}")
+        """`exc` as the client sees it: an unexpected error's text (which may name files on
+        the server) goes to the server's log, the client gets a generic 500."""
+        if isinstance(exc, APIError):
+            return exc
+        log_unexpected(exc)
+        return cls(500, INTERNAL)
 
     def payload(self) -> dict:
         kind = "invalid_request_error" if self.status < 500 else "server_error"
-        error = {"message": self.message, "type": kind, "param": self.param, "code": self.code}
+        error = {"message": without_paths(self.message), "type": kind, "param": self.param,
+                 "code": self.code}  # fmt: skip
         return {"error": error}
 
     def response(self) -> JSONResponse:
         return JSONResponse(self.payload(), status_code=self.status)
+
+
+def log_unexpected(exc: BaseException) -> None:
+    console.error(f"a request failed: {type(exc).__name__}: {exc}")
+    traceback.print_exception(exc, file=sys.stderr)
 
 
 # --- requests -------------------------------------------------------------------------------
@@ -254,6 +283,12 @@ def create_app(lm: LoadedModel) -> FastAPI:
     async def api_error(request: Request, exc: APIError) -> JSONResponse:
         return exc.response()
 
+    @app.exception_handler(Exception)
+    async def unexpected(request: Request, exc: Exception) -> JSONResponse:
+        # Outside a generation: Starlette raises `exc` on after this answer, and uvicorn logs
+        # it with its traceback.
+        return APIError(500, INTERNAL).response()
+
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
         first = exc.errors()[0]
@@ -284,7 +319,7 @@ def create_app(lm: LoadedModel) -> FastAPI:
     async def chat(body: ChatRequest, request: Request):
         if body.model != lm.name:
             raise APIError(404, f"The model `{body.model}` does not exist; this server runs "
-                           f"`{lm.name}`", "model", "model_not_found")  # fmt: skip
+                           "only the model it lists", "model", "model_not_found")  # fmt: skip
         run = _chat_run(lm, body)
         if body.stream:
             return _stream(worker, request, run, _chat_events(lm, body, run))
@@ -321,6 +356,8 @@ async def _wait(worker: Worker, request: Request, run: Run) -> Any:
             if await request.is_disconnected():
                 job.cancel.set()
             continue
+        except Exception as exc:  # logged here, before the client hears of it
+            raise APIError.of(exc) from None
         if isinstance(result, APIError):
             raise result
         return result

@@ -13,7 +13,9 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -25,10 +27,10 @@ import torch
 from conftest import TEST_MODEL, free_port, get_json, serving
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from specedit import prompts
-from specedit.edit import EditRequest
+from specedit import prompts, serve
+from specedit.edit import EditError, EditorUnavailable, EditRequest, LocalEditor
 from specedit.remote import OpenAIEditor, RemoteEditor, connect
-from specedit.serve import token_bytes
+from specedit.serve import INTERNAL, create_app, token_bytes, without_paths
 
 
 @contextmanager
@@ -360,3 +362,106 @@ def test_token_bytes_let_a_client_decode_exactly_as_the_server(tokenizer):
         assert editor.decode(ids[start:end]) == tokenizer.decode(
             ids[start:end], skip_special_tokens=True
         )
+
+
+# --- trust: errors without paths ------------------------------------------------------------
+
+
+def call(
+    url: str, body: dict | bytes | None = None, headers: dict | None = None, timeout: float = 60
+):
+    """One request (POST when `body` is given): its status, headers and its answer's text."""
+    data = json.dumps(body).encode() if isinstance(body, dict) else body
+    request = urllib.request.Request(
+        url, data=data, headers={"Content-Type": "application/json", **(headers or {})}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return response.status, response.headers, response.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.headers, error.read().decode()
+
+
+@pytest.fixture(scope="module")
+def tiny_lm(tiny_model_dir):
+    from specedit.models import load
+
+    return load(str(tiny_model_dir), dtype="fp32")
+
+
+@contextmanager
+def in_process(app) -> Iterator[str]:
+    """`app` served on a free loopback port in this process, so a test may patch what it runs;
+    yields its base URL."""
+    import uvicorn
+
+    port = free_port()
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None, log_level="warning")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(30)
+
+
+def test_an_unexpected_error_is_logged_here_and_answered_without_its_text(
+    tiny_lm, monkeypatch, tmp_path, capfd
+):
+    def broken(self, request, on_start=None, on_step=None, stop=None):
+        raise RuntimeError(f"boom reading {tmp_path}/weights.bin")
+
+    monkeypatch.setattr(LocalEditor, "edit", broken)
+    body = {"text": CODE, "instruction": "fix it", "prompt": "fix", "method": "pld"}
+    with in_process(create_app(tiny_lm)) as url:
+        status, _, answer = call(url + "/v1/specedit/edit", body)
+        assert status == 500
+        assert json.loads(answer)["error"]["message"] == INTERNAL
+        assert "boom reading" in capfd.readouterr().err  # the detail is in the server's log
+        status, _, streamed = call(url + "/v1/specedit/edit", {**body, "stream": True})
+        assert status == 200
+        assert "boom reading" in capfd.readouterr().err
+        events = [json.loads(line[6:]) for line in streamed.splitlines()
+                  if line.startswith("data: {")]  # fmt: skip
+        assert events[-1]["type"] == "error" and events[-1]["status"] == 500
+        assert events[-1]["error"]["message"] == INTERNAL
+        with pytest.raises(EditorUnavailable, match="internal error"):
+            RemoteEditor(url).edit(EditRequest(CODE, "fix it", prompt="fix", method="pld"))
+        # before any generation: the app's own answer (uvicorn logs the error)
+        monkeypatch.setattr(serve, "_edit_run", lambda lm, body: broken(None, None))
+        status, _, before = call(url + "/v1/specedit/edit", body)
+        assert status == 500 and json.loads(before)["error"]["message"] == INTERNAL
+    for text in (answer, streamed, before):
+        assert "boom" not in text and str(tmp_path) not in text
+
+
+def test_an_edit_error_names_no_path_on_the_server(tiny_lm, monkeypatch, tmp_path):
+    def failing(self, request, on_start=None, on_step=None, stop=None):
+        raise EditError(f"no calibration at {tmp_path}/heads.json; run `specedit calibrate`")
+
+    monkeypatch.setattr(LocalEditor, "edit", failing)
+    body = {"text": CODE, "instruction": "fix it", "prompt": "fix", "method": "pld"}
+    with in_process(create_app(tiny_lm)) as url:
+        status, _, answer = call(url + "/v1/specedit/edit", body)
+    message = json.loads(answer)["error"]["message"]
+    assert status == 422 and str(tmp_path) not in answer
+    assert message == "no calibration at <path on the server>; run `specedit calibrate`"
+
+
+@pytest.mark.parametrize(
+    "message,public",
+    [
+        ("looked for /home/ann/.cache/specedit/p.pt; run", "looked for <path on the server>; run"),
+        ("(at ~/models/q.gguf)", "(at <path on the server>)"),
+        ("in C:\\Users\\ann\\m.gguf.", "in <path on the server>."),
+        ("3/26, and/or http://host:8000/v1 stay", "3/26, and/or http://host:8000/v1 stay"),
+    ],
+)  # fmt: skip
+def test_messages_lose_their_paths(message, public):
+    assert without_paths(message) == public
