@@ -12,7 +12,8 @@
 One generation runs at a time (a CPU has no room for two); requests wait in order, and a client
 that disconnects cancels its generation, queued or running.
 
-Trust: an unexpected error is logged here and answered with a generic 500, and no error message
+Trust: `/v1/specedit/edit` takes only the shipped prompt templates by name, never a path on the
+server; an unexpected error is logged here and answered with a generic 500, and no error message
 carries a path on the server.
 """
 
@@ -36,7 +37,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from specedit import console
+from specedit import console, prompts
 from specedit.drafting import DrafterUnavailable
 from specedit.drafting.registry import (
     METHODS,
@@ -278,6 +279,7 @@ def create_app(lm: LoadedModel) -> FastAPI:
     app = FastAPI(title="specedit", docs_url=None, redoc_url=None)
     worker = Worker()
     created = int(time.time())
+    shipped = prompts.available()
 
     @app.exception_handler(APIError)
     async def api_error(request: Request, exc: APIError) -> JSONResponse:
@@ -328,6 +330,9 @@ def create_app(lm: LoadedModel) -> FastAPI:
 
     @app.post("/v1/specedit/edit")
     async def edit(body: EditBody, request: Request):
+        if body.prompt not in shipped:  # never a path: a client reads no file of the server's
+            raise APIError(400, "the server edits with its own prompt templates only: choose "
+                           f"one of {', '.join(shipped)}", "prompt", "invalid_prompt")  # fmt: skip
         run = _edit_run(lm, body)
         if body.stream:
             return _stream(worker, request, run, _edit_events(lm, run))

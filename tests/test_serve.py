@@ -364,7 +364,7 @@ def test_token_bytes_let_a_client_decode_exactly_as_the_server(tokenizer):
         )
 
 
-# --- trust: errors without paths ------------------------------------------------------------
+# --- trust: shipped prompts only, errors without paths --------------------------------------
 
 
 def call(
@@ -465,3 +465,28 @@ def test_an_edit_error_names_no_path_on_the_server(tiny_lm, monkeypatch, tmp_pat
 )  # fmt: skip
 def test_messages_lose_their_paths(message, public):
     assert without_paths(message) == public
+
+
+def test_the_edit_endpoint_reads_no_prompt_file_of_the_servers(tiny_lm, tmp_path):
+    """A path as the prompt is refused, unread; the answer is the same whether the file is
+    there or not, and names the shipped templates."""
+    secret = "TOP-SECRET-7731"
+    mine = tmp_path / "mine.toml"
+    mine.write_text(
+        f'system = "{secret}"\nuser = "{secret} {{instruction}} {{fence}}{{text}}{{fence}}"\n'
+    )
+    assert prompts.load_template(str(mine)).system == secret  # a template the CLI would read
+    answers = set()
+    with in_process(create_app(tiny_lm)) as url:
+        for prompt in (str(mine), str(tmp_path / "absent.toml"), "../" * 8 + str(mine)[1:]):
+            for stream in (False, True):
+                body = {"text": CODE, "instruction": "fix it", "prompt": prompt,
+                        "method": "pld", "max_new_tokens": 3, "stream": stream}  # fmt: skip
+                status, _, answer = call(url + "/v1/specedit/edit", body)
+                assert status == 400, answer
+                assert secret not in answer and str(tmp_path) not in answer
+                error = json.loads(answer)["error"]
+                assert error["param"] == "prompt" and error["code"] == "invalid_prompt"
+                answers.add(error["message"])
+    (message,) = answers
+    assert all(name in message for name in prompts.available())
