@@ -728,6 +728,15 @@ def serve(
     engine: EngineOption = "torch",
     host: Annotated[str, _opt("--host", help="Address to listen on.", env="HOST")] = "127.0.0.1",
     port: Annotated[int, _opt("--port", help="Port to listen on.", env="PORT")] = 8000,
+    max_queue: Annotated[
+        int,
+        _opt(
+            "--max-queue",
+            help="Generations that may wait behind the running one; more get a 429.",
+            env="MAX_QUEUE",
+            min=0,
+        ),
+    ] = 8,
 ) -> None:
     """Serve the model, loaded once, over an OpenAI-compatible API that honours `prediction`
     (/v1/chat/completions, /v1/models), plus /v1/specedit/edit for `--server`.
@@ -747,7 +756,8 @@ def serve(
         raise typer.Exit(Exit.INPUT) from None
     lm, _ = _load(model, dtype, threads, device, draft_model, engine)
     say(f"serving {lm.name} on http://{host}:{port}/v1 (Ctrl-C stops)")
-    uvicorn.run(create_app(lm), host=host, port=port, log_level="warning")
+    app = create_app(lm, max_queue=max_queue)
+    uvicorn.run(app, host=host, port=port, log_level="warning")
 
 
 @models_app.callback(invoke_without_command=True)

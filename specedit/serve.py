@@ -9,8 +9,9 @@
 - `POST /v1/specedit/edit`: what the CLI sends with `--server` (text, instruction, options);
   answers with the edited text, the stats, the attribution and, streamed, every engine step.
 
-One generation runs at a time (a CPU has no room for two); requests wait in order, and a client
-that disconnects cancels its generation, queued or running.
+One generation runs at a time (a CPU has no room for two); requests wait in order, at most
+`max_queue` of them (429 beyond), and a client that disconnects cancels its generation, queued or
+running.
 
 Trust: `/v1/specedit/edit` takes only the shipped prompt templates by name, never a path on the
 server; an unexpected error is logged here and answered with a generic 500, and no error message
@@ -55,6 +56,8 @@ from specedit.region import Surroundings
 from specedit.view.attribution import Attribution
 
 CANCELLED = "cancelled"  # the stop reason of a generation whose client went away
+MAX_QUEUE = 8  # generations that may wait behind the running one
+RETRY_AFTER_S = 10  # what a 429 advises: a generation on a CPU takes seconds to minutes
 INTERNAL = "internal error; see the server's log"
 
 # An absolute path (POSIX, ~/..., or C:\...) inside a message: not after a word character, a
@@ -72,10 +75,16 @@ class APIError(Exception):
     """An OpenAI-style error: HTTP status, message, type, and the parameter at fault."""
 
     def __init__(
-        self, status: int, message: str, param: str | None = None, code: str | None = None
+        self,
+        status: int,
+        message: str,
+        param: str | None = None,
+        code: str | None = None,
+        headers: dict[str, str] | None = None,
     ) -> None:
         super().__init__(message)
         self.status, self.message, self.param, self.code = status, message, param, code
+        self.headers = headers
 
     @classmethod
     def of(cls, exc: BaseException) -> APIError:
@@ -93,7 +102,7 @@ class APIError(Exception):
         return {"error": error}
 
     def response(self) -> JSONResponse:
-        return JSONResponse(self.payload(), status_code=self.status)
+        return JSONResponse(self.payload(), status_code=self.status, headers=self.headers)
 
 
 def log_unexpected(exc: BaseException) -> None:
@@ -198,11 +207,13 @@ class Job:
 
 
 class Worker:
-    """Runs generations one at a time, in order, off the event loop, and counts them."""
+    """Runs generations one at a time, in order, off the event loop, and counts them; at most
+    `max_queue` wait behind the running one."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_queue: int = MAX_QUEUE) -> None:
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="specedit-generate")
         self.counts = {"queued": 0, "running": 0, "done": 0, "cancelled": 0}
+        self.max_queue = max_queue
         self._lock = threading.Lock()
 
     def _count(self, **changes: int) -> None:
@@ -211,7 +222,15 @@ class Worker:
                 self.counts[key] += change
 
     def submit(self, work: Callable[[], Any], job: Job) -> asyncio.Future:
-        self._count(queued=1)
+        """Queue `work`; APIError 429 when `max_queue` generations already wait."""
+        with self._lock:
+            if self.counts["queued"] + self.counts["running"] > self.max_queue:
+                raise APIError(
+                    429, f"the server is busy: {self.max_queue} generations are waiting "
+                    "already; retry later", code="rate_limit_exceeded",
+                    headers={"Retry-After": str(RETRY_AFTER_S)},
+                )  # fmt: skip
+            self.counts["queued"] += 1
 
         def run() -> Any:
             self._count(queued=-1, running=1)
@@ -275,9 +294,10 @@ class StopStrings:
 # --- the app --------------------------------------------------------------------------------
 
 
-def create_app(lm: LoadedModel) -> FastAPI:
+def create_app(lm: LoadedModel, max_queue: int = MAX_QUEUE) -> FastAPI:
+    """The server's app: at most `max_queue` generations wait behind the running one."""
     app = FastAPI(title="specedit", docs_url=None, redoc_url=None)
-    worker = Worker()
+    worker = Worker(max_queue)
     created = int(time.time())
     shipped = prompts.available()
 
@@ -368,13 +388,30 @@ async def _wait(worker: Worker, request: Request, run: Run) -> Any:
         return result
 
 
+class _GenerationStream(StreamingResponse):
+    """Server-sent events that call `on_close` once the response ends, however it ends: a
+    client that leaves even before the first event is sent is noticed."""
+
+    def __init__(self, content: AsyncIterator[str], on_close: Callable[[], None]) -> None:
+        super().__init__(content, media_type="text/event-stream")
+        self.on_close = on_close
+
+    async def __call__(self, scope, receive, send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self.on_close()
+
+
 def _stream(worker: Worker, request: Request, run: Run, render) -> StreamingResponse:
     """Server-sent events: `render(item)` turns what the generation emits into SSE data lines;
-    a client that goes away cancels the generation."""
+    a client that goes away cancels the generation. The generation is queued now, so a full
+    queue is a 429 rather than an error inside a stream that has begun."""
     loop = asyncio.get_running_loop()
     queue: asyncio.Queue = asyncio.Queue()
     job = Job(lambda item: loop.call_soon_threadsafe(queue.put_nowait, ("item", item)),
               threading.Event())  # fmt: skip
+    ended = False  # the generation's end reached the stream
 
     def work() -> None:
         try:
@@ -384,20 +421,22 @@ def _stream(worker: Worker, request: Request, run: Run, render) -> StreamingResp
         loop.call_soon_threadsafe(queue.put_nowait, ("end", result))
 
     async def events() -> AsyncIterator[str]:
-        future = worker.submit(work, job)
-        try:
-            while True:
-                what, item = await queue.get()
-                for data in render(what, item):
-                    yield f"data: {data}\n\n"
-                if what == "end":
-                    break
-            yield "data: [DONE]\n\n"
-        finally:
-            if not future.done():
-                job.cancel.set()
+        nonlocal ended
+        while True:
+            what, item = await queue.get()
+            for data in render(what, item):
+                yield f"data: {data}\n\n"
+            if what == "end":
+                ended = True
+                break
+        yield "data: [DONE]\n\n"
 
-    return StreamingResponse(events(), media_type="text/event-stream")
+    def close() -> None:
+        if not ended:
+            job.cancel.set()
+
+    worker.submit(work, job)
+    return _GenerationStream(events(), close)
 
 
 # --- chat completions -----------------------------------------------------------------------

@@ -364,7 +364,7 @@ def test_token_bytes_let_a_client_decode_exactly_as_the_server(tokenizer):
         )
 
 
-# --- trust: shipped prompts only, errors without paths --------------------------------------
+# --- trust: shipped prompts only, a bounded queue, errors without paths ----------------------
 
 
 def call(
@@ -490,3 +490,42 @@ def test_the_edit_endpoint_reads_no_prompt_file_of_the_servers(tiny_lm, tmp_path
                 answers.add(error["message"])
     (message,) = answers
     assert all(name in message for name in prompts.available())
+
+
+def test_a_full_queue_answers_429(tiny_lm, monkeypatch):
+    release, started = threading.Event(), threading.Event()
+
+    def blocked(self, request, on_start=None, on_step=None, stop=None):
+        started.set()
+        release.wait(60)
+        raise EditError("released")
+
+    monkeypatch.setattr(LocalEditor, "edit", blocked)
+    body = {"text": CODE, "instruction": "fix it", "prompt": "fix", "method": "pld"}
+    with in_process(create_app(tiny_lm, max_queue=1)) as url:
+        endpoint = url + "/v1/specedit/edit"
+        statuses: list[int] = []
+        waiting = [threading.Thread(target=lambda: statuses.append(call(endpoint, body)[0]))
+                   for _ in range(2)]  # fmt: skip
+        try:
+            waiting[0].start()
+            assert started.wait(30)  # one generation runs ...
+            waiting[1].start()
+            deadline = time.monotonic() + 30
+            while get_json(url + "/v1/specedit/status")["queued"] < 1:  # ... and one waits
+                assert time.monotonic() < deadline
+                time.sleep(0.02)
+            for stream in (False, True):  # a stream too is refused before it begins
+                status, headers, answer = call(endpoint, {**body, "stream": stream}, timeout=10)
+                assert status == 429, answer
+                assert json.loads(answer)["error"]["code"] == "rate_limit_exceeded"
+                assert int(headers["Retry-After"]) > 0
+            client = openai.OpenAI(base_url=url + "/v1", api_key="none", max_retries=0)
+            with client, pytest.raises(openai.RateLimitError):
+                client.chat.completions.create(model=tiny_lm.name, messages=MESSAGES, max_tokens=1)
+        finally:
+            release.set()
+            for thread in waiting:
+                thread.join(60)
+        assert statuses == [422, 422]  # both waited their turn
+        assert call(endpoint, body)[0] == 422  # and the queue drained
