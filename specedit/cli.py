@@ -737,6 +737,15 @@ def serve(
             min=0,
         ),
     ] = 8,
+    max_body_bytes: Annotated[
+        int,
+        _opt(
+            "--max-body-bytes",
+            help="The largest request body read; a larger one gets a 413.",
+            env="MAX_BODY_BYTES",
+            min=1,
+        ),
+    ] = 8 * 1024 * 1024,
 ) -> None:
     """Serve the model, loaded once, over an OpenAI-compatible API that honours `prediction`
     (/v1/chat/completions, /v1/models), plus /v1/specedit/edit for `--server`.
@@ -756,7 +765,7 @@ def serve(
         raise typer.Exit(Exit.INPUT) from None
     lm, _ = _load(model, dtype, threads, device, draft_model, engine)
     say(f"serving {lm.name} on http://{host}:{port}/v1 (Ctrl-C stops)")
-    app = create_app(lm, max_queue=max_queue)
+    app = create_app(lm, max_queue=max_queue, max_body_bytes=max_body_bytes)
     uvicorn.run(app, host=host, port=port, log_level="warning")
 
 

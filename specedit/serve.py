@@ -13,9 +13,9 @@ One generation runs at a time (a CPU has no room for two); requests wait in orde
 `max_queue` of them (429 beyond), and a client that disconnects cancels its generation, queued or
 running.
 
-Trust: `/v1/specedit/edit` takes only the shipped prompt templates by name, never a path on the
-server; an unexpected error is logged here and answered with a generic 500, and no error message
-carries a path on the server.
+Trust: a body is read up to `max_body_bytes` (413 beyond); `/v1/specedit/edit` takes only the
+shipped prompt templates by name, never a path on the server; an unexpected error is logged here
+and answered with a generic 500, and no error message carries a path on the server.
 """
 
 from __future__ import annotations
@@ -57,6 +57,7 @@ from specedit.view.attribution import Attribution
 
 CANCELLED = "cancelled"  # the stop reason of a generation whose client went away
 MAX_QUEUE = 8  # generations that may wait behind the running one
+MAX_BODY_BYTES = 8 * 1024 * 1024
 RETRY_AFTER_S = 10  # what a 429 advises: a generation on a CPU takes seconds to minutes
 INTERNAL = "internal error; see the server's log"
 
@@ -291,12 +292,60 @@ class StopStrings:
         return text[: min(ends)] if ends else text
 
 
+# --- how much a request may ask --------------------------------------------------------------
+
+
+class LimitBody:
+    """ASGI middleware: a request's body is read here, up to `max_bytes` (413 beyond, whether
+    its Content-Length says so or a chunked body runs past it), then handed on whole."""
+
+    def __init__(self, app, max_bytes: int) -> None:
+        self.app, self.max_bytes = app, max_bytes
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        too_large = APIError(413, f"the request body is larger than this server takes "
+                             f"({self.max_bytes} bytes: its --max-body-bytes)",
+                             code="request_too_large")  # fmt: skip
+        declared = dict(scope["headers"]).get(b"content-length")
+        if declared is not None:
+            if not declared.strip().isdigit():
+                error = APIError(400, "the Content-Length header is not a number")
+                return await error.response()(scope, receive, send)
+            if int(declared) > self.max_bytes:
+                return await too_large.response()(scope, receive, send)
+        chunks, size = [], 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return  # the client left; nobody to answer
+            chunks.append(message.get("body", b""))
+            size += len(chunks[-1])
+            if size > self.max_bytes:
+                return await too_large.response()(scope, receive, send)
+            if not message.get("more_body", False):
+                break
+        body = [{"type": "http.request", "body": b"".join(chunks), "more_body": False}]
+
+        async def replay() -> dict:
+            return body.pop() if body else await receive()  # then the client's disconnect
+
+        await self.app(scope, replay, send)
+
+
 # --- the app --------------------------------------------------------------------------------
 
 
-def create_app(lm: LoadedModel, max_queue: int = MAX_QUEUE) -> FastAPI:
-    """The server's app: at most `max_queue` generations wait behind the running one."""
+def create_app(
+    lm: LoadedModel,
+    max_queue: int = MAX_QUEUE,
+    max_body_bytes: int = MAX_BODY_BYTES,
+) -> FastAPI:
+    """The server's app: at most `max_queue` generations wait behind the running one; a body
+    holds at most `max_body_bytes`."""
     app = FastAPI(title="specedit", docs_url=None, redoc_url=None)
+    app.add_middleware(LimitBody, max_bytes=max_body_bytes)
     worker = Worker(max_queue)
     created = int(time.time())
     shipped = prompts.available()

@@ -364,7 +364,7 @@ def test_token_bytes_let_a_client_decode_exactly_as_the_server(tokenizer):
         )
 
 
-# --- trust: shipped prompts only, a bounded queue, errors without paths ----------------------
+# --- trust: shipped prompts only, bounded queue and bodies, errors without paths -------------
 
 
 def call(
@@ -529,3 +529,33 @@ def test_a_full_queue_answers_429(tiny_lm, monkeypatch):
                 thread.join(60)
         assert statuses == [422, 422]  # both waited their turn
         assert call(endpoint, body)[0] == 422  # and the queue drained
+
+
+def test_a_body_over_the_limit_is_refused_unread(tiny_lm):
+    import http.client
+
+    # the wrong model: a body that is read whole gets a 404
+    body = json.dumps({"model": "other", "messages": MESSAGES, "max_tokens": 1,
+                       "user": "x" * 3000}).encode()  # fmt: skip
+    small = json.dumps({"model": "other", "messages": MESSAGES, "max_tokens": 1}).encode()
+    with in_process(create_app(tiny_lm, max_body_bytes=2000)) as url:
+        endpoint = url + "/v1/chat/completions"
+        status, _, answer = call(endpoint, body)  # its Content-Length says so
+        assert status == 413 and json.loads(answer)["error"]["code"] == "request_too_large"
+        assert call(endpoint, small)[0] == 404
+
+        def chunked(data: bytes) -> tuple[int, str]:  # no Content-Length: read as it comes
+            connection = http.client.HTTPConnection(url.removeprefix("http://"), timeout=30)
+            pieces = (data[i : i + 500] for i in range(0, len(data), 500))
+            connection.request("POST", "/v1/chat/completions", body=pieces,
+                               headers={"Content-Type": "application/json"})  # fmt: skip
+            response = connection.getresponse()
+            try:
+                return response.status, response.read().decode()
+            finally:
+                connection.close()
+
+        status, answer = chunked(body)
+        assert status == 413 and json.loads(answer)["error"]["code"] == "request_too_large"
+        status, answer = chunked(small)
+        assert status == 404, answer  # a small chunked body arrives whole
