@@ -13,14 +13,17 @@ One generation runs at a time (a CPU has no room for two); requests wait in orde
 `max_queue` of them (429 beyond), and a client that disconnects cancels its generation, queued or
 running.
 
-Trust: a body is read up to `max_body_bytes` (413 beyond); `/v1/specedit/edit` takes only the
-shipped prompt templates by name, never a path on the server; an unexpected error is logged here
-and answered with a generic 500, and no error message carries a path on the server.
+Trust: with an API key every request must carry it (`Authorization: Bearer KEY`, else 401); a
+body is read up to `max_body_bytes` (413 beyond); `/v1/specedit/edit` takes only the shipped
+prompt templates by name, never a path on the server; an unexpected error is logged here and
+answered with a generic 500, and no error message carries a path on the server.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hmac
+import ipaddress
 import json
 import re
 import sys
@@ -70,6 +73,20 @@ def without_paths(message: str) -> str:
     """`message` with every absolute path in it replaced: a client learns nothing of the
     server's files (the cache, the model's folder, a user's home) from an error."""
     return _PATH.sub("<path on the server>", message)
+
+
+def needs_key_warning(host: str, api_key: str | None) -> bool:
+    """Whether serving on `host` without a key lets other machines in: any address but
+    loopback (127.0.0.0/8, ::1, localhost)."""
+    if api_key:
+        return False
+    name = host.strip().strip("[]").rstrip(".").lower()
+    if name == "localhost":
+        return False
+    try:
+        return not ipaddress.ip_address(name).is_loopback
+    except ValueError:  # a host name: it may resolve to anything
+        return True
 
 
 class APIError(Exception):
@@ -292,7 +309,30 @@ class StopStrings:
         return text[: min(ends)] if ends else text
 
 
-# --- how much a request may ask --------------------------------------------------------------
+# --- who may ask, and how much ---------------------------------------------------------------
+
+
+class RequireKey:
+    """ASGI middleware: every request carries `Authorization: Bearer KEY`, or gets a 401
+    before anything else is read."""
+
+    def __init__(self, app, api_key: str) -> None:
+        self.app, self._key = app, api_key.encode()
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":  # lifespan
+            return await self.app(scope, receive, send)
+        given = dict(scope["headers"]).get(b"authorization")
+        scheme, _, token = (given or b"").strip().partition(b" ")
+        # compared whatever the scheme, so a wrong scheme takes as long as a wrong key
+        right = hmac.compare_digest(token.strip(), self._key) and scheme.lower() == b"bearer"
+        if right:
+            return await self.app(scope, receive, send)
+        message = "Incorrect API key provided" if given else "You didn't provide an API key"
+        error = APIError(401, f"{message}: send Authorization: Bearer KEY, the server's "
+                         "--api-key", code="invalid_api_key",
+                         headers={"WWW-Authenticate": "Bearer"})  # fmt: skip
+        await error.response()(scope, receive, send)
 
 
 class LimitBody:
@@ -339,13 +379,16 @@ class LimitBody:
 
 def create_app(
     lm: LoadedModel,
+    api_key: str | None = None,
     max_queue: int = MAX_QUEUE,
     max_body_bytes: int = MAX_BODY_BYTES,
 ) -> FastAPI:
-    """The server's app: at most `max_queue` generations wait behind the running one; a body
-    holds at most `max_body_bytes`."""
+    """The server's app. With `api_key`, every request must carry it; at most `max_queue`
+    generations wait behind the running one; a body holds at most `max_body_bytes`."""
     app = FastAPI(title="specedit", docs_url=None, redoc_url=None)
     app.add_middleware(LimitBody, max_bytes=max_body_bytes)
+    if api_key:
+        app.add_middleware(RequireKey, api_key=api_key)  # outermost: before any body is read
     worker = Worker(max_queue)
     created = int(time.time())
     shipped = prompts.available()

@@ -12,6 +12,7 @@ import socket
 import subprocess
 import tempfile
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -238,6 +239,8 @@ def serving(command: list[str], port: int, env: dict | None = None) -> Iterator[
             while True:
                 try:
                     get_json(url + "/v1/models")
+                    break
+                except urllib.error.HTTPError:  # it answers, if only to refuse (it wants a key)
                     break
                 except OSError:
                     if process.poll() is not None or time.monotonic() > deadline:

@@ -29,15 +29,16 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from specedit import prompts, serve
 from specedit.edit import EditError, EditorUnavailable, EditRequest, LocalEditor
-from specedit.remote import OpenAIEditor, RemoteEditor, connect
-from specedit.serve import INTERNAL, create_app, token_bytes, without_paths
+from specedit.remote import OpenAIEditor, RemoteEditor, ServerRefused, connect
+from specedit.serve import INTERNAL, create_app, needs_key_warning, token_bytes, without_paths
 
 
 @contextmanager
-def running_server(model: str, *extra: str, cache: Path | None = None):
-    """`specedit serve` on a free port; yields its base URL once it answers."""
+def running_server(model: str, *extra: str, cache: Path | None = None, **environ: str):
+    """`specedit serve` on a free port (`environ`: more of its environment); yields its base
+    URL once it answers."""
     port = free_port()
-    env = {**os.environ, "SPECEDIT_THREADS": "1"}
+    env = {**os.environ, "SPECEDIT_THREADS": "1", **environ}
     if cache:
         env["SPECEDIT_CACHE"] = str(cache)
     command = [sys.executable, "-m", "specedit", "serve", "--model", model, "--port", str(port),
@@ -364,7 +365,7 @@ def test_token_bytes_let_a_client_decode_exactly_as_the_server(tokenizer):
         )
 
 
-# --- trust: shipped prompts only, bounded queue and bodies, errors without paths -------------
+# --- trust: a key, shipped prompts only, bounded queue and bodies, errors without paths --------
 
 
 def call(
@@ -559,3 +560,102 @@ def test_a_body_over_the_limit_is_refused_unread(tiny_lm):
         assert status == 413 and json.loads(answer)["error"]["code"] == "request_too_large"
         status, answer = chunked(small)
         assert status == 404, answer  # a small chunked body arrives whole
+
+
+KEY = "sk-specedit-test-7c1e"
+
+
+@pytest.fixture(scope="module")
+def keyed_server(tiny_model_dir, tmp_path_factory):
+    """A server whose key comes from the environment, as `specedit serve` reads it."""
+    cache = tmp_path_factory.mktemp("cache")
+    with running_server(str(tiny_model_dir), cache=cache, SPECEDIT_API_KEY=KEY) as url:
+        yield url
+
+
+ENDPOINTS = [
+    ("/v1/models", None),
+    ("/v1/specedit/status", None),
+    ("/v1/chat/completions", {"model": "m", "messages": MESSAGES, "max_tokens": 1}),
+    ("/v1/specedit/edit", {"text": CODE, "instruction": "fix it", "max_new_tokens": 1}),
+    ("/nowhere", None),
+]
+
+
+@pytest.mark.parametrize(
+    "authorization",
+    [None, "Bearer wrong", f"Bearer {KEY}x", f"Bearer {KEY[:-1]}", f"Basic {KEY}", KEY, "Bearer"],
+)
+@pytest.mark.parametrize("path,body", ENDPOINTS)
+def test_a_server_with_a_key_refuses_every_request_without_it(
+    keyed_server, path, body, authorization
+):
+    headers = {"Authorization": authorization} if authorization else {}
+    status, answer_headers, answer = call(keyed_server + path, body, headers)
+    assert status == 401
+    error = json.loads(answer)["error"]
+    assert error["type"] == "invalid_request_error" and error["code"] == "invalid_api_key"
+    assert answer_headers["WWW-Authenticate"] == "Bearer"
+    assert KEY not in answer
+
+
+def test_a_server_with_a_key_serves_the_clients_that_send_it(
+    keyed_server, tiny_model_dir, monkeypatch
+):
+    with openai.OpenAI(base_url=keyed_server + "/v1", api_key=KEY, max_retries=0) as client:
+        assert [m.id for m in client.models.list().data] == [str(tiny_model_dir)]
+        completion = client.chat.completions.create(
+            model=str(tiny_model_dir), messages=MESSAGES, temperature=0, max_tokens=2
+        )
+        assert completion.usage.completion_tokens <= 2
+    wrong = openai.OpenAI(base_url=keyed_server + "/v1", api_key="wrong", max_retries=0)
+    with wrong, pytest.raises(openai.AuthenticationError):
+        wrong.models.list()
+    headers = {"Authorization": f"bearer {KEY}"}  # the scheme is case-insensitive
+    assert call(keyed_server + "/v1/specedit/status", headers=headers)[0] == 200
+    # the CLI's client sends SPECEDIT_API_KEY ...
+    monkeypatch.setenv("SPECEDIT_API_KEY", KEY)
+    editor = connect(keyed_server)
+    assert isinstance(editor, RemoteEditor)
+    request = EditRequest(CODE, "fix it", prompt="fix", method="pld", max_new_tokens=3)
+    with pytest.raises(EditError, match="cut off at the token limit"):  # it edited
+        editor.edit(request)
+    # ... and without it is told so, rather than taken for another kind of server
+    monkeypatch.delenv("SPECEDIT_API_KEY")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with pytest.raises(ServerRefused, match="set SPECEDIT_API_KEY") as refused:
+        connect(keyed_server)
+    assert refused.value.status == 401
+
+
+@pytest.mark.parametrize(
+    "host,warns",
+    [
+        ("127.0.0.1", False),
+        ("127.8.9.10", False),
+        ("::1", False),
+        ("[::1]", False),
+        ("localhost", False),
+        ("LocalHost.", False),
+        ("0.0.0.0", True),
+        ("::", True),
+        ("192.168.1.20", True),
+        ("box.example.org", True),
+    ],
+)
+def test_serving_beyond_loopback_without_a_key_warns(host, warns):
+    assert needs_key_warning(host, None) is warns
+    assert needs_key_warning(host, KEY) is False  # a key: nothing to warn of
+
+
+def test_serve_refuses_an_empty_key(monkeypatch):
+    import uvicorn
+    from typer.testing import CliRunner
+
+    from specedit.cli import app
+
+    served = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **options: served.append(options))
+    result = CliRunner().invoke(app, ["serve", "--api-key", " "])
+    assert result.exit_code == 2 and "--api-key is empty" in result.output
+    assert served == []
