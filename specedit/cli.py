@@ -775,6 +775,34 @@ def serve(
     engine: EngineOption = "torch",
     host: Annotated[str, _opt("--host", help="Address to listen on.", env="HOST")] = "127.0.0.1",
     port: Annotated[int, _opt("--port", help="Port to listen on.", env="PORT")] = 8000,
+    api_key: Annotated[
+        str | None,
+        _opt(
+            "--api-key",
+            help="Every request must carry it (Authorization: Bearer KEY); set it, through the "
+            "environment rather than the command line, to serve beyond this machine.",
+            env="API_KEY",
+            show_default=False,
+        ),
+    ] = None,
+    max_queue: Annotated[
+        int,
+        _opt(
+            "--max-queue",
+            help="Generations that may wait behind the running one; more get a 429.",
+            env="MAX_QUEUE",
+            min=0,
+        ),
+    ] = 8,
+    max_body_bytes: Annotated[
+        int,
+        _opt(
+            "--max-body-bytes",
+            help="The largest request body read; a larger one gets a 413.",
+            env="MAX_BODY_BYTES",
+            min=1,
+        ),
+    ] = 8 * 1024 * 1024,
 ) -> None:
     """Serve the model, loaded once, over an OpenAI-compatible API that honours `prediction`
     (/v1/chat/completions, /v1/models), plus /v1/specedit/edit for `--server`.
@@ -784,17 +812,28 @@ def serve(
       specedit serve --port 8000
       specedit fix bug.py "off-by-one" --server http://127.0.0.1:8000
       OPENAI_BASE_URL=http://127.0.0.1:8000/v1 your-editor-or-agent
+      SPECEDIT_API_KEY=... specedit serve --host 0.0.0.0   # clients send the same variable
     """
     try:
         import uvicorn
 
-        from specedit.serve import create_app
+        from specedit.serve import create_app, needs_key_warning
     except ImportError as exc:
         error(f"the server needs {exc.name}: pip install 'specedit[serve]'")
         raise typer.Exit(Exit.INPUT) from None
+    if api_key is not None and not api_key.strip():
+        error("--api-key is empty: give a key, or leave the option out")
+        raise typer.Exit(Exit.INPUT)
+    if needs_key_warning(host, api_key):
+        from specedit.console import warning
+
+        warning(f"serving on {host} without --api-key: anyone who can reach it can use the "
+                "model; set SPECEDIT_API_KEY")  # fmt: skip
     lm, _ = _load(model, dtype, threads, device, draft_model, engine)
-    say(f"serving {lm.name} on http://{host}:{port}/v1 (Ctrl-C stops)")
-    uvicorn.run(create_app(lm), host=host, port=port, log_level="warning")
+    keyed = " with an API key" if api_key else ""
+    say(f"serving {lm.name} on http://{host}:{port}/v1{keyed} (Ctrl-C stops)")
+    app = create_app(lm, api_key, max_queue=max_queue, max_body_bytes=max_body_bytes)
+    uvicorn.run(app, host=host, port=port, log_level="warning")
 
 
 @models_app.callback(invoke_without_command=True)

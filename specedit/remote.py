@@ -47,7 +47,11 @@ def _events(response) -> Iterator[dict]:
 
 
 class ServerRefused(EditorUnavailable):
-    """The server answered, with an HTTP error."""
+    """The server answered, with an HTTP error (`status`)."""
+
+    def __init__(self, message: str, status: int = 0) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 def _request(url: str, body: dict | None = None, timeout: float | None = None):
@@ -56,7 +60,7 @@ def _request(url: str, body: dict | None = None, timeout: float | None = None):
     data = None if body is None else json.dumps(body).encode()
     headers = {"Content-Type": "application/json"}
     key = os.environ.get("SPECEDIT_API_KEY") or os.environ.get("OPENAI_API_KEY")
-    if key:  # hosted APIs want one; a local server ignores it
+    if key:  # hosted APIs want one, and `specedit serve --api-key`
         headers["Authorization"] = f"Bearer {key}"
     request = urllib.request.Request(url, data=data, headers=headers)
     try:
@@ -66,7 +70,11 @@ def _request(url: str, body: dict | None = None, timeout: float | None = None):
             message = json.loads(exc.read())["error"]["message"]
         except (ValueError, KeyError, TypeError):
             message = exc.reason
-        raise ServerRefused(f"the server at {url} refused the request: {message}") from None
+        if exc.code == 401:
+            message += "; set SPECEDIT_API_KEY to the server's key"
+        raise ServerRefused(
+            f"the server at {url} refused the request: {message}", exc.code
+        ) from None
     except OSError as exc:
         raise EditorUnavailable(
             f"cannot reach the server at {url}: {exc}; start one with `specedit serve` "
@@ -80,7 +88,9 @@ def connect(url: str) -> Editor:
     try:
         with _request(url + "/v1/specedit/status", timeout=10) as answer:
             return RemoteEditor(url, json.loads(answer.read()).get("method", DEFAULT_METHOD))
-    except ServerRefused:  # a server, but not specedit's
+    except ServerRefused as refused:  # a server, but not specedit's (unless it wants a key)
+        if refused.status == 401:
+            raise
         return OpenAIEditor(url)
 
 

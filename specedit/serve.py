@@ -9,16 +9,27 @@
 - `POST /v1/specedit/edit`: what the CLI sends with `--server` (text, instruction, options);
   answers with the edited text, the stats, the attribution and, streamed, every engine step.
 
-One generation runs at a time (a CPU has no room for two); requests wait in order, and a client
-that disconnects cancels its generation, queued or running.
+One generation runs at a time (a CPU has no room for two); requests wait in order, at most
+`max_queue` of them (429 beyond), and a client that disconnects cancels its generation, queued or
+running.
+
+Trust: with an API key every request must carry it (`Authorization: Bearer KEY`, else 401); a
+body is read up to `max_body_bytes` (413 beyond); `/v1/specedit/edit` takes only the shipped
+prompt templates by name, never a path on the server; an unexpected error is logged here and
+answered with a generic 500, and no error message carries a path on the server.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hmac
+import ipaddress
 import json
+import re
+import sys
 import threading
 import time
+import traceback
 import uuid
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -30,6 +41,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
+from specedit import console, prompts
 from specedit.drafting import DrafterUnavailable
 from specedit.drafting.registry import (
     METHODS,
@@ -47,28 +59,73 @@ from specedit.region import Surroundings
 from specedit.view.attribution import Attribution
 
 CANCELLED = "cancelled"  # the stop reason of a generation whose client went away
+MAX_QUEUE = 8  # generations that may wait behind the running one
+MAX_BODY_BYTES = 8 * 1024 * 1024
+RETRY_AFTER_S = 10  # what a 429 advises: a generation on a CPU takes seconds to minutes
+INTERNAL = "internal error; see the server's log"
+
+# An absolute path (POSIX, ~/..., or C:\...) inside a message: not after a word character, a
+# slash or a colon, so "3/26", "and/or" and URLs are left alone; a sentence's full stop stays.
+_PATH = re.compile(r"(?<![\w/\\.:~-])(?:~|[A-Za-z]:)?[/\\](?=[\w.~-])[^\s'\"`()<>,;]*(?<![.:])")
+
+
+def without_paths(message: str) -> str:
+    """`message` with every absolute path in it replaced: a client learns nothing of the
+    server's files (the cache, the model's folder, a user's home) from an error."""
+    return _PATH.sub("<path on the server>", message)
+
+
+def needs_key_warning(host: str, api_key: str | None) -> bool:
+    """Whether serving on `host` without a key lets other machines in: any address but
+    loopback (127.0.0.0/8, ::1, localhost)."""
+    if api_key:
+        return False
+    name = host.strip().strip("[]").rstrip(".").lower()
+    if name == "localhost":
+        return False
+    try:
+        return not ipaddress.ip_address(name).is_loopback
+    except ValueError:  # a host name: it may resolve to anything
+        return True
 
 
 class APIError(Exception):
     """An OpenAI-style error: HTTP status, message, type, and the parameter at fault."""
 
     def __init__(
-        self, status: int, message: str, param: str | None = None, code: str | None = None
+        self,
+        status: int,
+        message: str,
+        param: str | None = None,
+        code: str | None = None,
+        headers: dict[str, str] | None = None,
     ) -> None:
         super().__init__(message)
         self.status, self.message, self.param, self.code = status, message, param, code
+        self.headers = headers
 
     @classmethod
     def of(cls, exc: BaseException) -> APIError:
-        return exc if isinstance(exc, APIError) else cls(500, f"{type(exc).__name__}: {exc}")
+        """`exc` as the client sees it: an unexpected error's text (which may name files on
+        the server) goes to the server's log, the client gets a generic 500."""
+        if isinstance(exc, APIError):
+            return exc
+        log_unexpected(exc)
+        return cls(500, INTERNAL)
 
     def payload(self) -> dict:
         kind = "invalid_request_error" if self.status < 500 else "server_error"
-        error = {"message": self.message, "type": kind, "param": self.param, "code": self.code}
+        error = {"message": without_paths(self.message), "type": kind, "param": self.param,
+                 "code": self.code}  # fmt: skip
         return {"error": error}
 
     def response(self) -> JSONResponse:
-        return JSONResponse(self.payload(), status_code=self.status)
+        return JSONResponse(self.payload(), status_code=self.status, headers=self.headers)
+
+
+def log_unexpected(exc: BaseException) -> None:
+    console.error(f"a request failed: {type(exc).__name__}: {exc}")
+    traceback.print_exception(exc, file=sys.stderr)
 
 
 # --- requests -------------------------------------------------------------------------------
@@ -168,11 +225,13 @@ class Job:
 
 
 class Worker:
-    """Runs generations one at a time, in order, off the event loop, and counts them."""
+    """Runs generations one at a time, in order, off the event loop, and counts them; at most
+    `max_queue` wait behind the running one."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_queue: int = MAX_QUEUE) -> None:
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="specedit-generate")
         self.counts = {"queued": 0, "running": 0, "done": 0, "cancelled": 0}
+        self.max_queue = max_queue
         self._lock = threading.Lock()
 
     def _count(self, **changes: int) -> None:
@@ -181,7 +240,15 @@ class Worker:
                 self.counts[key] += change
 
     def submit(self, work: Callable[[], Any], job: Job) -> asyncio.Future:
-        self._count(queued=1)
+        """Queue `work`; APIError 429 when `max_queue` generations already wait."""
+        with self._lock:
+            if self.counts["queued"] + self.counts["running"] > self.max_queue:
+                raise APIError(
+                    429, f"the server is busy: {self.max_queue} generations are waiting "
+                    "already; retry later", code="rate_limit_exceeded",
+                    headers={"Retry-After": str(RETRY_AFTER_S)},
+                )  # fmt: skip
+            self.counts["queued"] += 1
 
         def run() -> Any:
             self._count(queued=-1, running=1)
@@ -242,17 +309,99 @@ class StopStrings:
         return text[: min(ends)] if ends else text
 
 
+# --- who may ask, and how much ---------------------------------------------------------------
+
+
+class RequireKey:
+    """ASGI middleware: every request carries `Authorization: Bearer KEY`, or gets a 401
+    before anything else is read."""
+
+    def __init__(self, app, api_key: str) -> None:
+        self.app, self._key = app, api_key.encode()
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":  # lifespan
+            return await self.app(scope, receive, send)
+        given = dict(scope["headers"]).get(b"authorization")
+        scheme, _, token = (given or b"").strip().partition(b" ")
+        # compared whatever the scheme, so a wrong scheme takes as long as a wrong key
+        right = hmac.compare_digest(token.strip(), self._key) and scheme.lower() == b"bearer"
+        if right:
+            return await self.app(scope, receive, send)
+        message = "Incorrect API key provided" if given else "You didn't provide an API key"
+        error = APIError(401, f"{message}: send Authorization: Bearer KEY, the server's "
+                         "--api-key", code="invalid_api_key",
+                         headers={"WWW-Authenticate": "Bearer"})  # fmt: skip
+        await error.response()(scope, receive, send)
+
+
+class LimitBody:
+    """ASGI middleware: a request's body is read here, up to `max_bytes` (413 beyond, whether
+    its Content-Length says so or a chunked body runs past it), then handed on whole."""
+
+    def __init__(self, app, max_bytes: int) -> None:
+        self.app, self.max_bytes = app, max_bytes
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        too_large = APIError(413, f"the request body is larger than this server takes "
+                             f"({self.max_bytes} bytes: its --max-body-bytes)",
+                             code="request_too_large")  # fmt: skip
+        declared = dict(scope["headers"]).get(b"content-length")
+        if declared is not None:
+            if not declared.strip().isdigit():
+                error = APIError(400, "the Content-Length header is not a number")
+                return await error.response()(scope, receive, send)
+            if int(declared) > self.max_bytes:
+                return await too_large.response()(scope, receive, send)
+        chunks, size = [], 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return  # the client left; nobody to answer
+            chunks.append(message.get("body", b""))
+            size += len(chunks[-1])
+            if size > self.max_bytes:
+                return await too_large.response()(scope, receive, send)
+            if not message.get("more_body", False):
+                break
+        body = [{"type": "http.request", "body": b"".join(chunks), "more_body": False}]
+
+        async def replay() -> dict:
+            return body.pop() if body else await receive()  # then the client's disconnect
+
+        await self.app(scope, replay, send)
+
+
 # --- the app --------------------------------------------------------------------------------
 
 
-def create_app(lm: LoadedModel) -> FastAPI:
+def create_app(
+    lm: LoadedModel,
+    api_key: str | None = None,
+    max_queue: int = MAX_QUEUE,
+    max_body_bytes: int = MAX_BODY_BYTES,
+) -> FastAPI:
+    """The server's app. With `api_key`, every request must carry it; at most `max_queue`
+    generations wait behind the running one; a body holds at most `max_body_bytes`."""
     app = FastAPI(title="specedit", docs_url=None, redoc_url=None)
-    worker = Worker()
+    app.add_middleware(LimitBody, max_bytes=max_body_bytes)
+    if api_key:
+        app.add_middleware(RequireKey, api_key=api_key)  # outermost: before any body is read
+    worker = Worker(max_queue)
     created = int(time.time())
+    shipped = prompts.available()
 
     @app.exception_handler(APIError)
     async def api_error(request: Request, exc: APIError) -> JSONResponse:
         return exc.response()
+
+    @app.exception_handler(Exception)
+    async def unexpected(request: Request, exc: Exception) -> JSONResponse:
+        # Outside a generation: Starlette raises `exc` on after this answer, and uvicorn logs
+        # it with its traceback.
+        return APIError(500, INTERNAL).response()
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -284,7 +433,7 @@ def create_app(lm: LoadedModel) -> FastAPI:
     async def chat(body: ChatRequest, request: Request):
         if body.model != lm.name:
             raise APIError(404, f"The model `{body.model}` does not exist; this server runs "
-                           f"`{lm.name}`", "model", "model_not_found")  # fmt: skip
+                           "only the model it lists", "model", "model_not_found")  # fmt: skip
         run = _chat_run(lm, body)
         if body.stream:
             return _stream(worker, request, run, _chat_events(lm, body, run))
@@ -293,6 +442,9 @@ def create_app(lm: LoadedModel) -> FastAPI:
 
     @app.post("/v1/specedit/edit")
     async def edit(body: EditBody, request: Request):
+        if body.prompt not in shipped:  # never a path: a client reads no file of the server's
+            raise APIError(400, "the server edits with its own prompt templates only: choose "
+                           f"one of {', '.join(shipped)}", "prompt", "invalid_prompt")  # fmt: skip
         run = _edit_run(lm, body)
         if body.stream:
             return _stream(worker, request, run, _edit_events(lm, run))
@@ -321,18 +473,37 @@ async def _wait(worker: Worker, request: Request, run: Run) -> Any:
             if await request.is_disconnected():
                 job.cancel.set()
             continue
+        except Exception as exc:  # logged here, before the client hears of it
+            raise APIError.of(exc) from None
         if isinstance(result, APIError):
             raise result
         return result
 
 
+class _GenerationStream(StreamingResponse):
+    """Server-sent events that call `on_close` once the response ends, however it ends: a
+    client that leaves even before the first event is sent is noticed."""
+
+    def __init__(self, content: AsyncIterator[str], on_close: Callable[[], None]) -> None:
+        super().__init__(content, media_type="text/event-stream")
+        self.on_close = on_close
+
+    async def __call__(self, scope, receive, send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self.on_close()
+
+
 def _stream(worker: Worker, request: Request, run: Run, render) -> StreamingResponse:
     """Server-sent events: `render(item)` turns what the generation emits into SSE data lines;
-    a client that goes away cancels the generation."""
+    a client that goes away cancels the generation. The generation is queued now, so a full
+    queue is a 429 rather than an error inside a stream that has begun."""
     loop = asyncio.get_running_loop()
     queue: asyncio.Queue = asyncio.Queue()
     job = Job(lambda item: loop.call_soon_threadsafe(queue.put_nowait, ("item", item)),
               threading.Event())  # fmt: skip
+    ended = False  # the generation's end reached the stream
 
     def work() -> None:
         try:
@@ -342,20 +513,22 @@ def _stream(worker: Worker, request: Request, run: Run, render) -> StreamingResp
         loop.call_soon_threadsafe(queue.put_nowait, ("end", result))
 
     async def events() -> AsyncIterator[str]:
-        future = worker.submit(work, job)
-        try:
-            while True:
-                what, item = await queue.get()
-                for data in render(what, item):
-                    yield f"data: {data}\n\n"
-                if what == "end":
-                    break
-            yield "data: [DONE]\n\n"
-        finally:
-            if not future.done():
-                job.cancel.set()
+        nonlocal ended
+        while True:
+            what, item = await queue.get()
+            for data in render(what, item):
+                yield f"data: {data}\n\n"
+            if what == "end":
+                ended = True
+                break
+        yield "data: [DONE]\n\n"
 
-    return StreamingResponse(events(), media_type="text/event-stream")
+    def close() -> None:
+        if not ended:
+            job.cancel.set()
+
+    worker.submit(work, job)
+    return _GenerationStream(events(), close)
 
 
 # --- chat completions -----------------------------------------------------------------------

@@ -12,6 +12,7 @@ import socket
 import subprocess
 import tempfile
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -239,7 +240,9 @@ def serving(command: list[str], port: int, env: dict | None = None) -> Iterator[
                 try:
                     get_json(url + "/v1/models")
                     break
-                except OSError:
+                except OSError as error:
+                    if isinstance(error, urllib.error.HTTPError) and error.code == 401:
+                        break  # up, and asking for its key
                     if process.poll() is not None or time.monotonic() > deadline:
                         log.seek(0)
                         pytest.fail(f"the server did not start: {log.read()}")

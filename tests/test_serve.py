@@ -13,7 +13,9 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -25,17 +27,18 @@ import torch
 from conftest import TEST_MODEL, free_port, get_json, serving
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from specedit import prompts
-from specedit.edit import EditRequest
-from specedit.remote import OpenAIEditor, RemoteEditor, connect
-from specedit.serve import token_bytes
+from specedit import prompts, serve
+from specedit.edit import EditError, EditorUnavailable, EditRequest, LocalEditor
+from specedit.remote import OpenAIEditor, RemoteEditor, ServerRefused, connect
+from specedit.serve import INTERNAL, create_app, needs_key_warning, token_bytes, without_paths
 
 
 @contextmanager
-def running_server(model: str, *extra: str, cache: Path | None = None):
-    """`specedit serve` on a free port; yields its base URL once it answers."""
+def running_server(model: str, *extra: str, cache: Path | None = None, **environ: str):
+    """`specedit serve` on a free port (`environ`: more of its environment); yields its base
+    URL once it answers."""
     port = free_port()
-    env = {**os.environ, "SPECEDIT_THREADS": "1"}
+    env = {**os.environ, "SPECEDIT_THREADS": "1", **environ}
     if cache:
         env["SPECEDIT_CACHE"] = str(cache)
     command = [sys.executable, "-m", "specedit", "serve", "--model", model, "--port", str(port),
@@ -360,3 +363,299 @@ def test_token_bytes_let_a_client_decode_exactly_as_the_server(tokenizer):
         assert editor.decode(ids[start:end]) == tokenizer.decode(
             ids[start:end], skip_special_tokens=True
         )
+
+
+# --- trust: a key, shipped prompts only, bounded queue and bodies, errors without paths --------
+
+
+def call(
+    url: str, body: dict | bytes | None = None, headers: dict | None = None, timeout: float = 60
+):
+    """One request (POST when `body` is given): its status, headers and its answer's text."""
+    data = json.dumps(body).encode() if isinstance(body, dict) else body
+    request = urllib.request.Request(
+        url, data=data, headers={"Content-Type": "application/json", **(headers or {})}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return response.status, response.headers, response.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.headers, error.read().decode()
+
+
+@pytest.fixture(scope="module")
+def tiny_lm(tiny_model_dir):
+    from specedit.models import load
+
+    return load(str(tiny_model_dir), dtype="fp32")
+
+
+@contextmanager
+def in_process(app) -> Iterator[str]:
+    """`app` served on a free loopback port in this process, so a test may patch what it runs;
+    yields its base URL."""
+    import uvicorn
+
+    port = free_port()
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None, log_level="warning")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(30)
+
+
+def test_an_unexpected_error_is_logged_here_and_answered_without_its_text(
+    tiny_lm, monkeypatch, tmp_path, capfd
+):
+    def broken(self, request, on_start=None, on_step=None, stop=None):
+        raise RuntimeError(f"boom reading {tmp_path}/weights.bin")
+
+    monkeypatch.setattr(LocalEditor, "edit", broken)
+    body = {"text": CODE, "instruction": "fix it", "prompt": "fix", "method": "pld"}
+    with in_process(create_app(tiny_lm)) as url:
+        status, _, answer = call(url + "/v1/specedit/edit", body)
+        assert status == 500
+        assert json.loads(answer)["error"]["message"] == INTERNAL
+        assert "boom reading" in capfd.readouterr().err  # the detail is in the server's log
+        status, _, streamed = call(url + "/v1/specedit/edit", {**body, "stream": True})
+        assert status == 200
+        assert "boom reading" in capfd.readouterr().err
+        events = [json.loads(line[6:]) for line in streamed.splitlines()
+                  if line.startswith("data: {")]  # fmt: skip
+        assert events[-1]["type"] == "error" and events[-1]["status"] == 500
+        assert events[-1]["error"]["message"] == INTERNAL
+        with pytest.raises(EditorUnavailable, match="internal error"):
+            RemoteEditor(url).edit(EditRequest(CODE, "fix it", prompt="fix", method="pld"))
+        # before any generation: the app's own answer (uvicorn logs the error)
+        monkeypatch.setattr(serve, "_edit_run", lambda lm, body: broken(None, None))
+        status, _, before = call(url + "/v1/specedit/edit", body)
+        assert status == 500 and json.loads(before)["error"]["message"] == INTERNAL
+    for text in (answer, streamed, before):
+        assert "boom" not in text and str(tmp_path) not in text
+
+
+def test_an_edit_error_names_no_path_on_the_server(tiny_lm, monkeypatch, tmp_path):
+    def failing(self, request, on_start=None, on_step=None, stop=None):
+        raise EditError(f"no calibration at {tmp_path}/heads.json; run `specedit calibrate`")
+
+    monkeypatch.setattr(LocalEditor, "edit", failing)
+    body = {"text": CODE, "instruction": "fix it", "prompt": "fix", "method": "pld"}
+    with in_process(create_app(tiny_lm)) as url:
+        status, _, answer = call(url + "/v1/specedit/edit", body)
+    message = json.loads(answer)["error"]["message"]
+    assert status == 422 and str(tmp_path) not in answer
+    assert message == "no calibration at <path on the server>; run `specedit calibrate`"
+
+
+@pytest.mark.parametrize(
+    "message,public",
+    [
+        ("looked for /home/ann/.cache/specedit/p.pt; run", "looked for <path on the server>; run"),
+        ("(at ~/models/q.gguf)", "(at <path on the server>)"),
+        ("in C:\\Users\\ann\\m.gguf.", "in <path on the server>."),
+        ("3/26, and/or http://host:8000/v1 stay", "3/26, and/or http://host:8000/v1 stay"),
+    ],
+)  # fmt: skip
+def test_messages_lose_their_paths(message, public):
+    assert without_paths(message) == public
+
+
+def test_the_edit_endpoint_reads_no_prompt_file_of_the_servers(tiny_lm, tmp_path):
+    """A path as the prompt is refused, unread; the answer is the same whether the file is
+    there or not, and names the shipped templates."""
+    secret = "TOP-SECRET-7731"
+    mine = tmp_path / "mine.toml"
+    mine.write_text(
+        f'system = "{secret}"\nuser = "{secret} {{instruction}} {{fence}}{{text}}{{fence}}"\n'
+    )
+    assert prompts.load_template(str(mine)).system == secret  # a template the CLI would read
+    answers = set()
+    with in_process(create_app(tiny_lm)) as url:
+        for prompt in (str(mine), str(tmp_path / "absent.toml"), "../" * 8 + str(mine)[1:]):
+            for stream in (False, True):
+                body = {"text": CODE, "instruction": "fix it", "prompt": prompt,
+                        "method": "pld", "max_new_tokens": 3, "stream": stream}  # fmt: skip
+                status, _, answer = call(url + "/v1/specedit/edit", body)
+                assert status == 400, answer
+                assert secret not in answer and str(tmp_path) not in answer
+                error = json.loads(answer)["error"]
+                assert error["param"] == "prompt" and error["code"] == "invalid_prompt"
+                answers.add(error["message"])
+    (message,) = answers
+    assert all(name in message for name in prompts.available())
+
+
+def test_a_full_queue_answers_429(tiny_lm, monkeypatch):
+    release, started = threading.Event(), threading.Event()
+
+    def blocked(self, request, on_start=None, on_step=None, stop=None):
+        started.set()
+        release.wait(60)
+        raise EditError("released")
+
+    monkeypatch.setattr(LocalEditor, "edit", blocked)
+    body = {"text": CODE, "instruction": "fix it", "prompt": "fix", "method": "pld"}
+    with in_process(create_app(tiny_lm, max_queue=1)) as url:
+        endpoint = url + "/v1/specedit/edit"
+        statuses: list[int] = []
+        waiting = [threading.Thread(target=lambda: statuses.append(call(endpoint, body)[0]))
+                   for _ in range(2)]  # fmt: skip
+        try:
+            waiting[0].start()
+            assert started.wait(30)  # one generation runs ...
+            waiting[1].start()
+            deadline = time.monotonic() + 30
+            while get_json(url + "/v1/specedit/status")["queued"] < 1:  # ... and one waits
+                assert time.monotonic() < deadline
+                time.sleep(0.02)
+            for stream in (False, True):  # a stream too is refused before it begins
+                status, headers, answer = call(endpoint, {**body, "stream": stream}, timeout=10)
+                assert status == 429, answer
+                assert json.loads(answer)["error"]["code"] == "rate_limit_exceeded"
+                assert int(headers["Retry-After"]) > 0
+            client = openai.OpenAI(base_url=url + "/v1", api_key="none", max_retries=0)
+            with client, pytest.raises(openai.RateLimitError):
+                client.chat.completions.create(model=tiny_lm.name, messages=MESSAGES, max_tokens=1)
+        finally:
+            release.set()
+            for thread in waiting:
+                thread.join(60)
+        assert statuses == [422, 422]  # both waited their turn
+        assert call(endpoint, body)[0] == 422  # and the queue drained
+
+
+def test_a_body_over_the_limit_is_refused_unread(tiny_lm):
+    import http.client
+
+    # the wrong model: a body that is read whole gets a 404
+    body = json.dumps({"model": "other", "messages": MESSAGES, "max_tokens": 1,
+                       "user": "x" * 3000}).encode()  # fmt: skip
+    small = json.dumps({"model": "other", "messages": MESSAGES, "max_tokens": 1}).encode()
+    with in_process(create_app(tiny_lm, max_body_bytes=2000)) as url:
+        endpoint = url + "/v1/chat/completions"
+        status, _, answer = call(endpoint, body)  # its Content-Length says so
+        assert status == 413 and json.loads(answer)["error"]["code"] == "request_too_large"
+        assert call(endpoint, small)[0] == 404
+
+        def chunked(data: bytes) -> tuple[int, str]:  # no Content-Length: read as it comes
+            connection = http.client.HTTPConnection(url.removeprefix("http://"), timeout=30)
+            pieces = (data[i : i + 500] for i in range(0, len(data), 500))
+            connection.request("POST", "/v1/chat/completions", body=pieces,
+                               headers={"Content-Type": "application/json"})  # fmt: skip
+            response = connection.getresponse()
+            try:
+                return response.status, response.read().decode()
+            finally:
+                connection.close()
+
+        status, answer = chunked(body)
+        assert status == 413 and json.loads(answer)["error"]["code"] == "request_too_large"
+        status, answer = chunked(small)
+        assert status == 404, answer  # a small chunked body arrives whole
+
+
+KEY = "sk-specedit-test-7c1e"
+
+
+@pytest.fixture(scope="module")
+def keyed_server(tiny_model_dir, tmp_path_factory):
+    """A server whose key comes from the environment, as `specedit serve` reads it."""
+    cache = tmp_path_factory.mktemp("cache")
+    with running_server(str(tiny_model_dir), cache=cache, SPECEDIT_API_KEY=KEY) as url:
+        yield url
+
+
+ENDPOINTS = [
+    ("/v1/models", None),
+    ("/v1/specedit/status", None),
+    ("/v1/chat/completions", {"model": "m", "messages": MESSAGES, "max_tokens": 1}),
+    ("/v1/specedit/edit", {"text": CODE, "instruction": "fix it", "max_new_tokens": 1}),
+    ("/nowhere", None),
+]
+
+
+@pytest.mark.parametrize(
+    "authorization",
+    [None, "Bearer wrong", f"Bearer {KEY}x", f"Bearer {KEY[:-1]}", f"Basic {KEY}", KEY, "Bearer"],
+)
+@pytest.mark.parametrize("path,body", ENDPOINTS)
+def test_a_server_with_a_key_refuses_every_request_without_it(
+    keyed_server, path, body, authorization
+):
+    headers = {"Authorization": authorization} if authorization else {}
+    status, answer_headers, answer = call(keyed_server + path, body, headers)
+    assert status == 401
+    error = json.loads(answer)["error"]
+    assert error["type"] == "invalid_request_error" and error["code"] == "invalid_api_key"
+    assert answer_headers["WWW-Authenticate"] == "Bearer"
+    assert KEY not in answer
+
+
+def test_a_server_with_a_key_serves_the_clients_that_send_it(
+    keyed_server, tiny_model_dir, monkeypatch
+):
+    with openai.OpenAI(base_url=keyed_server + "/v1", api_key=KEY, max_retries=0) as client:
+        assert [m.id for m in client.models.list().data] == [str(tiny_model_dir)]
+        completion = client.chat.completions.create(
+            model=str(tiny_model_dir), messages=MESSAGES, temperature=0, max_tokens=2
+        )
+        assert completion.usage.completion_tokens <= 2
+    wrong = openai.OpenAI(base_url=keyed_server + "/v1", api_key="wrong", max_retries=0)
+    with wrong, pytest.raises(openai.AuthenticationError):
+        wrong.models.list()
+    headers = {"Authorization": f"bearer {KEY}"}  # the scheme is case-insensitive
+    assert call(keyed_server + "/v1/specedit/status", headers=headers)[0] == 200
+    # the CLI's client sends SPECEDIT_API_KEY ...
+    monkeypatch.setenv("SPECEDIT_API_KEY", KEY)
+    editor = connect(keyed_server)
+    assert isinstance(editor, RemoteEditor)
+    request = EditRequest(CODE, "fix it", prompt="fix", method="pld", max_new_tokens=3)
+    with pytest.raises(EditError, match="cut off at the token limit"):  # it edited
+        editor.edit(request)
+    # ... and without it is told so, rather than taken for another kind of server
+    monkeypatch.delenv("SPECEDIT_API_KEY")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with pytest.raises(ServerRefused, match="set SPECEDIT_API_KEY") as refused:
+        connect(keyed_server)
+    assert refused.value.status == 401
+
+
+@pytest.mark.parametrize(
+    "host,warns",
+    [
+        ("127.0.0.1", False),
+        ("127.8.9.10", False),
+        ("::1", False),
+        ("[::1]", False),
+        ("localhost", False),
+        ("LocalHost.", False),
+        ("0.0.0.0", True),
+        ("::", True),
+        ("192.168.1.20", True),
+        ("box.example.org", True),
+    ],
+)
+def test_serving_beyond_loopback_without_a_key_warns(host, warns):
+    assert needs_key_warning(host, None) is warns
+    assert needs_key_warning(host, KEY) is False  # a key: nothing to warn of
+
+
+def test_serve_refuses_an_empty_key(monkeypatch):
+    import uvicorn
+    from typer.testing import CliRunner
+
+    from specedit.cli import app
+
+    served = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **options: served.append(options))
+    result = CliRunner().invoke(app, ["serve", "--api-key", " "])
+    assert result.exit_code == 2 and "--api-key is empty" in result.output
+    assert served == []
