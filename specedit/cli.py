@@ -615,14 +615,17 @@ def main(
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version.")
     ] = False,
 ) -> None:
-    """Settings come from [tool.specedit] in pyproject.toml or a .specedit.toml, then SPECEDIT_*
-    environment variables, then flags."""
+    """Settings come from [tool.specedit] in pyproject.toml or a .specedit.toml at the project
+    root, then SPECEDIT_* environment variables, then flags."""
+    from specedit.console import warning
     from specedit.settings import SettingsError, default_map, find_settings
 
     commands = {name: {p.name for p in cmd.params} for name, cmd in ctx.command.commands.items()}
     try:
-        settings, source = find_settings()
-        ctx.default_map = default_map(settings, commands, source)
+        settings = find_settings()
+        for message in settings.warnings:
+            warning(message)
+        ctx.default_map = default_map(settings.values, commands, settings.source)
     except SettingsError as exc:
         error(str(exc))
         raise typer.Exit(Exit.INPUT) from None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shlex
 import sys
+import time
 from pathlib import Path
 
 from specedit import checks
@@ -64,3 +65,60 @@ def test_run_command_returns_a_failing_commands_output(tmp_path):
     assert "AssertionError: 3" in failed.output
     assert failed.summary() == "failed (exit 1): AssertionError: 3"
     assert original.read_text() == "VALUE = 1\n"
+
+
+def test_a_hostile_file_name_is_one_argument_never_shell_syntax(tmp_path):
+    hostile = tmp_path / "x;touch PWNED;#.py"
+    hostile.write_text("VALUE = 1\n")
+    result = checks.run_command("cat {file} && basename {file}", hostile, "VALUE = 2\n", timeout=30)
+    assert result.passed, result.output
+    assert result.output.splitlines() == ["VALUE = 2", "x;touch PWNED;#.py"]
+    assert not list(tmp_path.rglob("PWNED")) and not Path("PWNED").exists()
+
+
+def test_a_path_with_a_space_and_a_quoted_placeholder_work(tmp_path):
+    folder = tmp_path / "my project"
+    folder.mkdir()
+    spaced = folder / "my file.py"
+    spaced.write_text("VALUE = 1\n")
+    for command in ("cat {file}", "cat '{file}'", 'cat "{file}"'):
+        result = checks.run_command(command, spaced, "VALUE = 2\n", timeout=30)
+        assert result.passed and result.output == "VALUE = 2\n", (command, result.output)
+
+
+def test_fill_in_quotes_the_placeholder_bare_or_in_quotes():
+    path = Path("/tmp/a b/it's.py")
+    quoted = shlex.quote(str(path))
+    assert checks.fill_in("pytest {file}", path) == f"pytest {quoted}"
+    assert checks.fill_in("a '{file}' \"{file}\"", path) == f"a {quoted} {quoted}"
+    assert shlex.split(checks.fill_in("ruff check {file} --fix", path))[2] == str(path)
+
+
+def test_a_detached_grandchild_holding_the_output_cannot_hang_a_timeout(tmp_path):
+    file = tmp_path / "mod.py"
+    file.write_text("")
+    # The grandchild leaves the check's process group and keeps the output pipe open.
+    command = f"{PYTHON} -c 'import os, time; os.setsid(); time.sleep(30)' & echo started; sleep 60"
+    started = time.perf_counter()
+    result = checks.run_command(command, file, "", timeout=1.5)
+    assert time.perf_counter() - started < 1.5 + 10  # bounded: no wait for the grandchild
+    assert result.timed_out and result.summary() == "timed out"
+    assert "started" in result.output
+
+
+def test_a_detached_grandchild_does_not_hold_up_a_finished_check(tmp_path):
+    file = tmp_path / "mod.py"
+    file.write_text("")
+    command = f"{PYTHON} -c 'import os, time; os.setsid(); time.sleep(30)' & echo done"
+    started = time.perf_counter()
+    result = checks.run_command(command, file, "", timeout=60)
+    assert time.perf_counter() - started < 20
+    assert result.passed and result.output == "done\n"
+
+
+def test_a_check_that_prints_10_mb_keeps_only_a_bounded_tail():
+    program = "import sys\nsys.stdout.write('x' * 10_000_000)\nprint('\\nthe end')\n"
+    result = checks.run_program(program, timeout=60)
+    assert result.passed
+    assert len(result.output) < checks.OUTPUT_LIMIT + 100
+    assert result.output.startswith("[output cut") and result.output.endswith("the end\n")

@@ -223,3 +223,47 @@ def test_the_script_exits_with_the_command_s_code_and_flushes_its_output(tmp_pat
     assert merged.returncode == 0, merged.stderr
     assert len(merged.stdout) > 100_000  # more than a pipe holds at once
     assert merged.stdout == source.read_text().replace("return 3999\n", "return -1\n")
+
+
+# Runs the CLI in a fresh interpreter (default warning filters, transformers' own logging) with
+# real forward passes of the tiny model; the answer is then replaced by a fixed one, since a
+# random model's own answer would not be a clean edit.
+CLEAN_EDIT_DRIVER = """
+import sys
+from dataclasses import replace
+
+from specedit import edit
+from specedit.cli import run
+
+ANSWER = sys.argv.pop()  # the last argument is the edit's answer
+
+
+def execute(lm, prepared, on_step=None, stop=None):
+    generation = edit.generate_edit(lm, replace(prepared, max_new_tokens=8), on_step)
+    return edit.EditResult(ANSWER, generation, prepared.prompt)
+
+
+edit.execute = execute
+sys.argv[0] = "specedit"
+run()
+"""
+
+
+def test_a_clean_edit_prints_only_the_stats_line_on_stderr(source, tmp_path, tiny_model_dir):
+    """No library warnings (deprecations, transformers' logging) reach the user's terminal: after
+    a first run (which may say it builds the model's index or statistics once), stderr holds the
+    stats line alone, and nothing with -q."""
+    driver = tmp_path / "driver.py"
+    driver.write_text(CLEAN_EDIT_DRIVER)
+    fixed = "def add(a, b):\n    return a + b\n"
+    draft = ["--draft-model", str(tiny_model_dir)]  # the target's and the draft's passes run
+    command = [sys.executable, str(driver), "fix", str(source), "add, not subtract", *draft]
+    for _ in range(2):
+        result = subprocess.run([*command, fixed], capture_output=True, text=True)
+        assert result.returncode == 0, result.stderr
+        assert result.stdout == fixed
+        assert all(line.startswith("specedit: ") for line in result.stderr.splitlines())
+    assert result.stderr.startswith(f"specedit: {source}: 8 tokens in ")
+    assert len(result.stderr.splitlines()) == 1, result.stderr
+    quiet = subprocess.run([*command, "-q", fixed], capture_output=True, text=True)
+    assert quiet.returncode == 0 and quiet.stdout == fixed and quiet.stderr == ""

@@ -49,9 +49,9 @@ class OracleDrafter(Drafter):
 
 def _run_pass(model, prefix: list[int], tree: DraftTree):
     cache = DynamicCache(config=model.config)
-    model(input_ids=torch.tensor([prefix]), past_key_values=cache, use_cache=True)
+    model(input_ids=torch.tensor([prefix]), cache=cache, use_cache=True)
     ids, positions, mask = tree.inputs(len(prefix), model.dtype)
-    out = model(input_ids=ids, position_ids=positions, attention_mask=mask, past_key_values=cache)
+    out = model(input_ids=ids, position_ids=positions, attention_mask=mask, cache=cache)
     return out.logits[0], cache
 
 
@@ -94,7 +94,7 @@ def test_compacted_cache_equals_cache_of_accepted_sequence(qwen_tiny):
     keep_path(cache, len(prefix), accepted)
     direct = DynamicCache(config=qwen_tiny.config)
     sequence = prefix + [tree.token(n) for n in accepted]
-    qwen_tiny(input_ids=torch.tensor([sequence]), past_key_values=direct, use_cache=True)
+    qwen_tiny(input_ids=torch.tensor([sequence]), cache=direct, use_cache=True)
     assert cache.get_seq_length() == len(sequence)
     for mine, theirs in zip(cache.layers, direct.layers, strict=True):
         torch.testing.assert_close(mine.keys, theirs.keys, atol=1e-5, rtol=1e-5)
@@ -111,7 +111,7 @@ def test_compaction_of_a_non_prefix_path_moves_entries(qwen_tiny):
     keep_path(cache, len(prefix), accepted)
     direct = DynamicCache(config=qwen_tiny.config)
     sequence = prefix + [tree.token(n) for n in accepted]
-    qwen_tiny(input_ids=torch.tensor([sequence]), past_key_values=direct, use_cache=True)
+    qwen_tiny(input_ids=torch.tensor([sequence]), cache=direct, use_cache=True)
     for mine, theirs in zip(cache.layers, direct.layers, strict=True):
         torch.testing.assert_close(mine.keys, theirs.keys, atol=1e-5, rtol=1e-5)
 

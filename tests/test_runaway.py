@@ -48,7 +48,7 @@ def _force_loop(model, pattern: list[int], start: int) -> None:
     def remember(_module, _args, kwargs):
         positions = kwargs.get("position_ids")
         if positions is None:  # a plain causal pass (the prefill) goes on from the cache
-            done = kwargs["past_key_values"].get_seq_length()
+            done = kwargs["cache"].get_seq_length()
             positions = torch.arange(kwargs["input_ids"].shape[1]).unsqueeze(0) + done
         seen["positions"] = positions[0]
 

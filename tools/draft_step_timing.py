@@ -48,11 +48,11 @@ def draft_step(name: str, context: int, core: int, budget: int, repeats: int) ->
     model, head = lm.model, lm.model.get_output_embeddings().weight
     ids = _context(lm.tokenizer, context)
     cache = DynamicCache(config=model.config)
-    out = model.get_decoder()(input_ids=torch.tensor([ids]), past_key_values=cache)
+    out = model.get_decoder()(input_ids=torch.tensor([ids]), cache=cache)
     hidden = out.last_hidden_state[0, -1]
 
     def step() -> None:
-        model.get_decoder()(input_ids=torch.tensor([[ids[-1]]]), past_key_values=cache)
+        model.get_decoder()(input_ids=torch.tensor([[ids[-1]]]), cache=cache)
         cache.crop(-1)
 
     stats = token_statistics(lm.tokenizer, head)
@@ -76,12 +76,12 @@ def target_passes(name: str, context: int, repeats: int) -> None:
     lm = load(name)
     ids = _context(lm.tokenizer, context)
     cache = DynamicCache(config=lm.model.config)
-    lm.model(input_ids=torch.tensor([ids]), past_key_values=cache, logits_to_keep=1)
+    lm.model(input_ids=torch.tensor([ids]), cache=cache, logits_to_keep=1)
     print(f"target {name} ({lm.model.dtype}), context {len(ids)} tokens")
     for width in (1, 7, 23, 65):
 
         def run(width: int = width) -> None:
-            lm.model(input_ids=torch.tensor([ids[:width]]), past_key_values=cache)
+            lm.model(input_ids=torch.tensor([ids[:width]]), cache=cache)
             cache.crop(-width)
 
         print(f"  pass of {width:2d} tokens  {_median_seconds(run, repeats) * 1e3:7.1f} ms")

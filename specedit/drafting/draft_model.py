@@ -104,7 +104,7 @@ class DraftModel:
         """Run the decoder over `tokens` after the cache; the final state of the last one."""
         out = self.decoder(
             input_ids=torch.tensor([tokens], device=self.model.device),
-            past_key_values=self.cache,
+            cache=self.cache,
             use_cache=True,
         )
         self.fed.extend(tokens)

@@ -63,7 +63,7 @@ class TransformersTarget:
         # No mask is passed, so attention takes its causal path instead of an n x n mask.
         out = self.model(
             input_ids=torch.tensor([tokens], device=self.model.device),
-            past_key_values=self.cache,
+            cache=self.cache,
             use_cache=True,
             output_hidden_states=hidden,
             logits_to_keep=1,  # its logits are never used
@@ -76,7 +76,7 @@ class TransformersTarget:
             input_ids=ids,
             position_ids=positions,
             attention_mask=mask,
-            past_key_values=self.cache,
+            cache=self.cache,
             use_cache=True,
             output_hidden_states=hidden,
         )
