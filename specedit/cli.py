@@ -349,7 +349,7 @@ def _run_edits(
             raise typer.Exit(code)
 
     if options["server"]:
-        from specedit.remote import connect
+        from specedit.server.client import connect
 
         with _interruptible():
             try:
@@ -820,7 +820,8 @@ def serve(
     try:
         import uvicorn
 
-        from specedit.serve import create_app, needs_key_warning
+        from specedit.server.app import create_app
+        from specedit.server.guards import needs_key_warning
     except ImportError as exc:
         error(f"the server needs {exc.name}: pip install 'specedit[serve]'")
         raise typer.Exit(Exit.INPUT) from None

@@ -238,7 +238,7 @@ OnStart = Callable[[prompts.EditPrompt, int], None]
 
 
 class Editor(Protocol):
-    """Where edits run: this process (`LocalEditor`) or a warm `specedit serve` (remote.py).
+    """Where edits run: this process (`LocalEditor`) or a warm `specedit serve` (server/client.py).
     Jobs and the dashboard work the same against either."""
 
     startup: dict[str, float]  # seconds it took to be ready, by stage

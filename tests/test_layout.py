@@ -125,7 +125,7 @@ def test_the_remote_client_path_never_loads_torch():
     without the client paying torch's import."""
     code = (
         "import sys\n"
-        "import specedit.jobs, specedit.remote, specedit.cli\n"
+        "import specedit.jobs, specedit.server.client, specedit.cli\n"
         "heavy = sorted({'torch', 'transformers', 'numpy'} & set(sys.modules))\n"
         "assert not heavy, heavy\n"
     )

@@ -27,10 +27,13 @@ import torch
 from conftest import TEST_MODEL, free_port, get_json, serving
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from specedit import prompts, serve
+from specedit import prompts
 from specedit.edit import EditError, EditorUnavailable, EditRequest, LocalEditor
-from specedit.remote import OpenAIEditor, RemoteEditor, ServerRefused, connect
-from specedit.serve import INTERNAL, create_app, needs_key_warning, token_bytes, without_paths
+from specedit.server import app as server_app
+from specedit.server.app import create_app, token_bytes
+from specedit.server.client import OpenAIEditor, RemoteEditor, ServerRefused, connect
+from specedit.server.errors import INTERNAL, without_paths
+from specedit.server.guards import needs_key_warning
 
 
 @contextmanager
@@ -435,7 +438,7 @@ def test_an_unexpected_error_is_logged_here_and_answered_without_its_text(
         with pytest.raises(EditorUnavailable, match="internal error"):
             RemoteEditor(url).edit(EditRequest(CODE, "fix it", prompt="fix", method="pld"))
         # before any generation: the app's own answer (uvicorn logs the error)
-        monkeypatch.setattr(serve, "_edit_run", lambda lm, body: broken(None, None))
+        monkeypatch.setattr(server_app, "_edit_run", lambda lm, body: broken(None, None))
         status, _, before = call(url + "/v1/specedit/edit", body)
         assert status == 500 and json.loads(before)["error"]["message"] == INTERNAL
     for text in (answer, streamed, before):
