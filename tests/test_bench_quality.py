@@ -92,7 +92,7 @@ def test_the_named_region_is_the_first_definition_the_instruction_names():
     """As a user who names the misbehaving function would pass it to --lines; a name that the
     input does not define (a value, another module's function) is passed over."""
     from specedit.bench.runner import named_region
-    from specedit.edit import EditRequest
+    from specedit.editing.editor import EditRequest
 
     text = "import os\n\n\ndef helper(x):\n    return x\n\n\n"
     text += "def mean(v):\n    return sum(v) * len(v)\n"

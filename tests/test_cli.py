@@ -232,18 +232,18 @@ CLEAN_EDIT_DRIVER = """
 import sys
 from dataclasses import replace
 
-from specedit import edit
+from specedit.editing import editor
 from specedit.cli import run
 
 ANSWER = sys.argv.pop()  # the last argument is the edit's answer
 
 
 def execute(lm, prepared, on_step=None, stop=None):
-    generation = edit.generate_edit(lm, replace(prepared, max_new_tokens=8), on_step)
-    return edit.EditResult(ANSWER, generation, prepared.prompt)
+    generation = editor.generate_edit(lm, replace(prepared, max_new_tokens=8), on_step)
+    return editor.EditResult(ANSWER, generation, prepared.prompt)
 
 
-edit.execute = execute
+editor.execute = execute
 sys.argv[0] = "specedit"
 run()
 """

@@ -7,8 +7,9 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from specedit import edit, files
+from specedit import files
 from specedit.cli import app
+from specedit.editing import editor
 
 runner = CliRunner()
 TYPO = "Teh quick brown fox jumps over the lazy dog.\n"
@@ -115,7 +116,7 @@ def test_ctrl_c_leaves_the_file_untouched_and_exits_130(typo, monkeypatch, tiny_
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(edit, "execute", interrupted)
+    monkeypatch.setattr(editor, "execute", interrupted)
     result = _run("fix", typo, "fix", "-i", "--model", tiny_model_dir, "--dtype", "fp32")
     assert result.exit_code == 130
     assert "interrupted; nothing was written" in result.stderr

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import fields, is_dataclass
 
-from specedit.edit import EditRequest
+from specedit.editing.editor import EditRequest
+from specedit.editing.region import Surroundings
 from specedit.engine.options import Sampling, Verification
-from specedit.region import Surroundings
 from specedit.server.protocol import EditBody, from_body, to_body
 
 # Every field away from its default, nested ones too: a field the wire drops comes back default.

@@ -11,13 +11,13 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-from specedit import prompts
 from specedit.cli import app
-from specedit.edit import EditRequest, EditResult
+from specedit.cli.deliver import CheckCommand, Delivery, edit_file
+from specedit.cli.exits import Exit
+from specedit.editing import prompts
+from specedit.editing.editor import EditRequest, EditResult
+from specedit.editing.region import Region
 from specedit.engine.events import Generation, Stats
-from specedit.exits import Exit
-from specedit.jobs import CheckCommand, Delivery, edit_file
-from specedit.region import Region
 
 # A form feed and a CRLF line outside the region: bytes that a careless split would change.
 FILE = (

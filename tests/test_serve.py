@@ -27,8 +27,8 @@ import torch
 from conftest import TEST_MODEL, free_port, get_json, serving
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from specedit import prompts
-from specedit.edit import EditError, EditorUnavailable, EditRequest, LocalEditor
+from specedit.editing import prompts
+from specedit.editing.editor import EditError, EditorUnavailable, EditRequest, LocalEditor
 from specedit.server import app as server_app
 from specedit.server.app import create_app, token_bytes
 from specedit.server.client import OpenAIEditor, RemoteEditor, ServerRefused, connect
@@ -195,8 +195,8 @@ def test_the_edit_endpoint_reports_an_edit_it_could_not_finish(tiny_server, tiny
 def test_a_region_edit_through_the_server_shows_the_model_the_whole_file(tiny_server, tokenizer):
     """--lines with --server: the server's prompt holds the surroundings and asks for the
     region, exactly as a local edit's prompt does."""
-    from specedit.edit import EditError
-    from specedit.region import Region
+    from specedit.editing.editor import EditError
+    from specedit.editing.region import Region
 
     text = "import math\n\n\n" + CODE + "\n\ndef half(x):\n    return x / 2\n"
     region, surroundings = Region(4, 5).cut(text)
@@ -388,7 +388,7 @@ def call(
 
 @pytest.fixture(scope="module")
 def tiny_lm(tiny_model_dir):
-    from specedit.models import load
+    from specedit.models.load import load
 
     return load(str(tiny_model_dir), dtype="fp32")
 

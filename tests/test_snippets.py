@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from specedit.snippets import is_marker, merge, unfence
+from specedit.editing.snippets import is_marker, merge, unfence
 
 APPLY_SUITE = Path(__file__).resolve().parent.parent / "specedit" / "bench" / "apply.jsonl"
 

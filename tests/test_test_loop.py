@@ -13,8 +13,8 @@ from dataclasses import replace
 import pytest
 from typer.testing import CliRunner
 
-from specedit import edit
 from specedit.cli import app
+from specedit.editing import editor
 
 runner = CliRunner()
 SOURCE = """def mean(values):
@@ -49,18 +49,20 @@ def tiny(tiny_model_dir):
     return ("--model", str(tiny_model_dir), "--dtype", "fp32", "--method", "pld")
 
 
-def canned(monkeypatch, *texts: str) -> list[edit.PreparedEdit]:
+def canned(monkeypatch, *texts: str) -> list[editor.PreparedEdit]:
     """Edit number k answers texts[k] (the last one repeats) after k + 1 real tokens, so the
     stats and attribution tell the attempts apart; returns the prepared edits it was given."""
-    calls: list[edit.PreparedEdit] = []
+    calls: list[editor.PreparedEdit] = []
 
     def execute(lm, prepared, on_step=None, stop=None):
         calls.append(prepared)
         short = replace(prepared, max_new_tokens=len(calls) + 1)
-        generation = edit.generate_edit(lm, short, on_step)
-        return edit.EditResult(texts[min(len(calls), len(texts)) - 1], generation, prepared.prompt)
+        generation = editor.generate_edit(lm, short, on_step)
+        return editor.EditResult(
+            texts[min(len(calls), len(texts)) - 1], generation, prepared.prompt
+        )
 
-    monkeypatch.setattr(edit, "execute", execute)
+    monkeypatch.setattr(editor, "execute", execute)
     return calls
 
 

@@ -9,8 +9,8 @@ import textwrap
 
 import pytest
 
-from specedit import prompts
-from specedit.tokenizer import EXPORT, ChatTokenizer
+from specedit.editing import prompts
+from specedit.models.tokenizer import EXPORT, ChatTokenizer
 
 TEXTS = [
     inspect.getsource(textwrap),

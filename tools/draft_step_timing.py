@@ -23,7 +23,7 @@ import torch
 from transformers import DynamicCache
 
 from specedit.drafting.cooccurrence import token_statistics
-from specedit.models import load
+from specedit.models.load import load
 
 
 def _median_seconds(run, repeats: int) -> float:

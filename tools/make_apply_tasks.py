@@ -35,7 +35,7 @@ import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from specedit.prompts import snippet_block
+from specedit.editing.prompts import snippet_block
 
 DEFAULT_OUTPUT = Path(__file__).resolve().parent.parent / "specedit" / "bench" / "apply.jsonl"
 MODULES = ("colorsys", "bisect", "fnmatch", "glob", "html", "genericpath", "linecache", "getopt",

@@ -22,8 +22,8 @@ from pathlib import Path
 import torch
 
 from specedit.bench.tasks import load_tasks
-from specedit.edit import EditRequest, generate_edit, prepare
-from specedit.models import load
+from specedit.editing.editor import EditRequest, generate_edit, prepare
+from specedit.models.load import load
 
 METHODS = ("adapld", "pld", "pldplus", "pool", "adapld-adaptive-length", "adapld-no-branch")
 

@@ -28,10 +28,8 @@ from rich.console import Console
 from rich.table import Table
 from transformers import StoppingCriteria, StoppingCriteriaList
 
-from specedit import prompts, selection, snippets
 from specedit.bench.llamacpp import LLAMA_CPP_METHODS, LlamaCpp, LlamaCppUnavailable
 from specedit.bench.tasks import Task, TaskError, load_tasks
-from specedit.checks import CheckResult, run_program
 from specedit.drafting.registry import (
     ABLATIONS,
     DRAFT_MODEL_METHODS,
@@ -40,7 +38,9 @@ from specedit.drafting.registry import (
     method_for,
     refusal,
 )
-from specedit.edit import (
+from specedit.editing import prompts, selection, snippets
+from specedit.editing.checks import CheckResult, run_program
+from specedit.editing.editor import (
     EditRequest,
     EditResult,
     LocalEditor,
@@ -50,13 +50,14 @@ from specedit.edit import (
     in_region,
     prepare,
 )
+from specedit.editing.region import Region
+from specedit.editing.runaway import RUNAWAY
+from specedit.editing.safety import dropped_lines
 from specedit.engine.events import Stats
 from specedit.engine.options import STRICT, Verification
 from specedit.engine.session import generate
-from specedit.models import ENGINES, LoadedModel, ModelError, load
-from specedit.region import Region
-from specedit.runaway import RUNAWAY
-from specedit.safety import dropped_lines
+from specedit.models.bundled import ModelError
+from specedit.models.load import ENGINES, LoadedModel, load
 
 BASELINES = {"ar": None, "hf-pld": 10}  # method -> transformers' prompt_lookup_num_tokens
 EXTERNAL = {*BASELINES, *LLAMA_CPP_METHODS}  # setups that are not the engine: strict, run once

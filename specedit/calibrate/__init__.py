@@ -12,13 +12,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from specedit import prompts
 from specedit.bench.tasks import Task, load_tasks
 from specedit.calibrate.heads import RankedHead, calibrate_heads, copy_targets, save_heads
 from specedit.calibrate.preverifier import Recording, TrainingReport, record, train_preverifier
 from specedit.console import progress, say
-from specedit.edit import EditRequest, prepare
-from specedit.models import LoadedModel
+from specedit.editing import prompts
+from specedit.editing.editor import EditRequest, prepare
+from specedit.models.load import LoadedModel
 
 
 @dataclass

@@ -133,7 +133,7 @@ class GgufModel:
 
 
 class HeadStore(Protocol):
-    """Prompt heads' K/V kept between processes (specedit/prefixes.py). A head is at most one
+    """Prompt heads' K/V kept between processes (specedit/models/prefixes.py). A head is at most one
     prefill batch, so that cutting a prompt there changes no batch."""
 
     def nearest(self, tokens: list[int]) -> tuple[list[int], bytes] | None:

@@ -27,14 +27,14 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
-from specedit import prompts
 from specedit.drafting import DrafterUnavailable
 from specedit.drafting.registry import METHODS, method_for
-from specedit.edit import EditError, EditResult, LocalEditor
+from specedit.editing import prompts
+from specedit.editing.editor import EditError, EditResult, LocalEditor
+from specedit.editing.prompts import EditPrompt, PromptError
 from specedit.engine.events import Step
 from specedit.engine.options import VERIFY_MODES
-from specedit.models import LoadedModel
-from specedit.prompts import EditPrompt, PromptError
+from specedit.models.load import LoadedModel
 from specedit.server import openai
 from specedit.server.errors import INTERNAL, APIError
 from specedit.server.guards import MAX_BODY_BYTES, LimitBody, RequireKey

@@ -1,7 +1,8 @@
 """Edits on a server (`--server URL`): a warm `specedit serve`, or any OpenAI-compatible one.
 
 `connect` asks the server what it is. `specedit serve` gets the edit itself and streams back
-every engine step, so jobs, the dashboard and every output option behave as for a local edit.
+every engine step, so delivery (cli/deliver.py), the dashboard and every output option behave
+as for a local edit.
 Any other chat-completions server (vLLM, SGLang, llama.cpp's llama-server, a hosted API) gets
 the same prompt as messages with the file as `prediction`; its answer's code block is the edit,
 and the safety checks, --test and exit codes apply as always.
@@ -19,9 +20,9 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
 
-from specedit import prompts
 from specedit.drafting.registry import DEFAULT_METHOD
-from specedit.edit import (
+from specedit.editing import prompts
+from specedit.editing.editor import (
     EditError,
     Editor,
     EditorUnavailable,
@@ -31,8 +32,8 @@ from specedit.edit import (
     cut_off,
     default_token_limit,
 )
+from specedit.editing.prompts import EditPrompt
 from specedit.engine.events import Generation, Stats, Step
-from specedit.prompts import EditPrompt
 from specedit.server.protocol import EditAnswer, prompt_from, read_step, to_body
 
 

@@ -17,12 +17,12 @@ from fastapi import Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from specedit.drafting.registry import DraftSources, make_drafter, method_for
-from specedit.edit import LocalEditor, default_token_limit
+from specedit.editing.editor import LocalEditor, default_token_limit
+from specedit.editing.prompts import AnswerText
 from specedit.engine.events import Generation, Step
 from specedit.engine.options import Sampling
 from specedit.engine.session import generate
-from specedit.models import LoadedModel
-from specedit.prompts import AnswerText
+from specedit.models.load import LoadedModel
 from specedit.server.errors import APIError
 from specedit.server.worker import Job, Run, Worker, job_stop, stream, wait
 

@@ -13,11 +13,11 @@ from dataclasses import asdict
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from specedit.edit import EditRequest, EditResult
+from specedit.editing.editor import EditRequest, EditResult
+from specedit.editing.prompts import EditPrompt
+from specedit.editing.region import Surroundings
 from specedit.engine.events import Generation, Stats, Step
 from specedit.engine.options import Sampling, Verification
-from specedit.prompts import EditPrompt
-from specedit.region import Surroundings
 
 
 class SurroundingsBody(BaseModel):

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 from itertools import accumulate, chain, repeat
 
+from specedit.editing.prompts import AnswerText, EditPrompt
 from specedit.engine.events import Step
-from specedit.prompts import AnswerText, EditPrompt
 
 RELAXED = "relaxed"  # a drafted token that a lossy (CASD) rule accepted against the model's choice
 GENERATED = "generated"  # how counts and the dashboard name the model's own tokens (kind None)

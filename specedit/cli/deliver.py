@@ -22,11 +22,13 @@ from pathlib import Path
 
 from rich.console import Console
 
-from specedit import console, safety, snippets
-from specedit.checks import CheckResult, run_command
+from specedit import console
+from specedit.cli.exits import Exit
 from specedit.console import error, say, warning
 from specedit.drafting import DrafterUnavailable
-from specedit.edit import (
+from specedit.editing import safety, snippets
+from specedit.editing.checks import CheckResult, run_command
+from specedit.editing.editor import (
     Attempt,
     EditError,
     Editor,
@@ -36,8 +38,10 @@ from specedit.edit import (
     attempt_edits,
     in_region,
 )
+from specedit.editing.prompts import EditPrompt, PromptError, language_for
+from specedit.editing.region import Region
+from specedit.editing.selection import ONE, Samples, draw_edits
 from specedit.engine.events import Step
-from specedit.exits import Exit
 from specedit.files import (
     ChangedOnDisk,
     Fingerprint,
@@ -46,9 +50,6 @@ from specedit.files import (
     read_input,
     write_atomic,
 )
-from specedit.prompts import EditPrompt, PromptError, language_for
-from specedit.region import Region
-from specedit.selection import ONE, Samples, draw_edits
 from specedit.view.attribution import Attribution, merged_attribution
 from specedit.view.dashboard import Dashboard, dashboard_enabled
 

@@ -11,19 +11,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from specedit import prompts
-from specedit.checks import CheckResult
 from specedit.drafting.registry import (
     DEFAULT_METHOD,
     DraftSources,
     make_drafter,
     method_for,
 )
+from specedit.editing import prompts
+from specedit.editing.checks import CheckResult
+from specedit.editing.region import Region, Surroundings
+from specedit.editing.runaway import RUNAWAY, RunawayGuard
 from specedit.engine.events import Generation, Step, StopCondition
 from specedit.engine.options import GREEDY, MAX_DRAFT, STRICT, Sampling, Verification
-from specedit.models import LoadedModel
-from specedit.region import Region, Surroundings
-from specedit.runaway import RUNAWAY, RunawayGuard
+from specedit.models.load import LoadedModel
 
 FEEDBACK_CHARS = 1500  # of a failed check's output, shown to the model on the next attempt
 RETRY_TEMPERATURE = 0.7  # attempts after the second sample, so that they can differ
@@ -42,7 +42,7 @@ class EditorUnavailable(Exception):
 class EditRequest:
     text: str
     instruction: str
-    prompt: str = "edit"  # a template name from prompts/
+    prompt: str = "edit"  # a template name from templates/
     language: str = ""
     method: str = DEFAULT_METHOD
     max_new_tokens: int | None = None  # None: enough for the input plus a margin
@@ -239,7 +239,7 @@ OnStart = Callable[[prompts.EditPrompt, int], None]
 
 class Editor(Protocol):
     """Where edits run: this process (`LocalEditor`) or a warm `specedit serve` (server/client.py).
-    Jobs and the dashboard work the same against either."""
+    Delivering an edit (cli/deliver.py) and the dashboard work the same against either."""
 
     startup: dict[str, float]  # seconds it took to be ready, by stage
     default_method: str  # what an edit drafts with unless told (it depends on the engine)

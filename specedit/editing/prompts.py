@@ -1,4 +1,4 @@
-"""Edit prompts: templates from prompts/*.toml, the chat template, and getting the text back.
+"""Edit prompts: templates from templates/*.toml, the chat template, and getting the text back.
 
 The answer is pre-filled with an opening code fence, so the model's first token is already file
 content, and generation stops at the closing fence. The fence is longer than any backtick run in
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from specedit.region import Surroundings
+from specedit.editing.region import Surroundings
 
 LANGUAGES = {
     ".py": "python", ".pyi": "python", ".js": "javascript", ".mjs": "javascript",
@@ -68,19 +68,19 @@ class Example:
 
 def available() -> list[str]:
     """Names of the shipped prompt templates."""
-    folder = resources.files("specedit") / "prompts"
+    folder = resources.files("specedit.editing") / "templates"
     return sorted(
         p.name.removesuffix(".toml") for p in folder.iterdir() if p.name.endswith(".toml")
     )
 
 
 def load_template(name: str) -> Template:
-    """Load prompts/<name>.toml, or a template file given by path."""
+    """Load templates/<name>.toml, or a template file given by path."""
     path = Path(name)
     if path.suffix == ".toml" and path.is_file():
         source, name = path.read_text(encoding="utf-8"), path.stem
     else:
-        resource = resources.files("specedit") / "prompts" / f"{name}.toml"
+        resource = resources.files("specedit.editing") / "templates" / f"{name}.toml"
         if not resource.is_file():
             raise PromptError(f"unknown prompt {name!r}: choose one of {', '.join(available())}")
         source = resource.read_text(encoding="utf-8")

@@ -1,8 +1,8 @@
-"""The `specedit` command: parse options, load the model once, hand each file to jobs.
+"""The `specedit` command: parse options, load the model once, hand each file to deliver.py.
 
 Thin on purpose: options are declared once and checked by click; everything heavy (torch, the
 model, drafters) is imported only by the command that needs it, so `--help` answers at once.
-Exit codes are `specedit.exits.Exit`.
+Exit codes are `specedit.cli.exits.Exit`.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Annotated, Literal, get_type_hints
 import typer
 
 from specedit import __version__
+from specedit.cli.exits import Exit
 from specedit.console import error, say
 from specedit.drafting.registry import (
     ABLATIONS,
@@ -31,8 +32,8 @@ from specedit.drafting.registry import (
     refusal,
 )
 from specedit.engine.options import VERIFY_MODES
-from specedit.exits import Exit
-from specedit.models import DEFAULT_MODEL, DTYPES, ENGINES
+from specedit.models.bundled import DEFAULT_MODEL
+from specedit.models.load import DTYPES, ENGINES
 
 if TYPE_CHECKING:
     from specedit.files import Source
@@ -251,12 +252,17 @@ def _run_edits(
     leaves a doubt."""
     from rich.console import Console
 
-    from specedit.edit import EditorUnavailable, EditRequest, LocalEditor, context_estimate
+    from specedit.cli.deliver import CheckCommand, Delivery, edit_file, merge_file
+    from specedit.editing.editor import (
+        EditorUnavailable,
+        EditRequest,
+        LocalEditor,
+        context_estimate,
+    )
+    from specedit.editing.region import Region
+    from specedit.editing.selection import Samples
     from specedit.engine.options import Sampling, Verification
     from specedit.files import InputError, read_input, read_text
-    from specedit.jobs import CheckCommand, Delivery, edit_file, merge_file
-    from specedit.region import Region
-    from specedit.selection import Samples
 
     problems = []
     region = None
@@ -425,7 +431,8 @@ def _load(
     Returns the model and the start-up seconds: imports (from the CLI's start to torch
     imported; on llama.cpp the tokenizer and config are read by then and the weights' load has
     begun) and the model's load after them."""
-    from specedit.models import ModelError, load, with_draft
+    from specedit.models.bundled import ModelError
+    from specedit.models.load import load, with_draft
 
     threads = threads or os.cpu_count() or 1
     with _interruptible():
@@ -494,7 +501,7 @@ def _command(prompt: str, positional: list[inspect.Parameter], doc: str):
     def command(**kwargs) -> None:
         files = kwargs.pop("files", None) or [kwargs.pop("file")]
         if "snippet" in kwargs:
-            from specedit.prompts import language_for, snippet_block
+            from specedit.editing.prompts import language_for, snippet_block
 
             snippet = _read_snippet(kwargs.pop("snippet"), files[0])
             # the snippet is the instruction, in a code block of its own
@@ -617,8 +624,8 @@ def main(
 ) -> None:
     """Settings come from [tool.specedit] in pyproject.toml or a .specedit.toml at the project
     root, then SPECEDIT_* environment variables, then flags."""
+    from specedit.cli.settings import SettingsError, default_map, find_settings
     from specedit.console import warning
-    from specedit.settings import SettingsError, default_map, find_settings
 
     commands = {name: {p.name for p in cmd.params} for name, cmd in ctx.command.commands.items()}
     try:
@@ -845,13 +852,13 @@ def models_list(ctx: typer.Context) -> None:
     """List the bundled models and the prepared ones in the cache."""
     if ctx.invoked_subcommand:
         return
-    from specedit import models
+    from specedit.models.bundled import BUNDLED, cache_dir
 
-    prepared = models.cache_dir() / "models"
-    for name, bundled in models.BUNDLED.items():
+    prepared = cache_dir() / "models"
+    for name, bundled in BUNDLED.items():
         state = "prepared" if (prepared / name / "config.json").exists() else "not prepared"
         typer.echo(f"{name:22} {state:13} {bundled.description}")
-    others = sorted(p.name for p in prepared.glob("*") if p.name not in models.BUNDLED)
+    others = sorted(p.name for p in prepared.glob("*") if p.name not in BUNDLED)
     for name in others:
         typer.echo(f"{name:22} {'prepared':13} converted from a .gguf file")
 
@@ -861,11 +868,12 @@ def models_prepare(
     name: Annotated[str, typer.Argument(help="Bundled name or .gguf file.")],
 ) -> None:
     """Join, check and convert a model ahead of time."""
-    from specedit import models
+    from specedit.models.bundled import ModelError
+    from specedit.models.prepare import resolve
 
     try:
-        typer.echo(str(models.resolve(name)))
-    except models.ModelError as exc:
+        typer.echo(str(resolve(name)))
+    except ModelError as exc:
         error(str(exc))
         raise typer.Exit(Exit.MODEL) from None
 
@@ -877,12 +885,13 @@ def models_info(
     """Show a model's architecture, size and context length."""
     from transformers import AutoConfig
 
-    from specedit import models
+    from specedit.models.bundled import ModelError
+    from specedit.models.prepare import resolve
 
     try:
-        source = models.resolve(name)
+        source = resolve(name)
         config = AutoConfig.from_pretrained(source)
-    except (models.ModelError, OSError) as exc:
+    except (ModelError, OSError) as exc:
         error(str(exc))
         raise typer.Exit(Exit.MODEL) from None
     typer.echo(f"source         {source}")
