@@ -107,7 +107,7 @@ def test_a_clear_snippet_is_merged_without_loading_a_model(tmp_path, monkeypatch
     def no_model(*args, **kwargs):
         raise AssertionError("a model was loaded")
 
-    monkeypatch.setattr("specedit.cli.commands._load", no_model)
+    monkeypatch.setattr("specedit.cli.commands.load_model", no_model)
     source, change = _files(tmp_path, CLEAR)
     stats, attribution = tmp_path / "stats.json", tmp_path / "attribution.json"
     result = runner.invoke(
