@@ -85,11 +85,11 @@ def test_on_llama_cpp_only_token_methods_draft_and_pld_is_the_default():
 
 
 def test_bench_setups_on_llama_cpp_are_labelled_and_compared_with_its_plain_decoding():
-    from specedit.bench.runner import Setup, _reference
+    from specedit.bench.setups import Setup, reference
 
     assert Setup("pld", engine="llama.cpp").label == "pld/llama.cpp"
-    assert _reference("pld/llama.cpp") == "ar/llama.cpp"
-    assert _reference("adapld~conditional") == "ar"
+    assert reference("pld/llama.cpp") == "ar/llama.cpp"
+    assert reference("adapld~conditional") == "ar"
 
 
 @pytest.mark.e2e

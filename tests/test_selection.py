@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from specedit.bench.runner import parse_selection
+from specedit.bench.setups import parse_selection
 from specedit.editing import selection
 from specedit.engine.options import GREEDY, Sampling
 
