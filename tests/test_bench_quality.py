@@ -64,8 +64,14 @@ def test_a_doc_task_passes_only_on_the_expected_text():
 
 def test_tasks_file_reads_tests_and_group(tmp_path):
     path = tmp_path / "tasks.jsonl"
-    task = {"id": "t", "kind": "fix", "instruction": "i", "input": "x = 1\n", "group": "bug",
-            "tests": "assert x == 2"}  # fmt: skip
+    task = {
+        "id": "t",
+        "kind": "fix",
+        "instruction": "i",
+        "input": "x = 1\n",
+        "group": "bug",
+        "tests": "assert x == 2",
+    }
     path.write_text(json.dumps(task) + "\n" + json.dumps({"id": "u"}) + "\n")
     with pytest.raises(TaskError, match=":2: not a task"):
         load_tasks(path)

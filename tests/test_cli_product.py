@@ -53,8 +53,19 @@ def test_in_place_and_output_file_with_json_stats_and_attribution(
     typo, tmp_path, bundled_model_dir
 ):
     out, stats, spans = tmp_path / "out.txt", tmp_path / "stats.json", tmp_path / "spans.json"
-    result = _run("edit", typo, "fix the spelling mistake", "-o", out, "--stats", "json",
-                  "--stats-file", stats, "--attribution", spans)  # fmt: skip
+    result = _run(
+        "edit",
+        typo,
+        "fix the spelling mistake",
+        "-o",
+        out,
+        "--stats",
+        "json",
+        "--stats-file",
+        stats,
+        "--attribution",
+        spans,
+    )
     assert result.exit_code == 0, result.stderr
     assert out.read_text() == FIXED and typo.read_text() == TYPO
     line = json.loads(result.stderr.strip().splitlines()[-1])

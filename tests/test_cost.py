@@ -152,9 +152,13 @@ def test_sized_copies_stay_exact(qwen_tiny, seed, method, model_kind):
     drafter.propose = lambda *args: proposed.append(len(tree := propose(*args)) - 1) or tree
     verified: list[int] = []
     result = generate(
-        model, prompt, drafter, max_new_tokens=48, pass_cost=STEEP,
+        model,
+        prompt,
+        drafter,
+        max_new_tokens=48,
+        pass_cost=STEEP,
         on_step=lambda step: verified.append(step.drafted),
-    )  # fmt: skip
+    )
     assert result.tokens == reference
     assert result.stats.new_tokens == 48
     assert any(v < p for v, p in zip(verified, proposed))  # some copies were cut
@@ -175,15 +179,22 @@ def test_cut_drafts_keep_the_token_limit_and_eos(qwen_tiny, limit):
     free_run = greedy_reference(qwen_tiny, prompt, 80)
     drafter = DoubtfulOracle(free_run, len(prompt), length=30)
     drafted: list[int] = []
-    result = generate(qwen_tiny, prompt, drafter, max_new_tokens=limit, pass_cost=STEEP,
-                      on_step=lambda step: drafted.append(step.drafted))  # fmt: skip
+    result = generate(
+        qwen_tiny,
+        prompt,
+        drafter,
+        max_new_tokens=limit,
+        pass_cost=STEEP,
+        on_step=lambda step: drafted.append(step.drafted),
+    )
     assert result.tokens == free_run[:limit]
     assert drafted and max(drafted) == min(2, limit - 1)  # at 0.9 two tokens pay on STEEP
     eos = free_run[21]
     reference = greedy_reference(qwen_tiny, prompt, 60, eos=eos)
     drafter = DoubtfulOracle(free_run, len(prompt), length=30)
-    result = generate(qwen_tiny, prompt, drafter, max_new_tokens=60, eos_token_ids={eos},
-                      pass_cost=STEEP)  # fmt: skip
+    result = generate(
+        qwen_tiny, prompt, drafter, max_new_tokens=60, eos_token_ids={eos}, pass_cost=STEEP
+    )
     assert result.tokens == reference and result.stop_reason == "eos"
 
 

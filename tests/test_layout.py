@@ -48,8 +48,12 @@ def _imports(name: str) -> set[str]:
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                base = ".".join([*package.split(".")[: len(package.split(".")) - node.level + 1],
-                                 *filter(None, [base])])  # fmt: skip
+                base = ".".join(
+                    [
+                        *package.split(".")[: len(package.split(".")) - node.level + 1],
+                        *filter(None, [base]),
+                    ]
+                )
             for alias in node.names:
                 child = f"{base}.{alias.name}"
                 found.add(child if child in MODULES else base)

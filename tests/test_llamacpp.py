@@ -125,10 +125,22 @@ def test_llama_cpp_and_its_prompt_lookup_decode_the_same_tokens(bundled_model_di
     tasks = tmp_path / "tasks.jsonl"
     tasks.write_text(json.dumps(TASK) + "\n")
     report = tmp_path / "report.json"
-    result = CliRunner().invoke(app, [
-        "bench", "--model", TEST_MODEL, "--dtype", "fp32", "--tasks-file", str(tasks),
-        "--methods", "adapld,llama.cpp,llama.cpp-pld", "--json", str(report),
-    ])  # fmt: skip
+    result = CliRunner().invoke(
+        app,
+        [
+            "bench",
+            "--model",
+            TEST_MODEL,
+            "--dtype",
+            "fp32",
+            "--tasks-file",
+            str(tasks),
+            "--methods",
+            "adapld,llama.cpp,llama.cpp-pld",
+            "--json",
+            str(report),
+        ],
+    )
     assert result.exit_code == 0, result.stderr
     report = json.loads(report.read_text())
     rows = {row["method"]: row for row in report["rows"]}
@@ -182,9 +194,13 @@ def test_the_engine_on_llama_cpp_is_exact_against_its_own_plain_decoding(bundled
     def run(method: str, limit: int, steps: list | None = None):
         drafter = make_drafter(method, lm.model)
         return generate(
-            lm.model, prompt.ids, drafter, max_new_tokens=limit,
-            eos_token_ids=lm.eos_token_ids, on_step=None if steps is None else steps.append,
-        )  # fmt: skip
+            lm.model,
+            prompt.ids,
+            drafter,
+            max_new_tokens=limit,
+            eos_token_ids=lm.eos_token_ids,
+            on_step=None if steps is None else steps.append,
+        )
 
     plain = run("ar", 1200)
     steps: list = []
@@ -215,16 +231,28 @@ def test_the_cli_edits_through_llama_cpp_s_openai_compatible_server(bundled_mode
     from specedit.models.bundled import gguf_file
 
     port = free_port()
-    command = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf_file(TEST_MODEL)),
-               "--port", str(port), "--n_ctx", "4096", "--n_threads", "2"]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "llama_cpp.server",
+        "--model",
+        str(gguf_file(TEST_MODEL)),
+        "--port",
+        str(port),
+        "--n_ctx",
+        "4096",
+        "--n_threads",
+        "2",
+    ]
     path = tmp_path / "calc.py"
     original = "def double(x):\n    return x * 3\n"
     path.write_text(original)
     with serving(command, port) as url:
         runner = CliRunner()
         instruction = "double() returns x * 3; it must return x * 2"
-        result = runner.invoke(app, ["fix", str(path), instruction, "--server", url, "--stats",
-                                     "json"])  # fmt: skip
+        result = runner.invoke(
+            app, ["fix", str(path), instruction, "--server", url, "--stats", "json"]
+        )
         assert result.exit_code == 0, result.stderr
         edited = result.stdout
         assert edited.startswith("def double(x):")  # the answer's code block, nothing else
@@ -359,8 +387,16 @@ def test_a_cold_edit_on_llama_cpp_never_imports_transformers(bundled_model_dir, 
     (the first load on a machine may export it)."""
     path = tmp_path / "add.py"
     path.write_text("def add(a, b):\n    return a - b\n")
-    args = ["fix", str(path), "add must return the sum", "--engine", "llama.cpp", "--model",
-            TEST_MODEL, "-q"]  # fmt: skip
+    args = [
+        "fix",
+        str(path),
+        "add must return the sum",
+        "--engine",
+        "llama.cpp",
+        "--model",
+        TEST_MODEL,
+        "-q",
+    ]
     code = (
         "import sys\n"
         "from specedit.cli import app\n"

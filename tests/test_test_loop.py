@@ -121,8 +121,17 @@ def test_diff_and_check_only_warn(source, tiny, monkeypatch):
 def test_a_test_that_always_fails_exits_5_after_every_attempt(source, tiny, monkeypatch):
     calls = canned(monkeypatch, FIXED)
     stats = source.parent / "stats.json"
-    result = _run("fix", source, "mean adds 1", "-i", "--test", "echo nope; false",
-                  "--stats-file", stats, *tiny)  # fmt: skip
+    result = _run(
+        "fix",
+        source,
+        "mean adds 1",
+        "-i",
+        "--test",
+        "echo nope; false",
+        "--stats-file",
+        stats,
+        *tiny,
+    )
     assert result.exit_code == 5, result.stderr
     assert source.read_text() == SOURCE and result.stdout == ""
     lines = [line for line in result.stderr.splitlines() if line.startswith("specedit: attempt")]
@@ -153,8 +162,19 @@ def test_a_passing_test_delivers_the_first_passing_candidate(source, tiny, monke
     calls = canned(monkeypatch, BROKEN.replace("+ 1", "+ 2"), FIXED, SOURCE)
     stats, spans = source.parent / "s.json", source.parent / "a.json"
     test = "grep -qx '    return total / len(values)' {file}"
-    result = _run("fix", source, "mean adds 1", "-i", "--test", test,
-                  "--stats-file", stats, "--attribution", spans, *tiny)  # fmt: skip
+    result = _run(
+        "fix",
+        source,
+        "mean adds 1",
+        "-i",
+        "--test",
+        test,
+        "--stats-file",
+        stats,
+        "--attribution",
+        spans,
+        *tiny,
+    )
     assert result.exit_code == 0, result.stderr
     assert source.read_text() == FIXED and len(calls) == 2
     assert "specedit: attempt 1/3: failed (exit 1)" in result.stderr
@@ -184,8 +204,9 @@ def test_a_passing_candidate_is_still_checked_for_safety(source, tiny, monkeypat
 
 def test_edits_that_never_reach_the_test_are_edit_errors(source, tiny):
     # the real tiny model: its answer is cut off at 5 tokens every time
-    result = _run("fix", source, "fix", "--test", "true", "--attempts", "2",
-                  "--max-new-tokens", "5", *tiny)  # fmt: skip
+    result = _run(
+        "fix", source, "fix", "--test", "true", "--attempts", "2", "--max-new-tokens", "5", *tiny
+    )
     assert result.exit_code == 2 and result.stdout == ""
     assert result.stderr.count("edit failed: the edit was cut off at the token limit") == 2
 

@@ -954,9 +954,15 @@ def difflib_bug_task() -> Task:
 
 # The date helpers at the top of ``calendar``: the input of two tasks.
 CALENDAR_DATE_HELPERS = (
-    "IllegalMonthError", "isleap", "leapdays", "weekday", "monthrange", "_monthlen",
-    "_prevmonth", "_nextmonth",
-)  # fmt: skip
+    "IllegalMonthError",
+    "isleap",
+    "leapdays",
+    "weekday",
+    "monthrange",
+    "_monthlen",
+    "_prevmonth",
+    "_nextmonth",
+)
 
 
 def calendar_bug_task() -> Task:

@@ -82,8 +82,11 @@ def summarize(rows: list[Row], methods: list[str]) -> dict[str, dict]:
     if "hf-pld" in summary:
         by_task = {r.task: r for r in rows if r.method == "hf-pld"}
         for method in methods:
-            ratios = [r.tokens_per_second / by_task[r.task].tokens_per_second
-                      for r in rows if r.method == method]  # fmt: skip
+            ratios = [
+                r.tokens_per_second / by_task[r.task].tokens_per_second
+                for r in rows
+                if r.method == method
+            ]
             summary[method]["median_over_hf_pld"] = round(statistics.median(ratios), 3)
     for reference in LLAMA_CPP_METHODS:  # what users feel: the whole edit's wall time
         walls = {r.task: r.wall_seconds for r in rows if r.method == reference}
@@ -104,48 +107,96 @@ def _x(value: float | None) -> str:
 
 def print_tables(console: Console, rows: list[Row], summary: dict, methods: list[str]) -> None:
     table = Table(title="specedit bench (speedup = tokens/s over plain greedy `ar`)")
-    for column in ("task", "setup", "check", "stop", "tokens", "tok/s", "speedup", "MAL",
-                   "passes", "wall s", "= ar", "unrequested", "dropped"):  # fmt: skip
+    for column in (
+        "task",
+        "setup",
+        "check",
+        "stop",
+        "tokens",
+        "tok/s",
+        "speedup",
+        "MAL",
+        "passes",
+        "wall s",
+        "= ar",
+        "unrequested",
+        "dropped",
+    ):
         table.add_column(column, justify="left" if column in ("task", "setup") else "right")
     for row in rows:
         table.add_row(
-            row.task, row.method, verdict(row), row.stop, str(row.new_tokens),
-            f"{row.tokens_per_second:.1f}", _x(row.speedup), f"{row.mean_accepted:.2f}",
-            str(row.forward_passes), f"{row.wall_seconds:.1f}",
+            row.task,
+            row.method,
+            verdict(row),
+            row.stop,
+            str(row.new_tokens),
+            f"{row.tokens_per_second:.1f}",
+            _x(row.speedup),
+            f"{row.mean_accepted:.2f}",
+            str(row.forward_passes),
+            f"{row.wall_seconds:.1f}",
             "-" if row.identical is None else ("yes" if row.identical else "NO"),
             "-" if row.unrequested is None else str(row.unrequested),
             "-" if row.dropped is None else str(row.dropped),
-        )  # fmt: skip
+        )
     console.print(table)
     totals = Table(title="summary over tasks")
-    for column in ("setup", "pass@1", "by group", "unchanged", "cut off", "runaway",
-                   "unrequested", "dropped", "median tok/s", "median wall s", "speedup",
-                   "vs hf-pld", "MAL", "= ar"):  # fmt: skip
+    for column in (
+        "setup",
+        "pass@1",
+        "by group",
+        "unchanged",
+        "cut off",
+        "runaway",
+        "unrequested",
+        "dropped",
+        "median tok/s",
+        "median wall s",
+        "speedup",
+        "vs hf-pld",
+        "MAL",
+        "= ar",
+    ):
         totals.add_column(column, justify="left" if column == "setup" else "right")
     for method in methods:
         s = summary[method]
         totals.add_row(
-            method, s["pass"], " ".join(f"{g} {v}" for g, v in s["pass_by_group"].items()),
-            str(s["unchanged"]), str(s["cut_off"]), str(s["runaway"]),
-            str(s["unrequested_lines"]), str(s["dropped_lines"]),
-            f"{s['median_tokens_per_second']:.1f}", f"{s['median_wall_seconds']:.1f}",
-            _x(s["median_speedup"]), _x(s.get("median_over_hf_pld")),
-            f"{s['mean_accepted']:.2f}", s["identical"],
-        )  # fmt: skip
+            method,
+            s["pass"],
+            " ".join(f"{g} {v}" for g, v in s["pass_by_group"].items()),
+            str(s["unchanged"]),
+            str(s["cut_off"]),
+            str(s["runaway"]),
+            str(s["unrequested_lines"]),
+            str(s["dropped_lines"]),
+            f"{s['median_tokens_per_second']:.1f}",
+            f"{s['median_wall_seconds']:.1f}",
+            _x(s["median_speedup"]),
+            _x(s.get("median_over_hf_pld")),
+            f"{s['mean_accepted']:.2f}",
+            s["identical"],
+        )
     console.print(totals)
     reuse = Table(title="reuse: where accepted tokens came from (passes by accepted path)")
-    for column in ("method", "drafted/accepted", "draft/verify time", "accepted paths",
-                   "drafter counters"):  # fmt: skip
+    for column in (
+        "method",
+        "drafted/accepted",
+        "draft/verify time",
+        "accepted paths",
+        "drafter counters",
+    ):
         reuse.add_column(column)
     for method in methods:
         r = summary[method].get("reuse")
         if r:
             reuse.add_row(
-                method, f"{r['drafted_per_accepted']:.2f}", f"{r['draft_share_of_verify']:.1%}",
+                method,
+                f"{r['drafted_per_accepted']:.2f}",
+                f"{r['draft_share_of_verify']:.1%}",
                 ", ".join(f"{k} {v}" for k, v in r["paths"].items()),
                 ", ".join(f"{k.removeprefix('retrieval_')} {v:g}" for k, v in r["drafter"].items())
                 or "-",
-            )  # fmt: skip
+            )
     if reuse.rows:  # none when no setup ran the engine (merges, baselines)
         console.print(reuse)
     references = [m for m in LLAMA_CPP_METHODS if f"wall_over_{m}" in summary[methods[0]]]
@@ -170,8 +221,13 @@ def report(lm: LoadedModel, rows: list[Row], summary: dict) -> dict:
         "machine": platform.machine(),
         "python": platform.python_version(),
         "torch": torch.__version__,
-        "rows": [{k: v for k, v in asdict(r).items() if k != "tokens"}
-                 | {"tokens_per_second": round(r.tokens_per_second, 2),
-                    "mean_accepted": round(r.mean_accepted, 3)} for r in rows],
+        "rows": [
+            {k: v for k, v in asdict(r).items() if k != "tokens"}
+            | {
+                "tokens_per_second": round(r.tokens_per_second, 2),
+                "mean_accepted": round(r.mean_accepted, 3),
+            }
+            for r in rows
+        ],
         "summary": summary,
-    }  # fmt: skip
+    }

@@ -158,10 +158,14 @@ def run_bench(
     for task in tasks:
         for setup in setups:
             request = EditRequest(
-                task.input, task.instruction, prompt=setup.prompt_for(task),
-                language=task.language, method=setup.method, max_new_tokens=max_new_tokens,
+                task.input,
+                task.instruction,
+                prompt=setup.prompt_for(task),
+                language=task.language,
+                method=setup.method,
+                max_new_tokens=max_new_tokens,
                 verification=setup.verification,
-            )  # fmt: skip
+            )
             row = min(
                 (
                     _run_setup(models.get(setup.engine, lm), task, request, setup, llama)
@@ -199,8 +203,16 @@ def _run_setup(
     if setup.method == MERGE:
         merged = snippets.merge(task.input, task.instruction, task.language)
         if merged is not None:
-            row = Row(task.id, setup.label, 0, 0.0, 0, group=task.group, stop="merged",
-                      wall_seconds=time.perf_counter() - start)  # fmt: skip
+            row = Row(
+                task.id,
+                setup.label,
+                0,
+                0.0,
+                0,
+                group=task.group,
+                stop="merged",
+                wall_seconds=time.perf_counter() - start,
+            )
             score_row(row, merged, task, check_task(task, merged))
             return row
         request = replace(request, method=method_for(lm))  # the model merges it
@@ -213,13 +225,16 @@ def _run_setup(
         wall = time.perf_counter() - start
         done = [t.result for t in tries if t.result]
         row = Row(
-            task.id, setup.label,
+            task.id,
+            setup.label,
             sum(len(r.generation.tokens) for r in done),
             sum(r.generation.stats.total_seconds for r in done),
             sum(r.generation.stats.forward_passes for r in done),
-            group=task.group, wall_seconds=wall, attempts=len(tries),
+            group=task.group,
+            wall_seconds=wall,
+            attempts=len(tries),
             stop=done[-1].generation.stop_reason if done else RUNAWAY,
-        )  # fmt: skip
+        )
         last = tries[-1]
         text = whole(last.result.text) if last.result else None
         score_row(row, text, task, last.check or check_task(task, None))
@@ -229,8 +244,16 @@ def _run_setup(
     text = prompts.extract(lm.tokenizer, run.tokens, prepared.prompt, request.surroundings)
     text = None if text is None or run.stop == RUNAWAY else whole(text)
     wall = time.perf_counter() - start
-    row = Row(task.id, setup.label, len(run.tokens), run.seconds, run.passes, group=task.group,
-              stop=run.stop, wall_seconds=wall)  # fmt: skip
+    row = Row(
+        task.id,
+        setup.label,
+        len(run.tokens),
+        run.seconds,
+        run.passes,
+        group=task.group,
+        stop=run.stop,
+        wall_seconds=wall,
+    )
     row.tokens = run.tokens
     if run.stats:
         row.relaxed = run.stats.relaxed_tokens
@@ -268,13 +291,16 @@ def _run_samples(
         run, request, whole, selection.Samples(*parse_selection(setup.selection))
     ).chosen
     row = Row(
-        task.id, setup.label,
+        task.id,
+        setup.label,
         sum(len(r.generation.tokens) for r in drawn),
         sum(r.generation.stats.total_seconds for r in drawn),
         sum(r.generation.stats.forward_passes for r in drawn),
-        group=task.group, wall_seconds=time.perf_counter() - start, attempts=len(drawn),
+        group=task.group,
+        wall_seconds=time.perf_counter() - start,
+        attempts=len(drawn),
         stop=chosen.generation.stop_reason if chosen else RUNAWAY,
-    )  # fmt: skip
+    )
     text = whole(chosen.text) if chosen else None
     score_row(row, text, task, check_task(task, text))
     return row

@@ -33,8 +33,9 @@ def record_tasks(lm: LoadedModel, tasks: Sequence[Task]) -> dict[str, Recording]
     recordings = {}
     with progress("generating the suite's answers", len(tasks), "tasks") as done:
         for number, task in enumerate(tasks, start=1):
-            request = EditRequest(task.input, task.instruction, prompt=task.kind,
-                                  language=task.language)  # fmt: skip
+            request = EditRequest(
+                task.input, task.instruction, prompt=task.kind, language=task.language
+            )
             prepared = prepare(lm, request)
             recordings[task.id] = record(
                 lm.model,
@@ -67,6 +68,8 @@ def calibrate(lm: LoadedModel, tasks: Sequence[Task] | None = None) -> Calibrati
     heads, path = calibrate_heads_from(lm, recordings)
     report = train_preverifier(lm, {i: r.dataset for i, r in recordings.items()})
     held = report.held_out
-    say(f"pre-verifier ({'+'.join(report.groups)}, width {report.width}): "
-        f"held-out AUC {held.auc if held else '-'}; saved to {report.path}")  # fmt: skip
+    say(
+        f"pre-verifier ({'+'.join(report.groups)}, width {report.width}): "
+        f"held-out AUC {held.auc if held else '-'}; saved to {report.path}"
+    )
     return Calibration(heads, path, report)

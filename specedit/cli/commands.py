@@ -128,11 +128,17 @@ def _run_edits(
     if not files:  # nothing to edit: no model is loaded for that
         raise typer.Exit(Exit.INPUT)
     delivery = Delivery(
-        in_place=options["in_place"], diff=options["diff"], check=options["check"],
-        output=options["output"], quiet=options["quiet"], stats=options["stats"],
-        stats_file=options["stats_file"], attribution=options["attribution"],
-        force=options["force"], on_write=written.append,
-    )  # fmt: skip
+        in_place=options["in_place"],
+        diff=options["diff"],
+        check=options["check"],
+        output=options["output"],
+        quiet=options["quiet"],
+        stats=options["stats"],
+        stats_file=options["stats_file"],
+        attribution=options["attribution"],
+        force=options["force"],
+        on_write=written.append,
+    )
     test = (
         CheckCommand(options["test"], options["attempts"], options["test_timeout"])
         if options["test"]
@@ -146,8 +152,9 @@ def _run_edits(
         except InputError as exc:
             error(str(exc))
             raise typer.Exit(Exit.INPUT) from None
-        code = merge_file(file, source.text, snippet, instruction, delivery, test,
-                          source.fingerprint)  # fmt: skip
+        code = merge_file(
+            file, source.text, snippet, instruction, delivery, test, source.fingerprint
+        )
         if code is not None:
             raise typer.Exit(code)
 
@@ -175,10 +182,15 @@ def _run_edits(
             )
         )
     template = EditRequest(
-        "", instruction, prompt=prompt, method=options["method"] or editor.default_method,
-        max_new_tokens=options["max_new_tokens"], sampling=sampling,
-        verification=verification, references=references,
-    )  # fmt: skip
+        "",
+        instruction,
+        prompt=prompt,
+        method=options["method"] or editor.default_method,
+        max_new_tokens=options["max_new_tokens"],
+        sampling=sampling,
+        verification=verification,
+        references=references,
+    )
     console = Console(stderr=True)
     code = Exit.INPUT if unreadable else Exit.OK
     with interruptible(written):

@@ -223,8 +223,10 @@ def serve(
     if needs_key_warning(host, api_key):
         from specedit.console import warning
 
-        warning(f"serving on {host} without --api-key: anyone who can reach it can use the "
-                "model; set SPECEDIT_API_KEY")  # fmt: skip
+        warning(
+            f"serving on {host} without --api-key: anyone who can reach it can use the "
+            "model; set SPECEDIT_API_KEY"
+        )
     lm, _ = load_model(model, dtype, threads, device, draft_model, engine)
     keyed = " with an API key" if api_key else ""
     say(f"serving {lm.name} on http://{host}:{port}/v1{keyed} (Ctrl-C stops)")
@@ -287,4 +289,4 @@ def models_info(
         "vocab_size",
         "max_position_embeddings",
     ):
-        typer.echo(f"{key:14} {getattr(config, key, '?')}")  # fmt: skip
+        typer.echo(f"{key:14} {getattr(config, key, '?')}")

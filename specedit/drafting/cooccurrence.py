@@ -83,9 +83,11 @@ def count(token_ids: np.ndarray, vocab: int) -> TokenStatistics:
 def _save(path: Path, stats: TokenStatistics) -> None:
     with open(path, "wb") as file:  # a file object: np.savez would add ".npz" to a path
         np.savez(
-            file, frequency=stats.frequency, successor_start=stats.successor_start,
+            file,
+            frequency=stats.frequency,
+            successor_start=stats.successor_start,
             successors=stats.successors,
-        )  # fmt: skip
+        )
 
 
 def token_statistics(tokenizer, head: torch.Tensor) -> TokenStatistics:

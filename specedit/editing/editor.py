@@ -109,9 +109,13 @@ def state_the_change(lm: LoadedModel, prompt: prompts.EditPrompt) -> str:
 
     newline = lambda token: "\n" in lm.tokenizer.decode([token])  # noqa: E731
     generation = generate(
-        lm.model, prompt.ids, make_drafter("ar", lm.model), max_new_tokens=STATEMENT_TOKENS,
-        eos_token_ids=lm.eos_token_ids, stop=newline,
-    )  # fmt: skip
+        lm.model,
+        prompt.ids,
+        make_drafter("ar", lm.model),
+        max_new_tokens=STATEMENT_TOKENS,
+        eos_token_ids=lm.eos_token_ids,
+        stop=newline,
+    )
     return lm.tokenizer.decode(generation.tokens, skip_special_tokens=True).strip()
 
 
@@ -129,9 +133,13 @@ def prepare(lm: LoadedModel, request: EditRequest) -> PreparedEdit:
             f"check's output:\n```\n{request.feedback[-FEEDBACK_CHARS:].strip()}\n```"
         )
     prompt = prompts.build(
-        lm.tokenizer, template, request.text, instruction, request.language,
+        lm.tokenizer,
+        template,
+        request.text,
+        instruction,
+        request.language,
         surroundings=request.surroundings,
-    )  # fmt: skip
+    )
     input_tokens = prompt.input_end - prompt.input_start
     needed = (
         len(prompt.ids) + input_tokens + 16 + (STATEMENT_TOKENS if prompt.asks_statement else 0)
@@ -146,11 +154,18 @@ def prepare(lm: LoadedModel, request: EditRequest) -> PreparedEdit:
     if prompt.asks_statement:
         statement = state_the_change(lm, prompt)
         prompt = prompts.build(
-            lm.tokenizer, template, request.text, instruction, request.language, statement,
+            lm.tokenizer,
+            template,
+            request.text,
+            instruction,
+            request.language,
+            statement,
             request.surroundings,
-        )  # fmt: skip
-    limit = min(request.max_new_tokens or default_token_limit(input_tokens),
-                lm.context_length - len(prompt.ids))  # fmt: skip
+        )
+    limit = min(
+        request.max_new_tokens or default_token_limit(input_tokens),
+        lm.context_length - len(prompt.ids),
+    )
     return PreparedEdit(request, prompt, limit, statement, time.perf_counter() - started)
 
 

@@ -17,15 +17,47 @@ from pathlib import Path
 from specedit.editing.region import Surroundings
 
 LANGUAGES = {
-    ".py": "python", ".pyi": "python", ".js": "javascript", ".mjs": "javascript",
-    ".ts": "typescript", ".tsx": "tsx", ".jsx": "jsx", ".rs": "rust", ".go": "go",
-    ".c": "c", ".h": "c", ".cc": "cpp", ".cpp": "cpp", ".hpp": "cpp", ".java": "java",
-    ".kt": "kotlin", ".rb": "ruby", ".php": "php", ".sh": "bash", ".bash": "bash",
-    ".zsh": "zsh", ".sql": "sql", ".html": "html", ".css": "css", ".scss": "scss",
-    ".json": "json", ".yaml": "yaml", ".yml": "yaml", ".toml": "toml", ".xml": "xml",
-    ".md": "markdown", ".markdown": "markdown", ".rst": "rst", ".txt": "text", ".tex": "latex",
-    ".lua": "lua", ".swift": "swift", ".cs": "csharp", ".r": "r", ".jl": "julia",
-}  # fmt: skip
+    ".py": "python",
+    ".pyi": "python",
+    ".js": "javascript",
+    ".mjs": "javascript",
+    ".ts": "typescript",
+    ".tsx": "tsx",
+    ".jsx": "jsx",
+    ".rs": "rust",
+    ".go": "go",
+    ".c": "c",
+    ".h": "c",
+    ".cc": "cpp",
+    ".cpp": "cpp",
+    ".hpp": "cpp",
+    ".java": "java",
+    ".kt": "kotlin",
+    ".rb": "ruby",
+    ".php": "php",
+    ".sh": "bash",
+    ".bash": "bash",
+    ".zsh": "zsh",
+    ".sql": "sql",
+    ".html": "html",
+    ".css": "css",
+    ".scss": "scss",
+    ".json": "json",
+    ".yaml": "yaml",
+    ".yml": "yaml",
+    ".toml": "toml",
+    ".xml": "xml",
+    ".md": "markdown",
+    ".markdown": "markdown",
+    ".rst": "rst",
+    ".txt": "text",
+    ".tex": "latex",
+    ".lua": "lua",
+    ".swift": "swift",
+    ".cs": "csharp",
+    ".r": "r",
+    ".jl": "julia",
+}
 
 
 class PromptError(ValueError):
@@ -97,9 +129,13 @@ def load_template(name: str) -> Template:
         fields = "instruction, input, output and language"
         raise PromptError(f"prompt {name!r}: an example takes {fields} ({exc})") from None
     return Template(
-        name, data.get("description", ""), data["system"], data["user"],
-        data.get("statement", ""), examples,
-    )  # fmt: skip
+        name,
+        data.get("description", ""),
+        data["system"],
+        data["user"],
+        data.get("statement", ""),
+        examples,
+    )
 
 
 def language_for(path: str | None) -> str:
@@ -170,10 +206,14 @@ def chat_messages(
         window = surroundings.shown_lines()
         shown = f"are lines {window[0]}-{window[1]} of it" if window else "is the rest of that file"
         user += REGION_CONTEXT.format(
-            fence=fence_for(before + after), language=language, shown=shown,
-            before=before, gap=REGION_GAP.format(**where),
-            after=after if not after or after.endswith("\n") else after + "\n", **where,
-        )  # fmt: skip
+            fence=fence_for(before + after),
+            language=language,
+            shown=shown,
+            before=before,
+            gap=REGION_GAP.format(**where),
+            after=after if not after or after.endswith("\n") else after + "\n",
+            **where,
+        )
     shown = [message for example in template.examples for message in example.messages(template)]
     return [
         {"role": "system", "content": template.system},
@@ -228,9 +268,14 @@ def build(
         for s, e in offsets[input_start:input_end]
     )
     return EditPrompt(
-        list(encoding["input_ids"]), fence, text, input_start, input_end,
-        bool(template.statement) and statement is None, spans,
-    )  # fmt: skip
+        list(encoding["input_ids"]),
+        fence,
+        text,
+        input_start,
+        input_end,
+        bool(template.statement) and statement is None,
+        spans,
+    )
 
 
 FENCE_LINE = re.compile(r" {0,3}(`{3,}|~{3,})")  # a line that opens or closes a code block

@@ -72,8 +72,10 @@ class LoadedModel:
             from specedit.engine.cost import PassCost, measure
 
             threads = getattr(self.model, "threads", None) or torch.get_num_threads()
-            where = (f"{self.name}|{self.engine}|{self.model.dtype}|{self.model.device}|"
-                     f"{threads}|{platform.node()}|{os.cpu_count()}")  # fmt: skip
+            where = (
+                f"{self.name}|{self.engine}|{self.model.dtype}|{self.model.device}|"
+                f"{threads}|{platform.node()}|{os.cpu_count()}"
+            )
             digest = hashlib.sha256(where.encode()).hexdigest()[:16]
             path = cache_dir() / "cost" / f"{Path(self.name).name}-{digest}.json"
             try:

@@ -131,8 +131,10 @@ def widen_stored_weights(folder: Path) -> None:
     weights = [path for path in folder.iterdir() if "safetensors" in path.name]
     needed = 2 * sum(path.stat().st_size for path in weights) + (1 << 30)  # fp32: twice bf16
     if shutil.disk_usage(folder).free < needed:
-        say(f"{folder.name} is stored in bf16 and loads slower: storing it as float32 needs "
-            f"{needed / 1e9:.1f} GB free beside it")  # fmt: skip
+        say(
+            f"{folder.name} is stored in bf16 and loads slower: storing it as float32 needs "
+            f"{needed / 1e9:.1f} GB free beside it"
+        )
         return
     say(f"storing the weights of {folder.name} as float32, as this machine computes (once)")
     tmp = None

@@ -129,9 +129,12 @@ class ChatTokenizer:
             )
         messages = [{k: v for k, v in message.items() if v is not None} for message in messages]
         return self._render.render(
-            messages=messages, tools=None, documents=None,
-            add_generation_prompt=add_generation_prompt, **self.special_tokens_map,
-        )  # fmt: skip
+            messages=messages,
+            tools=None,
+            documents=None,
+            add_generation_prompt=add_generation_prompt,
+            **self.special_tokens_map,
+        )
 
     @cached_property
     def _full(self) -> Any:
@@ -176,9 +179,12 @@ def _compile(template: str) -> Any:
 
     def tojson(value: Any, ensure_ascii=False, indent=None, separators=None, sort_keys=False):
         return json.dumps(
-            value, ensure_ascii=ensure_ascii, indent=indent, separators=separators,
+            value,
+            ensure_ascii=ensure_ascii,
+            indent=indent,
+            separators=separators,
             sort_keys=sort_keys,
-        )  # fmt: skip
+        )
 
     environment = ImmutableSandboxedEnvironment(
         trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols]

@@ -128,8 +128,13 @@ def create_app(
     @app.post("/v1/specedit/edit")
     async def edit(body: EditBody, request: Request):
         if body.prompt not in shipped:  # never a path: a client reads no file of the server's
-            raise APIError(400, "the server edits with its own prompt templates only: choose "
-                           f"one of {', '.join(shipped)}", "prompt", "invalid_prompt")  # fmt: skip
+            raise APIError(
+                400,
+                "the server edits with its own prompt templates only: choose "
+                f"one of {', '.join(shipped)}",
+                "prompt",
+                "invalid_prompt",
+            )
         run = _edit_run(lm, body)
         if body.stream:
             return stream(worker, request, run, _edit_events(lm, run))
@@ -142,8 +147,9 @@ def create_app(
 def _edit_run(lm: LoadedModel, body: EditBody) -> Run:
     method = body.method or method_for(lm)
     if method not in METHODS:
-        raise APIError(400, f"unknown method {method!r}: choose one of {', '.join(METHODS)}",
-                       "method")  # fmt: skip
+        raise APIError(
+            400, f"unknown method {method!r}: choose one of {', '.join(METHODS)}", "method"
+        )
     if body.verify not in VERIFY_MODES:
         raise APIError(400, f"unknown verification {body.verify!r}", "verify")
     try:

@@ -182,20 +182,27 @@ class OpenAIEditor:
         payload = {
             "model": self._model(),
             "messages": prompts.chat_messages(
-                template, body, request.instruction, request.language, fence,
+                template,
+                body,
+                request.instruction,
+                request.language,
+                fence,
                 request.surroundings,
             ),
             "prediction": {"type": "content", "content": text},
-            "temperature": sampling.temperature, "top_p": sampling.top_p,
-            "max_tokens": limit, **({"seed": sampling.seed} if sampling.seed is not None else {}),
-        }  # fmt: skip
+            "temperature": sampling.temperature,
+            "top_p": sampling.top_p,
+            "max_tokens": limit,
+            **({"seed": sampling.seed} if sampling.seed is not None else {}),
+        }
         started = time.perf_counter()
         with _request(self.url + "/v1/chat/completions", payload) as response:
             answer = json.loads(response.read())
         choice, usage = answer["choices"][0], answer.get("usage") or {}
         content = choice["message"]["content"] or ""
-        edited = prompts.extract_text(_after_opening(content), choice["finish_reason"] == "stop",
-                                      prompt)  # fmt: skip
+        edited = prompts.extract_text(
+            _after_opening(content), choice["finish_reason"] == "stop", prompt
+        )
         if edited is None:
             raise cut_off(limit, request.surroundings)
         details = usage.get("completion_tokens_details") or {}

@@ -49,8 +49,12 @@ class APIError(Exception):
 
     def payload(self) -> dict:
         kind = "invalid_request_error" if self.status < 500 else "server_error"
-        error = {"message": without_paths(self.message), "type": kind, "param": self.param,
-                 "code": self.code}  # fmt: skip
+        error = {
+            "message": without_paths(self.message),
+            "type": kind,
+            "param": self.param,
+            "code": self.code,
+        }
         return {"error": error}
 
     def response(self) -> JSONResponse:

@@ -41,9 +41,12 @@ class RequireKey:
         if right:
             return await self.app(scope, receive, send)
         message = "Incorrect API key provided" if given else "You didn't provide an API key"
-        error = APIError(401, f"{message}: send Authorization: Bearer KEY, the server's "
-                         "--api-key", code="invalid_api_key",
-                         headers={"WWW-Authenticate": "Bearer"})  # fmt: skip
+        error = APIError(
+            401,
+            f"{message}: send Authorization: Bearer KEY, the server's --api-key",
+            code="invalid_api_key",
+            headers={"WWW-Authenticate": "Bearer"},
+        )
         await error.response()(scope, receive, send)
 
 
@@ -57,9 +60,12 @@ class LimitBody:
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
-        too_large = APIError(413, f"the request body is larger than this server takes "
-                             f"({self.max_bytes} bytes: its --max-body-bytes)",
-                             code="request_too_large")  # fmt: skip
+        too_large = APIError(
+            413,
+            f"the request body is larger than this server takes "
+            f"({self.max_bytes} bytes: its --max-body-bytes)",
+            code="request_too_large",
+        )
         declared = dict(scope["headers"]).get(b"content-length")
         if declared is not None:
             if not declared.strip().isdigit():

@@ -98,17 +98,23 @@ class StopStrings:
 
 def _chat_run(lm: LoadedModel, body: ChatRequest) -> Run:
     tokenizer = lm.tokenizer
-    messages = [{"role": "system" if m.role == "developer" else m.role, "content": _text(m.content)}
-                for m in body.messages]  # fmt: skip
+    messages = [
+        {"role": "system" if m.role == "developer" else m.role, "content": _text(m.content)}
+        for m in body.messages
+    ]
     continues = messages[-1]["role"] == "assistant"  # a pre-filled answer is continued
     try:
         prompt = tokenizer.apply_chat_template(
-            messages, add_generation_prompt=not continues, continue_final_message=continues,
-            tokenize=True, return_dict=False,
-        )  # fmt: skip
+            messages,
+            add_generation_prompt=not continues,
+            continue_final_message=continues,
+            tokenize=True,
+            return_dict=False,
+        )
     except Exception as exc:  # templates raise their own errors for unsupported roles/orders
-        raise APIError(400, f"the messages do not fit the model's chat template: {exc}",
-                       "messages") from None  # fmt: skip
+        raise APIError(
+            400, f"the messages do not fit the model's chat template: {exc}", "messages"
+        ) from None
     if isinstance(prompt, dict):
         prompt = prompt["input_ids"]
     prompt = list(prompt)
@@ -119,8 +125,13 @@ def _chat_run(lm: LoadedModel, body: ChatRequest) -> Run:
     if limit is None:
         limit = default_token_limit(len(predicted)) if predicted else 2048
     if room < 1:
-        raise APIError(400, f"the messages take {len(prompt)} tokens; the model's context holds "
-                       f"{lm.context_length}", "messages", "context_length_exceeded")  # fmt: skip
+        raise APIError(
+            400,
+            f"the messages take {len(prompt)} tokens; the model's context holds "
+            f"{lm.context_length}",
+            "messages",
+            "context_length_exceeded",
+        )
     stops = [body.stop] if isinstance(body.stop, str) else list(body.stop or [])
     in_prompt = bool(prediction) and any(prediction in m["content"] for m in messages)
     method = "pool" if prediction and not in_prompt else method_for(lm)
@@ -151,14 +162,23 @@ def _chat_run(lm: LoadedModel, body: ChatRequest) -> Run:
             emit_new()
 
         generation = generate(
-            lm.model, prompt, make_drafter(method, lm.model, sources),
-            max_new_tokens=min(limit, room), sampling=sampling,
-            eos_token_ids=lm.eos_token_ids, stop=job_stop(job, stop_strings), on_step=on_step,
+            lm.model,
+            prompt,
+            make_drafter(method, lm.model, sources),
+            max_new_tokens=min(limit, room),
+            sampling=sampling,
+            eos_token_ids=lm.eos_token_ids,
+            stop=job_stop(job, stop_strings),
+            on_step=on_step,
             pass_cost=lm.pass_cost(),
-        )  # fmt: skip
+        )
         emit_new()
-        return {"text": current(), "generation": generation, "predicted": len(predicted),
-                "prompt_tokens": len(prompt)}  # fmt: skip
+        return {
+            "text": current(),
+            "generation": generation,
+            "predicted": len(predicted),
+            "prompt_tokens": len(prompt),
+        }
 
     return Run(start, f"chatcmpl-{uuid.uuid4().hex[:24]}")
 
@@ -189,14 +209,16 @@ def _chat_response(lm: LoadedModel, body: ChatRequest, run: Run, result: dict) -
         "object": "chat.completion",
         "created": int(time.time()),
         "model": lm.name,
-        "choices": [{
-            "index": 0,
-            "message": {"role": "assistant", "content": result["text"], "refusal": None},
-            "finish_reason": _finish_reason(result["generation"]),
-            "logprobs": None,
-        }],
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": result["text"], "refusal": None},
+                "finish_reason": _finish_reason(result["generation"]),
+                "logprobs": None,
+            }
+        ],
         "usage": _usage(result),
-    }  # fmt: skip
+    }
 
 
 def _chat_events(lm: LoadedModel, body: ChatRequest, run: Run):
@@ -205,11 +227,16 @@ def _chat_events(lm: LoadedModel, body: ChatRequest, run: Run):
     opened = [False]
 
     def chunk(delta: dict, finish: str | None = None, usage: dict | None = None) -> str:
-        data = {"id": run.id, "object": "chat.completion.chunk", "created": created,
-                "model": lm.name,
-                "choices": [{"index": 0, "delta": delta, "finish_reason": finish,
-                             "logprobs": None}] if usage is None else [],
-                "usage": usage}  # fmt: skip
+        data = {
+            "id": run.id,
+            "object": "chat.completion.chunk",
+            "created": created,
+            "model": lm.name,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}]
+            if usage is None
+            else [],
+            "usage": usage,
+        }
         return json.dumps(data, ensure_ascii=False)
 
     def render(what: str, item) -> list[str]:
@@ -233,8 +260,12 @@ def _chat_events(lm: LoadedModel, body: ChatRequest, run: Run):
 async def chat(lm: LoadedModel, worker: Worker, body: ChatRequest, request: Request):
     """A chat completion of the model `lm` runs (404 for any other model)."""
     if body.model != lm.name:
-        raise APIError(404, f"The model `{body.model}` does not exist; this server runs "
-                       "only the model it lists", "model", "model_not_found")  # fmt: skip
+        raise APIError(
+            404,
+            f"The model `{body.model}` does not exist; this server runs only the model it lists",
+            "model",
+            "model_not_found",
+        )
     run = _chat_run(lm, body)
     if body.stream:
         return stream(worker, request, run, _chat_events(lm, body, run))

@@ -50,10 +50,12 @@ class Worker:
         with self._lock:
             if self.counts["queued"] + self.counts["running"] > self.max_queue:
                 raise APIError(
-                    429, f"the server is busy: {self.max_queue} generations are waiting "
-                    "already; retry later", code="rate_limit_exceeded",
+                    429,
+                    f"the server is busy: {self.max_queue} generations are waiting "
+                    "already; retry later",
+                    code="rate_limit_exceeded",
                     headers={"Retry-After": str(RETRY_AFTER_S)},
-                )  # fmt: skip
+                )
             self.counts["queued"] += 1
 
         def run() -> Any:
@@ -124,8 +126,9 @@ def stream(worker: Worker, request: Request, run: Run, render) -> StreamingRespo
     queue is a 429 rather than an error inside a stream that has begun."""
     loop = asyncio.get_running_loop()
     queue: asyncio.Queue = asyncio.Queue()
-    job = Job(lambda item: loop.call_soon_threadsafe(queue.put_nowait, ("item", item)),
-              threading.Event())  # fmt: skip
+    job = Job(
+        lambda item: loop.call_soon_threadsafe(queue.put_nowait, ("item", item)), threading.Event()
+    )
     ended = False  # the generation's end reached the stream
 
     def work() -> None:
