@@ -399,7 +399,7 @@ def run() -> None:
     """The `specedit` script and `python -m specedit`: the app, then a prompt exit.
 
     Tearing the interpreter down after an edit (freeing llama.cpp's buffers, unloading torch)
-    takes about half a second that the OS does at once. Nothing is lost by skipping it: writes
+    takes time that the OS saves by doing it at once. Nothing is lost by skipping it: writes
     are atomic and done, and the output streams are flushed here."""
     try:
         app(prog_name="specedit")

@@ -116,7 +116,7 @@ class PreVerifierNet(nn.Module):
     """Project each hidden state onto a fixed PCA basis of `rank` dims, standardise, keep the
     columns of the chosen feature groups, then a one-hidden-layer MLP (`width` 0: logistic
     regression) gives the logit of acceptance. Small on purpose: the suite holds a few dozen
-    edits, and 64 estimates must cost well under 1 ms."""
+    edits, and 64 estimates must cost next to nothing beside a verify pass."""
 
     def __init__(
         self,

@@ -169,8 +169,8 @@ def load(
 
 
 def _chat_tokenizer(folder: Path):
-    """The folder's tokenizer without transformers where it has been exported (`ChatTokenizer`:
-    0.3 s against 0.9 s), else transformers' own, exported for the next load."""
+    """The folder's tokenizer without transformers where it has been exported (`ChatTokenizer`,
+    which loads faster), else transformers' own, exported for the next load."""
     from specedit.models.tokenizer import ChatTokenizer
 
     tokenizer = ChatTokenizer.open(folder)
@@ -198,7 +198,7 @@ def _quiet_transformers() -> None:
 
 def _load_gguf(model: str, threads: int, context: int) -> LoadedModel:
     """The model's GGUF file for llama.cpp, with its tokenizer and config (read from the GGUF
-    once, then kept beside it: reading them takes about 20 s).
+    once, then kept beside it: reading them from the GGUF is slow).
 
     A cold edit's start-up is what this path is built for: llama.cpp starts reading the
     weights on a thread first, and neither torch nor transformers is imported here once the

@@ -1,5 +1,5 @@
-"""Resolve `--model` to a loadable Hugging Face folder: GGUF files take 10-50 s to dequantize,
-so they are converted once into an ordinary folder under the user's cache and reused.
+"""Resolve `--model` to a loadable Hugging Face folder: dequantizing a GGUF file is slow, so it
+is converted once into an ordinary folder under the user's cache and reused.
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ def _convert_gguf(gguf: Path, target: Path) -> None:
 
 
 def default_dtype() -> torch.dtype:
-    """bf16 where the CPU has native bf16 support (about 2x faster here), else fp32."""
+    """bf16 where the CPU has native bf16 support (faster than fp32 there), else fp32."""
     import torch
 
     if torch.cuda.is_available():
@@ -105,8 +105,8 @@ def _cpu_has_bf16() -> bool:
 
 def storage_dtype() -> torch.dtype:
     """The dtype a folder converted here keeps its weights in: fp32 on a machine that computes
-    in fp32, so that loading converts nothing (widening bf16 took 7.3-8.8 s of a cold 1.5B edit's
-    load; fp32 read as stored, 2.5-3.7 s), else bf16. The GGUF is dequantized to bf16 either
+    in fp32, so that loading converts nothing (widening bf16 weights at every load took more
+    than reading fp32 ones as stored), else bf16. The GGUF is dequantized to bf16 either
     way: the fp32 weights are the bf16 ones widened, and narrow back to them exactly."""
     import torch
 
