@@ -171,11 +171,13 @@ def test_the_cli_answers_without_importing_torch(args):
 
 def test_the_remote_client_path_never_loads_torch():
     """`specedit fix --server URL` runs delivery and the remote editor only: a warm server answers
-    without the client paying torch's import."""
+    without the client paying torch's import, and the client needs nothing of the serve extra
+    (the wire schema it shares with the server is pydantic only)."""
     code = (
         "import sys\n"
         "import specedit.cli.deliver, specedit.server.client, specedit.cli\n"
-        "heavy = sorted({'torch', 'transformers', 'numpy'} & set(sys.modules))\n"
+        "heavy = {'torch', 'transformers', 'numpy', 'fastapi', 'uvicorn'}\n"
+        "heavy = sorted(heavy & set(sys.modules))\n"
         "assert not heavy, heavy\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
