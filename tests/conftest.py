@@ -143,9 +143,9 @@ def _fast_tier(request, monkeypatch, tmp_path_factory):
 @pytest.fixture(scope="session")
 def bundled_model_dir():
     """The test model's converted folder (converted once per machine, ~1 minute): e2e only."""
-    from specedit import models
+    from specedit.models.prepare import resolve
 
-    return models.resolve(TEST_MODEL)
+    return resolve(TEST_MODEL)
 
 
 # What the tokenizer learns from: Python source that every interpreter has at hand.

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from specedit import prompts
 from specedit.bench.tasks import load_tasks
 from specedit.cli import app
+from specedit.editing import prompts
 
 SUITE = load_tasks(suite="apply")
 ROOT = Path(__file__).resolve().parent.parent
@@ -107,14 +107,22 @@ def test_a_clear_snippet_is_merged_without_loading_a_model(tmp_path, monkeypatch
     def no_model(*args, **kwargs):
         raise AssertionError("a model was loaded")
 
-    monkeypatch.setattr("specedit.cli._load", no_model)
+    monkeypatch.setattr("specedit.cli.commands.load_model", no_model)
     source, change = _files(tmp_path, CLEAR)
     stats, attribution = tmp_path / "stats.json", tmp_path / "attribution.json"
     result = runner.invoke(
         app,
-        ["apply", str(source), str(change), "-i", "--stats-file", str(stats),
-         "--attribution", str(attribution)],
-    )  # fmt: skip
+        [
+            "apply",
+            str(source),
+            str(change),
+            "-i",
+            "--stats-file",
+            str(stats),
+            "--attribution",
+            str(attribution),
+        ],
+    )
     assert result.exit_code == 0, result.stderr
     assert source.read_text() == MERGED
     assert "merged without the model" in result.stderr
@@ -164,10 +172,16 @@ def test_the_bench_merges_as_apply_does(tmp_path):
     the model with the engine's default method; it runs on apply tasks only."""
     tasks = tmp_path / "tasks.jsonl"
     lines = [
-        {"id": name, "kind": "apply", "instruction": snippet, "input": SOURCE,
-         "expected": MERGED, "language": "python"}
+        {
+            "id": name,
+            "kind": "apply",
+            "instruction": snippet,
+            "input": SOURCE,
+            "expected": MERGED,
+            "language": "python",
+        }
         for name, snippet in (("clear", CLEAR), ("doubtful", DOUBTFUL))
-    ]  # fmt: skip
+    ]
     tasks.write_text("\n".join(map(json.dumps, lines)))
     report = tmp_path / "report.json"
     args = ["bench", "--methods", "merge", "--json", str(report), "--max-new-tokens", "8"]

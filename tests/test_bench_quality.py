@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from specedit.bench.runner import Row, _summary, check_task
+from specedit.bench.report import summarize
+from specedit.bench.score import Row, check_task
 from specedit.bench.tasks import Task, TaskError, load_tasks
 
 SUITE = load_tasks()
@@ -63,8 +64,14 @@ def test_a_doc_task_passes_only_on_the_expected_text():
 
 def test_tasks_file_reads_tests_and_group(tmp_path):
     path = tmp_path / "tasks.jsonl"
-    task = {"id": "t", "kind": "fix", "instruction": "i", "input": "x = 1\n", "group": "bug",
-            "tests": "assert x == 2"}  # fmt: skip
+    task = {
+        "id": "t",
+        "kind": "fix",
+        "instruction": "i",
+        "input": "x = 1\n",
+        "group": "bug",
+        "tests": "assert x == 2",
+    }
     path.write_text(json.dumps(task) + "\n" + json.dumps({"id": "u"}) + "\n")
     with pytest.raises(TaskError, match=":2: not a task"):
         load_tasks(path)
@@ -81,7 +88,7 @@ def test_summary_counts_passes_by_group_and_failures_by_kind():
         Row("c", "m", 10, 1.0, 2, group="doc", stop="runaway", passed=False),
         Row("d", "m", 10, 2.0, 2, group="doc", stop="eos", passed=False, unchanged=True, dropped=4),
     ]
-    s = _summary(rows, ["m"])["m"]
+    s = summarize(rows, ["m"])["m"]
     assert s["pass"] == "1/4" and s["pass_by_group"] == {"bug": "1/2", "doc": "0/2"}
     assert (s["cut_off"], s["runaway"], s["unchanged"], s["dropped_lines"]) == (1, 1, 1, 4)
     assert s["median_speedup"] is None  # no `ar` ran
@@ -91,8 +98,8 @@ def test_summary_counts_passes_by_group_and_failures_by_kind():
 def test_the_named_region_is_the_first_definition_the_instruction_names():
     """As a user who names the misbehaving function would pass it to --lines; a name that the
     input does not define (a value, another module's function) is passed over."""
-    from specedit.bench.runner import named_region
-    from specedit.edit import EditRequest
+    from specedit.bench.setups import named_region
+    from specedit.editing.editor import EditRequest
 
     text = "import os\n\n\ndef helper(x):\n    return x\n\n\n"
     text += "def mean(v):\n    return sum(v) * len(v)\n"
@@ -109,11 +116,11 @@ def test_the_named_region_is_the_first_definition_the_instruction_names():
 def test_a_named_setup_is_compared_with_plain_decoding_of_the_same_region():
     """Its answer is the region, not the file: speed and token identity against `ar` on the
     whole file would compare different texts."""
-    from specedit.bench.runner import _reference
+    from specedit.bench.setups import reference
 
-    assert _reference("pld+named/llama.cpp") == "ar+named/llama.cpp"
-    assert _reference("adapld@state+named") == "ar+named"
-    assert _reference("pld/llama.cpp") == "ar/llama.cpp" and _reference("adapld") == "ar"
+    assert reference("pld+named/llama.cpp") == "ar+named/llama.cpp"
+    assert reference("adapld@state+named") == "ar+named"
+    assert reference("pld/llama.cpp") == "ar/llama.cpp" and reference("adapld") == "ar"
 
 
 def test_named_regions_and_unknown_regions_are_refused_where_they_mean_nothing():

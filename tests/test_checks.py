@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-from specedit import checks
+from specedit.editing import checks
 
 PYTHON = shlex.quote(sys.executable)
 

@@ -77,9 +77,16 @@ def test_unknown_method_exits_2_and_unknown_model_exits_3(source):
 
 def test_cut_off_edit_writes_nothing_and_says_why(source, tiny_model_dir):
     result = _run(
-        "fix", str(source), "fix", "--model", str(tiny_model_dir), "--max-new-tokens", "5",
-        "--dtype", "fp32",
-    )  # fmt: skip
+        "fix",
+        str(source),
+        "fix",
+        "--model",
+        str(tiny_model_dir),
+        "--max-new-tokens",
+        "5",
+        "--dtype",
+        "fp32",
+    )
     assert result.exit_code == 2
     assert "cut off at the token limit" in result.stderr
     assert result.stdout == ""
@@ -92,9 +99,19 @@ def test_a_region_answer_that_runs_to_its_limit_says_the_model_wrote_more_than_t
     often the whole file), so raising the limit is not the first advice."""
     before = source.read_text()
     result = _run(
-        "fix", str(source), "fix", "--model", str(tiny_model_dir), "--max-new-tokens", "5",
-        "--dtype", "fp32", "--lines", "add", "-i",
-    )  # fmt: skip
+        "fix",
+        str(source),
+        "fix",
+        "--model",
+        str(tiny_model_dir),
+        "--max-new-tokens",
+        "5",
+        "--dtype",
+        "fp32",
+        "--lines",
+        "add",
+        "-i",
+    )
     assert result.exit_code == 2 and source.read_text() == before
     assert "the answer for lines 1-2 ran to its token limit (5 new tokens)" in result.stderr
     assert "widen --lines or leave it out" in result.stderr
@@ -125,8 +142,10 @@ def test_models_info_describes_a_model_folder(tiny_model_dir, tokenizer):
     fields = dict(line.split(None, 1) for line in info.stdout.splitlines())
     assert fields["source"] == str(tiny_model_dir)
     assert (fields["model_type"], fields["num_hidden_layers"], fields["hidden_size"]) == (
-        "qwen2", "2", "64",
-    )  # fmt: skip
+        "qwen2",
+        "2",
+        "64",
+    )
     assert fields["vocab_size"] == str(len(tokenizer))
     assert fields["max_position_embeddings"] == "1024"
 
@@ -135,8 +154,10 @@ def test_models_info_describes_a_model_folder(tiny_model_dir, tokenizer):
 def test_models_lists_a_prepared_bundled_model_and_describes_it(bundled_model_dir):
     result = _run("models")
     assert result.exit_code == 0
-    assert any(line.split()[:2] == ["qwen2.5-coder-0.5b", "prepared"]
-               for line in result.stdout.splitlines())  # fmt: skip
+    assert any(
+        line.split()[:2] == ["qwen2.5-coder-0.5b", "prepared"]
+        for line in result.stdout.splitlines()
+    )
     info = _run("models", "info", "qwen2.5-coder-0.5b")
     assert info.exit_code == 0 and "num_hidden_layers" in info.stdout and "24" in info.stdout
 
@@ -178,8 +199,9 @@ def test_draft_model_methods_need_a_draft_model_with_the_same_tokenizer(
     trained = train_tokenizer(vocab_size=600)
     tiny_model("qwen2", vocab=len(trained)).save_pretrained(other)
     trained.save_pretrained(other)
-    result = _run("edit", str(source), "add hints", "--method", "evospec", "--draft-model",
-                  str(other))  # fmt: skip
+    result = _run(
+        "edit", str(source), "add hints", "--method", "evospec", "--draft-model", str(other)
+    )
     assert result.exit_code == 3 and "another tokenizer" in result.stderr
     assert result.stdout == ""
 
@@ -188,16 +210,31 @@ def test_bench_runs_the_hybrid_beside_plain_decoding_with_the_same_tokens(tiny_m
     import json
 
     source = "def add(a, b):\n    return a + b\n"
-    task = {"id": "t", "kind": "edit", "instruction": "add a docstring", "input": source,
-            "tests": "assert add(1, 2) == 3"}  # fmt: skip
+    task = {
+        "id": "t",
+        "kind": "edit",
+        "instruction": "add a docstring",
+        "input": source,
+        "tests": "assert add(1, 2) == 3",
+    }
     tasks = tmp_path / "tasks.jsonl"
     tasks.write_text(json.dumps(task) + "\n")
     report = tmp_path / "report.json"
     result = _run(
-        "bench", "--model", str(tiny_model_dir), "--draft-model", str(tiny_model_dir),
-        "--methods", "ar,evospec,draft-model", "--tasks-file", str(tasks),
-        "--max-new-tokens", "40", "--json", str(report),
-    )  # fmt: skip
+        "bench",
+        "--model",
+        str(tiny_model_dir),
+        "--draft-model",
+        str(tiny_model_dir),
+        "--methods",
+        "ar,evospec,draft-model",
+        "--tasks-file",
+        str(tasks),
+        "--max-new-tokens",
+        "40",
+        "--json",
+        str(report),
+    )
     assert result.exit_code == 0, result.stderr
     rows = {row["method"]: row for row in json.loads(report.read_text())["rows"]}
     assert rows["evospec"]["identical"] and rows["draft-model"]["identical"]
@@ -208,8 +245,9 @@ def test_the_script_exits_with_the_command_s_code_and_flushes_its_output(tmp_pat
     """`specedit` ends with os._exit, skipping the interpreter's teardown: its exit code and
     everything it printed (a long merge through a pipe here) still arrive."""
     script = [sys.executable, "-m", "specedit"]
-    missing = subprocess.run([*script, "fix", str(tmp_path / "gone.py"), "fix it"],
-                             capture_output=True, text=True)  # fmt: skip
+    missing = subprocess.run(
+        [*script, "fix", str(tmp_path / "gone.py"), "fix it"], capture_output=True, text=True
+    )
     assert missing.returncode == 2 and "no such file" in missing.stderr
     assert missing.stdout == ""
     version = subprocess.run([*script, "--version"], capture_output=True, text=True)
@@ -218,8 +256,9 @@ def test_the_script_exits_with_the_command_s_code_and_flushes_its_output(tmp_pat
     source.write_text("".join(f"def f{n}():\n    return {n}\n\n\n" for n in range(4000)))
     snippet = tmp_path / "change.py"
     snippet.write_text("def f3999():\n    return -1\n")
-    merged = subprocess.run([*script, "apply", str(source), str(snippet), "-q"],
-                            capture_output=True, text=True)  # fmt: skip
+    merged = subprocess.run(
+        [*script, "apply", str(source), str(snippet), "-q"], capture_output=True, text=True
+    )
     assert merged.returncode == 0, merged.stderr
     assert len(merged.stdout) > 100_000  # more than a pipe holds at once
     assert merged.stdout == source.read_text().replace("return 3999\n", "return -1\n")
@@ -232,18 +271,18 @@ CLEAN_EDIT_DRIVER = """
 import sys
 from dataclasses import replace
 
-from specedit import edit
+from specedit.editing import editor
 from specedit.cli import run
 
 ANSWER = sys.argv.pop()  # the last argument is the edit's answer
 
 
 def execute(lm, prepared, on_step=None, stop=None):
-    generation = edit.generate_edit(lm, replace(prepared, max_new_tokens=8), on_step)
-    return edit.EditResult(ANSWER, generation, prepared.prompt)
+    generation = editor.generate_edit(lm, replace(prepared, max_new_tokens=8), on_step)
+    return editor.EditResult(ANSWER, generation, prepared.prompt)
 
 
-edit.execute = execute
+editor.execute = execute
 sys.argv[0] = "specedit"
 run()
 """

@@ -7,8 +7,9 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from specedit import edit, files
+from specedit import files
 from specedit.cli import app
+from specedit.editing import editor
 
 runner = CliRunner()
 TYPO = "Teh quick brown fox jumps over the lazy dog.\n"
@@ -52,8 +53,19 @@ def test_in_place_and_output_file_with_json_stats_and_attribution(
     typo, tmp_path, bundled_model_dir
 ):
     out, stats, spans = tmp_path / "out.txt", tmp_path / "stats.json", tmp_path / "spans.json"
-    result = _run("edit", typo, "fix the spelling mistake", "-o", out, "--stats", "json",
-                  "--stats-file", stats, "--attribution", spans)  # fmt: skip
+    result = _run(
+        "edit",
+        typo,
+        "fix the spelling mistake",
+        "-o",
+        out,
+        "--stats",
+        "json",
+        "--stats-file",
+        stats,
+        "--attribution",
+        spans,
+    )
     assert result.exit_code == 0, result.stderr
     assert out.read_text() == FIXED and typo.read_text() == TYPO
     line = json.loads(result.stderr.strip().splitlines()[-1])
@@ -115,7 +127,7 @@ def test_ctrl_c_leaves_the_file_untouched_and_exits_130(typo, monkeypatch, tiny_
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(edit, "execute", interrupted)
+    monkeypatch.setattr(editor, "execute", interrupted)
     result = _run("fix", typo, "fix", "-i", "--model", tiny_model_dir, "--dtype", "fp32")
     assert result.exit_code == 130
     assert "interrupted; nothing was written" in result.stderr

@@ -6,7 +6,6 @@ import pytest
 from conftest import greedy_reference, repeating_prompt
 from test_engine import ChainsOnly, OracleDrafter
 
-from specedit import models
 from specedit.drafting.length import AdaptiveLength, AgreementLength
 from specedit.drafting.registry import make_drafter
 from specedit.engine import cost
@@ -14,6 +13,7 @@ from specedit.engine.cost import PROBE_SIZES, PassCost, measure, size
 from specedit.engine.memory import Memory
 from specedit.engine.session import generate
 from specedit.engine.tree import DraftTree
+from specedit.models.load import LoadedModel
 
 STEEP = PassCost((1, 8, 64), (0.05, 0.3, 1.3))  # llama.cpp's 1.5B on 2 cores, roughly
 LINEAR = PassCost((1, 65), (0.05, 1.33))  # 30 ms + 20 ms a token
@@ -152,9 +152,13 @@ def test_sized_copies_stay_exact(qwen_tiny, seed, method, model_kind):
     drafter.propose = lambda *args: proposed.append(len(tree := propose(*args)) - 1) or tree
     verified: list[int] = []
     result = generate(
-        model, prompt, drafter, max_new_tokens=48, pass_cost=STEEP,
+        model,
+        prompt,
+        drafter,
+        max_new_tokens=48,
+        pass_cost=STEEP,
         on_step=lambda step: verified.append(step.drafted),
-    )  # fmt: skip
+    )
     assert result.tokens == reference
     assert result.stats.new_tokens == 48
     assert any(v < p for v, p in zip(verified, proposed))  # some copies were cut
@@ -175,15 +179,22 @@ def test_cut_drafts_keep_the_token_limit_and_eos(qwen_tiny, limit):
     free_run = greedy_reference(qwen_tiny, prompt, 80)
     drafter = DoubtfulOracle(free_run, len(prompt), length=30)
     drafted: list[int] = []
-    result = generate(qwen_tiny, prompt, drafter, max_new_tokens=limit, pass_cost=STEEP,
-                      on_step=lambda step: drafted.append(step.drafted))  # fmt: skip
+    result = generate(
+        qwen_tiny,
+        prompt,
+        drafter,
+        max_new_tokens=limit,
+        pass_cost=STEEP,
+        on_step=lambda step: drafted.append(step.drafted),
+    )
     assert result.tokens == free_run[:limit]
     assert drafted and max(drafted) == min(2, limit - 1)  # at 0.9 two tokens pay on STEEP
     eos = free_run[21]
     reference = greedy_reference(qwen_tiny, prompt, 60, eos=eos)
     drafter = DoubtfulOracle(free_run, len(prompt), length=30)
-    result = generate(qwen_tiny, prompt, drafter, max_new_tokens=60, eos_token_ids={eos},
-                      pass_cost=STEEP)  # fmt: skip
+    result = generate(
+        qwen_tiny, prompt, drafter, max_new_tokens=60, eos_token_ids={eos}, pass_cost=STEEP
+    )
     assert result.tokens == reference and result.stop_reason == "eos"
 
 
@@ -193,15 +204,15 @@ def test_the_curve_is_measured_once_per_model_and_machine(qwen_tiny, tmp_path, m
     assert measured.sizes == PROBE_SIZES and all(s > 0 for s in measured.seconds)
     calls: list[int] = []
     monkeypatch.setattr(cost, "measure", lambda model: calls.append(1) or measured)
-    first = models.LoadedModel("tiny", qwen_tiny, tokenizer=None)
+    first = LoadedModel("tiny", qwen_tiny, tokenizer=None)
     assert first.pass_cost() == measured and first.pass_cost() == measured
-    again = models.LoadedModel("tiny", qwen_tiny, tokenizer=None)  # a new process, say
+    again = LoadedModel("tiny", qwen_tiny, tokenizer=None)  # a new process, say
     assert again.pass_cost() == measured
     assert len(calls) == 1 and len(list((tmp_path / "cost").glob("tiny-*.json"))) == 1
-    other = models.LoadedModel("other", qwen_tiny, tokenizer=None)
+    other = LoadedModel("other", qwen_tiny, tokenizer=None)
     other.pass_cost()
     assert len(calls) == 2
     for saved in (tmp_path / "cost").glob("tiny-*.json"):
         saved.write_text("{not json")  # a damaged file is measured again, not an error
-    assert models.LoadedModel("tiny", qwen_tiny, tokenizer=None).pass_cost() == measured
+    assert LoadedModel("tiny", qwen_tiny, tokenizer=None).pass_cost() == measured
     assert len(calls) == 3 and PassCost.load(saved) == measured

@@ -14,8 +14,8 @@ from rich.cells import cell_len
 from rich.console import Console
 from rich.style import Style
 
-from specedit import prompts
 from specedit.drafting.kinds import BRANCH, MAIN
+from specedit.editing import prompts
 from specedit.engine.events import Stats, Step
 from specedit.view.attribution import GENERATED, RELAXED, Attribution
 from specedit.view.dashboard import STYLES, Dashboard, dashboard_enabled

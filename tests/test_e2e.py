@@ -38,9 +38,18 @@ def test_bench_runs_methods_side_by_side(bundled_model_dir, tmp_path):
     report = tmp_path / "bench.json"
     result = runner.invoke(
         app,
-        ["bench", "--tasks", "typo-click-readme", "--methods", "ar,hf-pld,pld,pldplus",
-         "--dtype", "fp32", "--json", str(report)],
-    )  # fmt: skip
+        [
+            "bench",
+            "--tasks",
+            "typo-click-readme",
+            "--methods",
+            "ar,hf-pld,pld,pldplus",
+            "--dtype",
+            "fp32",
+            "--json",
+            str(report),
+        ],
+    )
     assert result.exit_code == 0, result.stderr
     data = json.loads(report.read_text())
     rows = data["rows"]
@@ -64,9 +73,20 @@ def test_bench_edits_the_named_region_and_judges_the_whole_file(bundled_model_di
     report = tmp_path / "bench.json"
     result = runner.invoke(
         app,
-        ["bench", "--tasks", "fix-shlex-quote-return", "--methods", "pld", "--regions",
-         "whole,named", "--dtype", "fp32", "--json", str(report)],
-    )  # fmt: skip
+        [
+            "bench",
+            "--tasks",
+            "fix-shlex-quote-return",
+            "--methods",
+            "pld",
+            "--regions",
+            "whole,named",
+            "--dtype",
+            "fp32",
+            "--json",
+            str(report),
+        ],
+    )
     assert result.exit_code == 0, result.stderr
     whole, named = json.loads(report.read_text())["rows"]
     assert (whole["method"], named["method"]) == ("pld", "pld+named")

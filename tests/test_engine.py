@@ -254,8 +254,12 @@ def test_a_drafter_that_reads_hidden_states_is_refused_by_a_target_without_them(
             return target
 
     with pytest.raises(ValueError, match="hidden states"):
-        generate(NoStates(qwen_tiny), repeating_prompt(0), make_drafter("adapld", qwen_tiny),
-                 max_new_tokens=4)  # fmt: skip
+        generate(
+            NoStates(qwen_tiny),
+            repeating_prompt(0),
+            make_drafter("adapld", qwen_tiny),
+            max_new_tokens=4,
+        )
 
 
 def test_a_copy_from_the_prompt_stops_at_the_prompt_end():

@@ -15,9 +15,10 @@ from dataclasses import replace
 import pytest
 from typer.testing import CliRunner
 
-from specedit import edit, files, safety
+from specedit import files
 from specedit.cli import app
-from specedit.exits import Exit
+from specedit.cli.exits import Exit
+from specedit.editing import editor, safety
 
 runner = CliRunner()
 SOURCE = "def add(a, b):\n    return a - b\n"
@@ -37,11 +38,11 @@ def answering(monkeypatch, answer: Callable[[int, str], str]) -> None:
 
     def execute(lm, prepared, on_step=None, stop=None):
         calls.append(prepared)
-        generation = edit.generate_edit(lm, replace(prepared, max_new_tokens=2), on_step)
+        generation = editor.generate_edit(lm, replace(prepared, max_new_tokens=2), on_step)
         text = answer(len(calls), prepared.request.text)
-        return edit.EditResult(text, generation, prepared.prompt)
+        return editor.EditResult(text, generation, prepared.prompt)
 
-    monkeypatch.setattr(edit, "execute", execute)
+    monkeypatch.setattr(editor, "execute", execute)
 
 
 def fixing(k: int, text: str) -> str:

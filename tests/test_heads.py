@@ -22,7 +22,7 @@ from specedit.drafting.copy import CopyDrafter
 from specedit.drafting.heads import AttentionRanker, HeadAttention, load_heads
 from specedit.engine.memory import Memory
 from specedit.engine.session import generate
-from specedit.models import LoadedModel
+from specedit.models.load import LoadedModel
 
 ALL_HEADS = [(layer, head) for layer in range(2) for head in range(4)]
 

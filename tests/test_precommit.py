@@ -31,8 +31,15 @@ def test_hook_rewrites_docs_and_fails_when_it_changed_them(tmp_path, bundled_mod
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
         "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home"),
     }
-    command = [sys.executable, "-m", "pre_commit", "try-repo", str(ROOT), "specedit-rewrite",
-               "--all-files"]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "pre_commit",
+        "try-repo",
+        str(ROOT),
+        "specedit-rewrite",
+        "--all-files",
+    ]
     first = subprocess.run(command, cwd=repo, env=env, capture_output=True, text=True)
     assert first.returncode == 1, first.stdout + first.stderr
     assert "files were modified by this hook" in first.stdout

@@ -3,7 +3,7 @@ store does. (The heads' K/V in a real llama.cpp context: tests/test_llamacpp.py.
 
 from __future__ import annotations
 
-from specedit.prefixes import PrefixStore
+from specedit.models.prefixes import PrefixStore
 
 SYSTEM = list(range(100, 140))  # 40 tokens every prompt starts with
 

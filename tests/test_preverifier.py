@@ -41,8 +41,9 @@ def _memory(prompt_length: int = 40, output: int = 30, seed: int = 0) -> Memory:
     memory = Memory(tokens[:prompt_length], hidden_layers=(1,))
     memory.extend(tokens[prompt_length:])
     fed = len(memory) - 1
-    memory.store_hidden(tuple(torch.randn(1, fed, HIDDEN, generator=g) for _ in range(3)),
-                        list(range(fed)))  # fmt: skip
+    memory.store_hidden(
+        tuple(torch.randn(1, fed, HIDDEN, generator=g) for _ in range(3)), list(range(fed))
+    )
     return memory
 
 
@@ -81,8 +82,9 @@ def _copy_memory(keep: float) -> tuple[Memory, Recorder]:
     memory = Memory(prompt, hidden_layers=(1,))
     memory.extend(output)
     fed = len(memory) - 1
-    memory.store_hidden(tuple(torch.randn(1, fed, HIDDEN, generator=g) for _ in range(3)),
-                        list(range(fed)))  # fmt: skip
+    memory.store_hidden(
+        tuple(torch.randn(1, fed, HIDDEN, generator=g) for _ in range(3)), list(range(fed))
+    )
     recorder = Recorder(CopyDrafter("pldplus", HiddenStateRanker(2, layer=1)), layer=1, keep=keep)
     tree = recorder.propose(as_of(memory, len(prompt) - 1), budget=64)
     recorder.observe(tree, [])
@@ -153,8 +155,9 @@ def test_training_separates_a_separable_dataset():
 def test_cross_validation_keeps_the_features_that_carry_the_signal():
     x, y = _separable(600, seed=3)
     folds = torch.arange(len(y)) % 3
-    groups, width, scores = select(x, y, torch.ones_like(y), folds, hidden_size=HIDDEN,
-                                   layer=1, epochs=80)  # fmt: skip
+    groups, width, scores = select(
+        x, y, torch.ones_like(y), folds, hidden_size=HIDDEN, layer=1, epochs=80
+    )
     assert (groups, width) in CANDIDATES and "states" in groups
     assert len(scores) == len(CANDIDATES) and min(scores.values()) < 0.2
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from specedit import prompts
+from specedit.editing import prompts
 
 
 def _answer(tokenizer, text: str, eos: bool = False) -> list[int]:

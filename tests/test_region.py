@@ -11,13 +11,13 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-from specedit import prompts
 from specedit.cli import app
-from specedit.edit import EditRequest, EditResult
+from specedit.cli.deliver import CheckCommand, Delivery, edit_file
+from specedit.cli.exits import Exit
+from specedit.editing import prompts
+from specedit.editing.editor import EditRequest, EditResult
+from specedit.editing.region import Region
 from specedit.engine.events import Generation, Stats
-from specedit.exits import Exit
-from specedit.jobs import CheckCommand, Delivery, edit_file
-from specedit.region import Region
 
 # A form feed and a CRLF line outside the region: bytes that a careless split would change.
 FILE = (
@@ -70,8 +70,9 @@ def test_an_answer_that_runs_past_the_region_ends_where_the_rest_begins(tokenize
     cut = around.overrun(answer)
     assert around.around(answer[:cut]) == FILE.replace("x * 3", "x * 2")
     assert around.overrun("def double(x):\n    return x * 2\n") is None
-    prompt = prompts.build(tokenizer, prompts.load_template("fix"), inside, "x", "python",
-                           surroundings=around)  # fmt: skip
+    prompt = prompts.build(
+        tokenizer, prompts.load_template("fix"), inside, "x", "python", surroundings=around
+    )
     stop = prompts.FenceStop(tokenizer, prompt, around)
     ids = tokenizer(answer, add_special_tokens=False)["input_ids"]
     fired = [i for i, token in enumerate(ids) if stop(token)]
@@ -104,8 +105,16 @@ def _edit(tmp_path, region, test=None, text=FILE):
     path.write_bytes(text.encode())
     editor = ScriptedEditor()
     template = EditRequest("", "double() triples", prompt="fix")
-    code = edit_file(editor, str(path), template, Delivery(in_place=True, quiet=True),
-                     Console(stderr=True), test, None, region)  # fmt: skip
+    code = edit_file(
+        editor,
+        str(path),
+        template,
+        Delivery(in_place=True, quiet=True),
+        Console(stderr=True),
+        test,
+        None,
+        region,
+    )
     return code, path.read_bytes().decode(), editor.requests
 
 
@@ -118,8 +127,10 @@ def test_a_region_edit_writes_the_whole_file_with_only_the_region_changed(tmp_pa
 
 
 def test_the_test_command_sees_the_whole_edited_file(tmp_path):
-    check = f"{sys.executable} -c \"import sys; t = open(sys.argv[1]).read(); " \
-            "assert 'x * 2' in t and 'def halve' in t and 'import math' in t\" {file}"  # fmt: skip
+    check = (
+        f'{sys.executable} -c "import sys; t = open(sys.argv[1]).read(); '
+        "assert 'x * 2' in t and 'def halve' in t and 'import math' in t\" {file}"
+    )
     code, written, requests = _edit(tmp_path, Region(3, 4), CheckCommand(check, attempts=1))
     assert code == Exit.OK and len(requests) == 1 and "x * 2" in written
 
@@ -140,9 +151,16 @@ def test_the_safety_check_reads_the_whole_file(tmp_path):
     """An answer that breaks the syntax inside the region is refused like any other edit."""
     path = tmp_path / "calc.py"
     path.write_bytes(FILE.encode())
-    code = edit_file(BreakingEditor(), str(path), EditRequest("", "fix", prompt="fix"),
-                     Delivery(in_place=True, quiet=True), Console(stderr=True), None, None,
-                     Region(3, 4))  # fmt: skip
+    code = edit_file(
+        BreakingEditor(),
+        str(path),
+        EditRequest("", "fix", prompt="fix"),
+        Delivery(in_place=True, quiet=True),
+        Console(stderr=True),
+        None,
+        None,
+        Region(3, 4),
+    )
     assert code == Exit.UNSAFE and path.read_bytes() == FILE.encode()
 
 
@@ -169,8 +187,9 @@ def test_context_shows_only_that_many_lines_on_each_side(tokenizer):
     assert Region(3, 4).cut(FILE)[1].shown_lines() is None
 
     _, around = Region(3, 4, context=3).cut(FILE)
-    prompt = prompts.build(tokenizer, prompts.load_template("fix"), inside, "double it",
-                           "python", surroundings=around)  # fmt: skip
+    prompt = prompts.build(
+        tokenizer, prompts.load_template("fix"), inside, "double it", "python", surroundings=around
+    )
     context = tokenizer.decode(prompt.ids)
     context = context[context.index("The code block above is lines 3-4") :]
     assert "here are lines 1-7 of it, with those lines left out" in context

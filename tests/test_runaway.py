@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from specedit.edit import EditError, EditRequest, execute, prepare
-from specedit.models import LoadedModel
-from specedit.runaway import RUNAWAY, RunawayGuard
+from specedit.editing.editor import EditError, EditRequest, execute, prepare
+from specedit.editing.runaway import RUNAWAY, RunawayGuard
+from specedit.models.load import LoadedModel
 
 LOOP = "    total = combine(total, value)\n    value = advance(value, step)\n"
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from specedit import safety
+from specedit.editing import safety
 
 MODULE = '''"""Shapes."""
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from specedit import selection
-from specedit.bench.runner import parse_selection
+from specedit.bench.setups import parse_selection
+from specedit.editing import selection
 from specedit.engine.options import GREEDY, Sampling
 
 ORIGINAL = "def mean(values):\n    return sum(values) * len(values)\n\n\nprint(mean([1, 2]))\n"
@@ -121,16 +121,16 @@ def _answering(monkeypatch, answers: list[str]) -> list:
     that a test sees how each candidate was asked for (its sampling)."""
     from dataclasses import replace
 
-    from specedit import edit
+    from specedit.editing import editor
 
     calls = []
 
     def execute(lm, prepared, on_step=None, stop=None):
         calls.append(prepared)
-        generation = edit.generate_edit(lm, replace(prepared, max_new_tokens=2), on_step)
-        return edit.EditResult(answers[len(calls) - 1], generation, prepared.prompt)
+        generation = editor.generate_edit(lm, replace(prepared, max_new_tokens=2), on_step)
+        return editor.EditResult(answers[len(calls) - 1], generation, prepared.prompt)
 
-    monkeypatch.setattr(edit, "execute", execute)
+    monkeypatch.setattr(editor, "execute", execute)
     return calls
 
 

@@ -27,10 +27,13 @@ import torch
 from conftest import TEST_MODEL, free_port, get_json, serving
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from specedit import prompts, serve
-from specedit.edit import EditError, EditorUnavailable, EditRequest, LocalEditor
-from specedit.remote import OpenAIEditor, RemoteEditor, ServerRefused, connect
-from specedit.serve import INTERNAL, create_app, needs_key_warning, token_bytes, without_paths
+from specedit.editing import prompts
+from specedit.editing.editor import EditError, EditorUnavailable, EditRequest, LocalEditor
+from specedit.server import app as server_app
+from specedit.server.app import create_app, token_bytes
+from specedit.server.client import OpenAIEditor, RemoteEditor, ServerRefused, connect
+from specedit.server.errors import INTERNAL, without_paths
+from specedit.server.guards import needs_key_warning
 
 
 @contextmanager
@@ -41,8 +44,19 @@ def running_server(model: str, *extra: str, cache: Path | None = None, **environ
     env = {**os.environ, "SPECEDIT_THREADS": "1", **environ}
     if cache:
         env["SPECEDIT_CACHE"] = str(cache)
-    command = [sys.executable, "-m", "specedit", "serve", "--model", model, "--port", str(port),
-               "--dtype", "fp32", *extra]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "specedit",
+        "serve",
+        "--model",
+        model,
+        "--port",
+        str(port),
+        "--dtype",
+        "fp32",
+        *extra,
+    ]
     with serving(command, port, env) as url:
         yield url
 
@@ -75,9 +89,14 @@ def reference(tiny_model_dir):
     eos = tokenizer.convert_tokens_to_ids("<|im_end|>")
 
     def greedy(max_new_tokens: int) -> str:
-        out = model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False,
-                             max_new_tokens=max_new_tokens, eos_token_id=eos,
-                             pad_token_id=eos)  # fmt: skip
+        out = model.generate(
+            ids,
+            attention_mask=torch.ones_like(ids),
+            do_sample=False,
+            max_new_tokens=max_new_tokens,
+            eos_token_id=eos,
+            pad_token_id=eos,
+        )
         return tokenizer.decode(out[0, ids.shape[1] :], skip_special_tokens=True)
 
     return greedy
@@ -92,9 +111,12 @@ def test_greedy_completion_with_a_prediction_is_the_models_own_answer(
     client, tiny_model_dir, reference
 ):
     completion = client.chat.completions.create(
-        model=str(tiny_model_dir), messages=MESSAGES, temperature=0, max_tokens=40,
+        model=str(tiny_model_dir),
+        messages=MESSAGES,
+        temperature=0,
+        max_tokens=40,
         prediction={"type": "content", "content": CODE},
-    )  # fmt: skip
+    )
     assert completion.choices[0].message.content == reference(40)
     assert completion.choices[0].finish_reason in ("stop", "length")
     usage = completion.usage
@@ -106,10 +128,14 @@ def test_greedy_completion_with_a_prediction_is_the_models_own_answer(
 
 def test_streaming_gives_the_same_text_in_chunks_then_usage(client, tiny_model_dir, reference):
     stream = client.chat.completions.create(
-        model=str(tiny_model_dir), messages=MESSAGES, temperature=0, max_tokens=40, stream=True,
+        model=str(tiny_model_dir),
+        messages=MESSAGES,
+        temperature=0,
+        max_tokens=40,
+        stream=True,
         stream_options={"include_usage": True},
         prediction={"type": "content", "content": CODE},
-    )  # fmt: skip
+    )
     chunks = list(stream)
     text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     assert text == reference(40)
@@ -155,9 +181,13 @@ def test_another_model_name_is_a_404(client):
 def test_a_client_that_disconnects_cancels_its_generation(client, tiny_server, tiny_model_dir):
     before = get_json(tiny_server + "/v1/specedit/status")
     stream = client.chat.completions.create(
-        model=str(tiny_model_dir), messages=MESSAGES, temperature=1, seed=0, max_tokens=900,
+        model=str(tiny_model_dir),
+        messages=MESSAGES,
+        temperature=1,
+        seed=0,
+        max_tokens=900,
         stream=True,
-    )  # fmt: skip
+    )
     first = next(iter(stream))  # the generation has started
     assert first.choices[0].delta.role == "assistant"
     stream.close()
@@ -178,8 +208,9 @@ def test_a_client_that_disconnects_cancels_its_generation(client, tiny_server, t
 
 
 def test_the_edit_endpoint_reports_an_edit_it_could_not_finish(tiny_server, tiny_model_dir):
-    body = json.dumps({"text": CODE, "instruction": "fix it", "method": "pld",
-                       "max_new_tokens": 3}).encode()  # fmt: skip
+    body = json.dumps(
+        {"text": CODE, "instruction": "fix it", "method": "pld", "max_new_tokens": 3}
+    ).encode()
     request = urllib.request.Request(
         tiny_server + "/v1/specedit/edit", data=body, headers={"Content-Type": "application/json"}
     )
@@ -192,16 +223,17 @@ def test_the_edit_endpoint_reports_an_edit_it_could_not_finish(tiny_server, tiny
 def test_a_region_edit_through_the_server_shows_the_model_the_whole_file(tiny_server, tokenizer):
     """--lines with --server: the server's prompt holds the surroundings and asks for the
     region, exactly as a local edit's prompt does."""
-    from specedit.edit import EditError
-    from specedit.region import Region
+    from specedit.editing.editor import EditError
+    from specedit.editing.region import Region
 
     text = "import math\n\n\n" + CODE + "\n\ndef half(x):\n    return x / 2\n"
     region, surroundings = Region(4, 5).cut(text)
     assert region == CODE
     editor = RemoteEditor(tiny_server)
     seen = []
-    request = EditRequest(region, "fix it", prompt="fix", method="pld", max_new_tokens=3,
-                          surroundings=surroundings)  # fmt: skip
+    request = EditRequest(
+        region, "fix it", prompt="fix", method="pld", max_new_tokens=3, surroundings=surroundings
+    )
     with pytest.raises(EditError, match="lines 4-5 ran to its token limit"):  # never closes
         editor.edit(request, on_start=lambda prompt, limit: seen.append(prompt))
     prompt = seen[0]
@@ -215,10 +247,19 @@ def test_the_cli_says_when_no_server_answers(tmp_path):
     source.write_text(CODE)
     port = free_port()  # nothing listens there
     result = subprocess.run(
-        [sys.executable, "-m", "specedit", "fix", str(source), "fix it", "--server",
-         f"http://127.0.0.1:{port}"],
-        capture_output=True, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "specedit",
+            "fix",
+            str(source),
+            "fix it",
+            "--server",
+            f"http://127.0.0.1:{port}",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 3
     assert "cannot reach the server" in result.stderr and result.stdout == ""
     assert source.read_text() == CODE
@@ -236,10 +277,25 @@ def test_an_edit_through_the_server_equals_the_local_edit(tmp_path):
     def edit(tag: str, *extra: str) -> tuple[subprocess.CompletedProcess, dict, str]:
         stats, spans = tmp_path / f"{tag}.json", tmp_path / f"{tag}-spans.json"
         result = subprocess.run(
-            [sys.executable, "-m", "specedit", "fix", str(source), instruction, "--dtype",
-             "fp32", "--stats-file", str(stats), "--attribution", str(spans), *extra],
-            capture_output=True, text=True, env={**os.environ, "SPECEDIT_THREADS": "1"},
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "specedit",
+                "fix",
+                str(source),
+                instruction,
+                "--dtype",
+                "fp32",
+                "--stats-file",
+                str(stats),
+                "--attribution",
+                str(spans),
+                *extra,
+            ],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "SPECEDIT_THREADS": "1"},
+        )
         assert result.returncode == 0, result.stderr
         return result, json.loads(stats.read_text()), spans.read_text()
 
@@ -250,20 +306,28 @@ def test_an_edit_through_the_server_equals_the_local_edit(tmp_path):
         remote_seconds = time.monotonic() - started
         with openai.OpenAI(base_url=url + "/v1", api_key="none") as client:
             completion = client.chat.completions.create(
-                model=TEST_MODEL, temperature=0, max_tokens=200,
-                messages=[{"role": "user", "content": "Repeat this code exactly, nothing "
-                           f"else:\n```python\n{source.read_text()}```"}],
+                model=TEST_MODEL,
+                temperature=0,
+                max_tokens=200,
+                messages=[
+                    {
+                        "role": "user",
+                        "content": "Repeat this code exactly, nothing "
+                        f"else:\n```python\n{source.read_text()}```",
+                    }
+                ],
                 prediction={"type": "content", "content": source.read_text()},
-            )  # fmt: skip
+            )
             # the CLI's own prompt as chat messages, its answer opened by the code fence as the
             # CLI opens it: the reply is the CLI's output, streamed or not
             text = source.read_text()
             fence = prompts.fence_for(text)
             messages = [
-                *prompts.chat_messages(prompts.load_template("fix"), text, instruction, "python",
-                                       fence),
+                *prompts.chat_messages(
+                    prompts.load_template("fix"), text, instruction, "python", fence
+                ),
                 {"role": "assistant", "content": f"{fence}python\n"},
-            ]  # fmt: skip
+            ]
             same = {
                 "model": TEST_MODEL,
                 "messages": messages,
@@ -319,13 +383,27 @@ class _ChatOnlyServer(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         type(self).requests.append(request)
-        self._send(200, {
-            "id": "x", "object": "chat.completion", "model": "stub",
-            "choices": [{"index": 0, "finish_reason": "stop",
-                         "message": {"role": "assistant", "content": self.ANSWER}}],
-            "usage": {"prompt_tokens": 50, "completion_tokens": 20, "total_tokens": 70,
-                      "completion_tokens_details": {"accepted_prediction_tokens": 15}},
-        })  # fmt: skip
+        self._send(
+            200,
+            {
+                "id": "x",
+                "object": "chat.completion",
+                "model": "stub",
+                "choices": [
+                    {
+                        "index": 0,
+                        "finish_reason": "stop",
+                        "message": {"role": "assistant", "content": self.ANSWER},
+                    }
+                ],
+                "usage": {
+                    "prompt_tokens": 50,
+                    "completion_tokens": 20,
+                    "total_tokens": 70,
+                    "completion_tokens_details": {"accepted_prediction_tokens": 15},
+                },
+            },
+        )
 
     def log_message(self, *args) -> None:
         pass
@@ -338,10 +416,22 @@ def test_any_openai_compatible_server_edits_with_the_file_as_prediction(tmp_path
     source.write_text(CODE)
     try:
         result = subprocess.run(
-            [sys.executable, "-m", "specedit", "fix", str(source), "mean() multiplies", "-i",
-             "--server", f"http://127.0.0.1:{server.server_port}/v1", "--stats", "json"],
-            capture_output=True, text=True,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "specedit",
+                "fix",
+                str(source),
+                "mean() multiplies",
+                "-i",
+                "--server",
+                f"http://127.0.0.1:{server.server_port}/v1",
+                "--stats",
+                "json",
+            ],
+            capture_output=True,
+            text=True,
+        )
     finally:
         server.shutdown()
     assert result.returncode == 0, result.stderr
@@ -385,7 +475,7 @@ def call(
 
 @pytest.fixture(scope="module")
 def tiny_lm(tiny_model_dir):
-    from specedit.models import load
+    from specedit.models.load import load
 
     return load(str(tiny_model_dir), dtype="fp32")
 
@@ -428,14 +518,15 @@ def test_an_unexpected_error_is_logged_here_and_answered_without_its_text(
         status, _, streamed = call(url + "/v1/specedit/edit", {**body, "stream": True})
         assert status == 200
         assert "boom reading" in capfd.readouterr().err
-        events = [json.loads(line[6:]) for line in streamed.splitlines()
-                  if line.startswith("data: {")]  # fmt: skip
+        events = [
+            json.loads(line[6:]) for line in streamed.splitlines() if line.startswith("data: {")
+        ]
         assert events[-1]["type"] == "error" and events[-1]["status"] == 500
         assert events[-1]["error"]["message"] == INTERNAL
         with pytest.raises(EditorUnavailable, match="internal error"):
             RemoteEditor(url).edit(EditRequest(CODE, "fix it", prompt="fix", method="pld"))
         # before any generation: the app's own answer (uvicorn logs the error)
-        monkeypatch.setattr(serve, "_edit_run", lambda lm, body: broken(None, None))
+        monkeypatch.setattr(server_app, "_edit_run", lambda lm, body: broken(None, None))
         status, _, before = call(url + "/v1/specedit/edit", body)
         assert status == 500 and json.loads(before)["error"]["message"] == INTERNAL
     for text in (answer, streamed, before):
@@ -463,7 +554,7 @@ def test_an_edit_error_names_no_path_on_the_server(tiny_lm, monkeypatch, tmp_pat
         ("in C:\\Users\\ann\\m.gguf.", "in <path on the server>."),
         ("3/26, and/or http://host:8000/v1 stay", "3/26, and/or http://host:8000/v1 stay"),
     ],
-)  # fmt: skip
+)
 def test_messages_lose_their_paths(message, public):
     assert without_paths(message) == public
 
@@ -481,8 +572,14 @@ def test_the_edit_endpoint_reads_no_prompt_file_of_the_servers(tiny_lm, tmp_path
     with in_process(create_app(tiny_lm)) as url:
         for prompt in (str(mine), str(tmp_path / "absent.toml"), "../" * 8 + str(mine)[1:]):
             for stream in (False, True):
-                body = {"text": CODE, "instruction": "fix it", "prompt": prompt,
-                        "method": "pld", "max_new_tokens": 3, "stream": stream}  # fmt: skip
+                body = {
+                    "text": CODE,
+                    "instruction": "fix it",
+                    "prompt": prompt,
+                    "method": "pld",
+                    "max_new_tokens": 3,
+                    "stream": stream,
+                }
                 status, _, answer = call(url + "/v1/specedit/edit", body)
                 assert status == 400, answer
                 assert secret not in answer and str(tmp_path) not in answer
@@ -506,8 +603,10 @@ def test_a_full_queue_answers_429(tiny_lm, monkeypatch):
     with in_process(create_app(tiny_lm, max_queue=1)) as url:
         endpoint = url + "/v1/specedit/edit"
         statuses: list[int] = []
-        waiting = [threading.Thread(target=lambda: statuses.append(call(endpoint, body)[0]))
-                   for _ in range(2)]  # fmt: skip
+        waiting = [
+            threading.Thread(target=lambda: statuses.append(call(endpoint, body)[0]))
+            for _ in range(2)
+        ]
         try:
             waiting[0].start()
             assert started.wait(30)  # one generation runs ...
@@ -536,8 +635,9 @@ def test_a_body_over_the_limit_is_refused_unread(tiny_lm):
     import http.client
 
     # the wrong model: a body that is read whole gets a 404
-    body = json.dumps({"model": "other", "messages": MESSAGES, "max_tokens": 1,
-                       "user": "x" * 3000}).encode()  # fmt: skip
+    body = json.dumps(
+        {"model": "other", "messages": MESSAGES, "max_tokens": 1, "user": "x" * 3000}
+    ).encode()
     small = json.dumps({"model": "other", "messages": MESSAGES, "max_tokens": 1}).encode()
     with in_process(create_app(tiny_lm, max_body_bytes=2000)) as url:
         endpoint = url + "/v1/chat/completions"
@@ -548,8 +648,12 @@ def test_a_body_over_the_limit_is_refused_unread(tiny_lm):
         def chunked(data: bytes) -> tuple[int, str]:  # no Content-Length: read as it comes
             connection = http.client.HTTPConnection(url.removeprefix("http://"), timeout=30)
             pieces = (data[i : i + 500] for i in range(0, len(data), 500))
-            connection.request("POST", "/v1/chat/completions", body=pieces,
-                               headers={"Content-Type": "application/json"})  # fmt: skip
+            connection.request(
+                "POST",
+                "/v1/chat/completions",
+                body=pieces,
+                headers={"Content-Type": "application/json"},
+            )
             response = connection.getresponse()
             try:
                 return response.status, response.read().decode()

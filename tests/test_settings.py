@@ -10,7 +10,7 @@ import typer
 from typer.testing import CliRunner
 
 from specedit.cli import app
-from specedit.settings import GUARDED, Settings, SettingsError, find_settings, project_root
+from specedit.cli.settings import GUARDED, Settings, SettingsError, find_settings, project_root
 
 runner = CliRunner()
 TRUSTED_ONLY = 'test = "touch RAN"\nserver = "http://example.invalid"\nforce = true\n'

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from specedit.snippets import is_marker, merge, unfence
+from specedit.editing.snippets import is_marker, merge, unfence
 
 APPLY_SUITE = Path(__file__).resolve().parent.parent / "specedit" / "bench" / "apply.jsonl"
 
@@ -74,8 +74,10 @@ def test_a_marker_in_a_body_keeps_the_rest_of_the_body():
         "def corners(self):\n", 'def corners(self):\n        """How many corners."""\n'
     )
     # the decorated method is a unit of the class: shown with its class line it merges
-    assert merge(FILE, "class Shape:\n    # ...\n\n    " + snippet.replace("\n", "\n    "),
-                 "python") == wanted  # fmt: skip
+    assert (
+        merge(FILE, "class Shape:\n    # ...\n\n    " + snippet.replace("\n", "\n    "), "python")
+        == wanted
+    )
 
 
 def test_a_decorator_over_several_lines_is_not_the_parts_key():
@@ -170,8 +172,9 @@ def test_a_part_that_drops_most_of_what_it_replaces_is_a_doubt():
     """A lazy snippet that shortens a body without a marker may mean 'the rest as before'."""
     source = "def f(x):\n    a = x + 1\n    b = a * 2\n    c = b - 3\n    return c\n"
     assert merge(source, "def f(x):\n    return 0\n", "python") is None
-    assert merge(source, "def f(x):\n    a = x + 2\n    b = a * 2\n    c = b - 3\n    return c\n",
-                 "python") == source.replace("x + 1", "x + 2")  # fmt: skip
+    assert merge(
+        source, "def f(x):\n    a = x + 2\n    b = a * 2\n    c = b - 3\n    return c\n", "python"
+    ) == source.replace("x + 1", "x + 2")
 
 
 @pytest.mark.parametrize(

@@ -13,8 +13,8 @@ from dataclasses import replace
 import pytest
 from typer.testing import CliRunner
 
-from specedit import edit
 from specedit.cli import app
+from specedit.editing import editor
 
 runner = CliRunner()
 SOURCE = """def mean(values):
@@ -49,18 +49,20 @@ def tiny(tiny_model_dir):
     return ("--model", str(tiny_model_dir), "--dtype", "fp32", "--method", "pld")
 
 
-def canned(monkeypatch, *texts: str) -> list[edit.PreparedEdit]:
+def canned(monkeypatch, *texts: str) -> list[editor.PreparedEdit]:
     """Edit number k answers texts[k] (the last one repeats) after k + 1 real tokens, so the
     stats and attribution tell the attempts apart; returns the prepared edits it was given."""
-    calls: list[edit.PreparedEdit] = []
+    calls: list[editor.PreparedEdit] = []
 
     def execute(lm, prepared, on_step=None, stop=None):
         calls.append(prepared)
         short = replace(prepared, max_new_tokens=len(calls) + 1)
-        generation = edit.generate_edit(lm, short, on_step)
-        return edit.EditResult(texts[min(len(calls), len(texts)) - 1], generation, prepared.prompt)
+        generation = editor.generate_edit(lm, short, on_step)
+        return editor.EditResult(
+            texts[min(len(calls), len(texts)) - 1], generation, prepared.prompt
+        )
 
-    monkeypatch.setattr(edit, "execute", execute)
+    monkeypatch.setattr(editor, "execute", execute)
     return calls
 
 
@@ -119,8 +121,17 @@ def test_diff_and_check_only_warn(source, tiny, monkeypatch):
 def test_a_test_that_always_fails_exits_5_after_every_attempt(source, tiny, monkeypatch):
     calls = canned(monkeypatch, FIXED)
     stats = source.parent / "stats.json"
-    result = _run("fix", source, "mean adds 1", "-i", "--test", "echo nope; false",
-                  "--stats-file", stats, *tiny)  # fmt: skip
+    result = _run(
+        "fix",
+        source,
+        "mean adds 1",
+        "-i",
+        "--test",
+        "echo nope; false",
+        "--stats-file",
+        stats,
+        *tiny,
+    )
     assert result.exit_code == 5, result.stderr
     assert source.read_text() == SOURCE and result.stdout == ""
     lines = [line for line in result.stderr.splitlines() if line.startswith("specedit: attempt")]
@@ -151,8 +162,19 @@ def test_a_passing_test_delivers_the_first_passing_candidate(source, tiny, monke
     calls = canned(monkeypatch, BROKEN.replace("+ 1", "+ 2"), FIXED, SOURCE)
     stats, spans = source.parent / "s.json", source.parent / "a.json"
     test = "grep -qx '    return total / len(values)' {file}"
-    result = _run("fix", source, "mean adds 1", "-i", "--test", test,
-                  "--stats-file", stats, "--attribution", spans, *tiny)  # fmt: skip
+    result = _run(
+        "fix",
+        source,
+        "mean adds 1",
+        "-i",
+        "--test",
+        test,
+        "--stats-file",
+        stats,
+        "--attribution",
+        spans,
+        *tiny,
+    )
     assert result.exit_code == 0, result.stderr
     assert source.read_text() == FIXED and len(calls) == 2
     assert "specedit: attempt 1/3: failed (exit 1)" in result.stderr
@@ -182,8 +204,9 @@ def test_a_passing_candidate_is_still_checked_for_safety(source, tiny, monkeypat
 
 def test_edits_that_never_reach_the_test_are_edit_errors(source, tiny):
     # the real tiny model: its answer is cut off at 5 tokens every time
-    result = _run("fix", source, "fix", "--test", "true", "--attempts", "2",
-                  "--max-new-tokens", "5", *tiny)  # fmt: skip
+    result = _run(
+        "fix", source, "fix", "--test", "true", "--attempts", "2", "--max-new-tokens", "5", *tiny
+    )
     assert result.exit_code == 2 and result.stdout == ""
     assert result.stderr.count("edit failed: the edit was cut off at the token limit") == 2
 

@@ -9,8 +9,8 @@ import textwrap
 
 import pytest
 
-from specedit import prompts
-from specedit.tokenizer import EXPORT, ChatTokenizer
+from specedit.editing import prompts
+from specedit.models.tokenizer import EXPORT, ChatTokenizer
 
 TEXTS = [
     inspect.getsource(textwrap),
@@ -115,8 +115,12 @@ def test_templates_read_the_special_tokens_and_tools_as_transformers_gives_them(
         "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
     )
     spec = json.loads((tmp_path / "tokenizer.json").read_text())
-    spec["truncation"] = {"direction": "Right", "max_length": 8, "strategy": "LongestFirst",
-                          "stride": 0}  # fmt: skip
+    spec["truncation"] = {
+        "direction": "Right",
+        "max_length": 8,
+        "strategy": "LongestFirst",
+        "stride": 0,
+    }
     (tmp_path / "tokenizer.json").write_text(json.dumps(spec))
     theirs = AutoTokenizer.from_pretrained(tmp_path)
     _assert_answers_alike(_exported(theirs, tmp_path), theirs)

@@ -95,10 +95,15 @@ def test_delta_one_equals_strict_greedy(qwen_tiny, seed):
     prompt = repeating_prompt(seed)
     reference = greedy_reference(qwen_tiny, prompt, 60)
     results = [
-        generate(qwen_tiny, prompt, OracleDrafter(reference, len(prompt)), max_new_tokens=60,
-                 verification=Verification(mode, delta=1.0))
+        generate(
+            qwen_tiny,
+            prompt,
+            OracleDrafter(reference, len(prompt)),
+            max_new_tokens=60,
+            verification=Verification(mode, delta=1.0),
+        )
         for mode in ("strict", "conditional", "mixed")
-    ]  # fmt: skip
+    ]
     assert all(r.tokens == reference for r in results)
     assert all(r.stats.relaxed_tokens == 0 for r in results)
     assert len({r.stats.forward_passes for r in results}) == 1
@@ -111,8 +116,9 @@ def test_lower_delta_relaxes_and_counts_it():
     copy = OracleDrafter(prompt[3:] * 3, 0, length=8)  # drafts the repetition, not the model
     copy.propose = lambda memory, budget: _repeat_draft(memory, budget)
     strict = generate(model, prompt, copy, max_new_tokens=30)
-    relaxed = generate(model, prompt, copy, max_new_tokens=30,
-                       verification=Verification("conditional", delta=0.01))  # fmt: skip
+    relaxed = generate(
+        model, prompt, copy, max_new_tokens=30, verification=Verification("conditional", delta=0.01)
+    )
     assert strict.tokens == reference
     assert relaxed.stats.relaxed_tokens > 0
     assert relaxed.tokens != reference  # lossy on purpose

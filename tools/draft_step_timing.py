@@ -23,7 +23,7 @@ import torch
 from transformers import DynamicCache
 
 from specedit.drafting.cooccurrence import token_statistics
-from specedit.models import load
+from specedit.models.load import load
 
 
 def _median_seconds(run, repeats: int) -> float:
@@ -63,12 +63,16 @@ def draft_step(name: str, context: int, core: int, budget: int, repeats: int) ->
     full = _median_seconds(lambda: head @ hidden, repeats)
     print(f"draft model {name} ({lm.model.dtype}), context {len(ids)} tokens")
     print(f"  decoder step          {decoder * 1e3:7.1f} ms")
-    print(f"  LM head, full {head.shape[0]:6d}  {full * 1e3:7.1f} ms "
-          f"({full / (decoder + full):.0%} of a full step)")  # fmt: skip
+    print(
+        f"  LM head, full {head.shape[0]:6d}  {full * 1e3:7.1f} ms "
+        f"({full / (decoder + full):.0%} of a full step)"
+    )
     for label, matrix in (("static core", core_head), ("active", active_head)):
         seconds = _median_seconds(lambda m=matrix: m @ hidden, repeats)
-        print(f"  LM head, {label:6} {matrix.shape[0]:6d}  {seconds * 1e3:7.1f} ms "
-              f"(step {(decoder + seconds) / (decoder + full):.0%} of full)")  # fmt: skip
+        print(
+            f"  LM head, {label:6} {matrix.shape[0]:6d}  {seconds * 1e3:7.1f} ms "
+            f"(step {(decoder + seconds) / (decoder + full):.0%} of full)"
+        )
 
 
 @torch.inference_mode()

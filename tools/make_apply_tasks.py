@@ -35,12 +35,31 @@ import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from specedit.prompts import snippet_block
+from specedit.editing.prompts import snippet_block
 
 DEFAULT_OUTPUT = Path(__file__).resolve().parent.parent / "specedit" / "bench" / "apply.jsonl"
-MODULES = ("colorsys", "bisect", "fnmatch", "glob", "html", "genericpath", "linecache", "getopt",
-           "netrc", "reprlib", "sched", "graphlib", "quopri", "pty", "rlcompleter", "codeop",
-           "chunk", "imghdr", "nturl2path", "secrets")  # fmt: skip
+MODULES = (
+    "colorsys",
+    "bisect",
+    "fnmatch",
+    "glob",
+    "html",
+    "genericpath",
+    "linecache",
+    "getopt",
+    "netrc",
+    "reprlib",
+    "sched",
+    "graphlib",
+    "quopri",
+    "pty",
+    "rlcompleter",
+    "codeop",
+    "chunk",
+    "imghdr",
+    "nturl2path",
+    "secrets",
+)
 CHANGES = ("guard", "rename", "docstring", "helper")
 MARKERS = ("# ... existing code ...", "# ...", "# ... rest of the code ...", None)
 PER_MODULE = 2
@@ -97,8 +116,9 @@ def locals_of(node: ast.FunctionDef) -> list[str]:
     """Plain local names assigned in the function (not parameters), used at least twice."""
     params = {a.arg for a in ast.walk(node.args) if isinstance(a, ast.arg)}
     names = [n for n in ast.walk(node) if isinstance(n, ast.Name)]
-    stored = [n.id for n in names
-              if isinstance(n.ctx, ast.Store) and n.id not in params and len(n.id) > 1]  # fmt: skip
+    stored = [
+        n.id for n in names if isinstance(n.ctx, ast.Store) and n.id not in params and len(n.id) > 1
+    ]
     used = [n.id for n in names]
     return [name for name in dict.fromkeys(stored) if used.count(name) >= 3]
 
@@ -120,8 +140,10 @@ def change(kind: str, lines: list[str], node: ast.FunctionDef) -> tuple[list[str
         if not names or (has_docstring(node) and len(node.body) == 1):
             raise ValueError("no argument")
         at = body_start(node) - start
-        guard = [f"{inner}if {names[0]} is None:",
-                 f'{inner}    raise TypeError("{names[0]} must not be None")']  # fmt: skip
+        guard = [
+            f"{inner}if {names[0]} is None:",
+            f'{inner}    raise TypeError("{names[0]} must not be None")',
+        ]
         new = function[:at] + guard + function[at:]
     elif kind == "rename":
         names = locals_of(node)
@@ -144,9 +166,13 @@ def change(kind: str, lines: list[str], node: ast.FunctionDef) -> tuple[list[str
         if indent_of(lines[start - 1]):
             raise ValueError("a method")
         name = node.name
-        helper = ["", "", f"def {name}_each(items):",
-                  f'    """Apply {name}() to every item; returns a list."""',
-                  f"    return [{name}(item) for item in items]"]  # fmt: skip
+        helper = [
+            "",
+            "",
+            f"def {name}_each(items):",
+            f'    """Apply {name}() to every item; returns a list."""',
+            f"    return [{name}(item) for item in items]",
+        ]
         assert len(helper) == HELPER
         new = function + helper
     else:
@@ -154,8 +180,14 @@ def change(kind: str, lines: list[str], node: ast.FunctionDef) -> tuple[list[str
     return lines[: start - 1] + new + lines[end:], new
 
 
-def snippet(kind: str, new: list[str], node: ast.FunctionDef, cls: ast.ClassDef | None,
-            lines: list[str], marker: str | None) -> str:  # fmt: skip
+def snippet(
+    kind: str,
+    new: list[str],
+    node: ast.FunctionDef,
+    cls: ast.ClassDef | None,
+    lines: list[str],
+    marker: str | None,
+) -> str:
     """The changed function as a chat model writes it, between markers."""
     shown = new
     base = indent_of(new[0])
@@ -200,10 +232,16 @@ def module_tasks(module_name: str, number: int) -> list[Task]:
             text = snippet(kind, new, node, cls, lines, marker)
             expected = "\n".join(changed) + "\n"
             ast.parse(expected)  # the change keeps the module valid Python
-            tasks.append(Task(
-                id=f"apply-{module_name}-{kind}", kind="apply", group="apply",
-                instruction=snippet_block(text, "python"), input=source, expected=expected,
-            ))  # fmt: skip
+            tasks.append(
+                Task(
+                    id=f"apply-{module_name}-{kind}",
+                    kind="apply",
+                    group="apply",
+                    instruction=snippet_block(text, "python"),
+                    input=source,
+                    expected=expected,
+                )
+            )
             used.add(node.name)
             break
         if len(tasks) == PER_MODULE:

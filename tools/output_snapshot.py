@@ -22,8 +22,8 @@ from pathlib import Path
 import torch
 
 from specedit.bench.tasks import load_tasks
-from specedit.edit import EditRequest, generate_edit, prepare
-from specedit.models import load
+from specedit.editing.editor import EditRequest, generate_edit, prepare
+from specedit.models.load import load
 
 METHODS = ("adapld", "pld", "pldplus", "pool", "adapld-adaptive-length", "adapld-no-branch")
 
@@ -48,16 +48,20 @@ def main() -> None:
         if f"{task_id}/{method}" in results:
             continue
         task = tasks[task_id]
-        request = EditRequest(task.input, task.instruction, prompt=task.kind,
-                              language=task.language, method=method)  # fmt: skip
+        request = EditRequest(
+            task.input, task.instruction, prompt=task.kind, language=task.language, method=method
+        )
         generation = generate_edit(lm, prepare(lm, request))
         stats = generation.stats
         results[f"{task_id}/{method}"] = {
-            "tokens": generation.tokens, "stop": generation.stop_reason,
-            "passes": stats.forward_passes, "drafted": stats.drafted_tokens,
-            "accepted": stats.accepted_tokens, "paths": dict(stats.accepted_paths),
+            "tokens": generation.tokens,
+            "stop": generation.stop_reason,
+            "passes": stats.forward_passes,
+            "drafted": stats.drafted_tokens,
+            "accepted": stats.accepted_tokens,
+            "paths": dict(stats.accepted_paths),
             "drafting": stats.drafting,
-        }  # fmt: skip
+        }
         args.output.write_text(json.dumps(results))
         print(f"{task_id:36} {method:24} {len(generation.tokens):5} tokens", flush=True)
 

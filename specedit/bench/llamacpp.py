@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from specedit.models import ModelError, gguf_file, require_llama_cpp
+from specedit.models.bundled import ModelError, gguf_file
+from specedit.models.load import require_llama_cpp
 
 # Draft length of llama.cpp's prompt lookup: the length that did best on copy-heavy edits when
 # llama.cpp was first measured on this kind of machine (not re-tuned since; README, "Benchmark").

@@ -73,8 +73,9 @@ def load_tasks(
                 )
             )
         except (json.JSONDecodeError, KeyError, TypeError) as exc:
-            raise TaskError(f"{name}:{number}: not a task ({exc!r}); need id, kind, "
-                            "instruction, input") from None  # fmt: skip
+            raise TaskError(
+                f"{name}:{number}: not a task ({exc!r}); need id, kind, instruction, input"
+            ) from None
     if ids:
         unknown = set(ids) - {t.id for t in tasks}
         if unknown:

@@ -12,13 +12,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from specedit import prompts
 from specedit.bench.tasks import Task, load_tasks
 from specedit.calibrate.heads import RankedHead, calibrate_heads, copy_targets, save_heads
 from specedit.calibrate.preverifier import Recording, TrainingReport, record, train_preverifier
 from specedit.console import progress, say
-from specedit.edit import EditRequest, prepare
-from specedit.models import LoadedModel
+from specedit.editing import prompts
+from specedit.editing.editor import EditRequest, prepare
+from specedit.models.load import LoadedModel
 
 
 @dataclass
@@ -33,8 +33,9 @@ def record_tasks(lm: LoadedModel, tasks: Sequence[Task]) -> dict[str, Recording]
     recordings = {}
     with progress("generating the suite's answers", len(tasks), "tasks") as done:
         for number, task in enumerate(tasks, start=1):
-            request = EditRequest(task.input, task.instruction, prompt=task.kind,
-                                  language=task.language)  # fmt: skip
+            request = EditRequest(
+                task.input, task.instruction, prompt=task.kind, language=task.language
+            )
             prepared = prepare(lm, request)
             recordings[task.id] = record(
                 lm.model,
@@ -67,6 +68,8 @@ def calibrate(lm: LoadedModel, tasks: Sequence[Task] | None = None) -> Calibrati
     heads, path = calibrate_heads_from(lm, recordings)
     report = train_preverifier(lm, {i: r.dataset for i, r in recordings.items()})
     held = report.held_out
-    say(f"pre-verifier ({'+'.join(report.groups)}, width {report.width}): "
-        f"held-out AUC {held.auc if held else '-'}; saved to {report.path}")  # fmt: skip
+    say(
+        f"pre-verifier ({'+'.join(report.groups)}, width {report.width}): "
+        f"held-out AUC {held.auc if held else '-'}; saved to {report.path}"
+    )
     return Calibration(heads, path, report)

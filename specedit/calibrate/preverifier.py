@@ -165,8 +165,14 @@ def record(
     layer = rerank_layer(model.config.num_hidden_layers)
     drafter = AdaPLD(model, adaptive=False, branch=False, semantic=False)
     recorder = Recorder(drafter, layer, keep)
-    generation = generate(model, prompt, recorder, max_new_tokens=max_new_tokens,
-                          eos_token_ids=eos_token_ids, stop=stop)  # fmt: skip
+    generation = generate(
+        model,
+        prompt,
+        recorder,
+        max_new_tokens=max_new_tokens,
+        eos_token_ids=eos_token_ids,
+        stop=stop,
+    )
     return Recording([*prompt, *generation.tokens], len(prompt), recorder.dataset())
 
 
@@ -286,15 +292,26 @@ def evaluate(
     not_above = torch.searchsorted(scores_neg, scores_pos, right=True).float()
     auc = float(((below + not_above) / 2).mean() / max(len(scores_neg), 1))
     base = log_loss(torch.full_like(p, rate), y, w)
-    return Metrics(len(y), round(float(w.sum())), round(rate, 4),
-                   round(mean(predicted == positive, everywhere), 4), round(recall, 4),
-                   round(auc, 4), round(log_loss(p, y, w), 4), round(base, 4))  # fmt: skip
+    return Metrics(
+        len(y),
+        round(float(w.sum())),
+        round(rate, 4),
+        round(mean(predicted == positive, everywhere), 4),
+        round(recall, 4),
+        round(auc, 4),
+        round(log_loss(p, y, w), 4),
+        round(base, 4),
+    )
 
 
 def save(net: PreVerifierNet, model, metrics: dict | None = None) -> Path:
     """Save the net for `model`'s weights, atomically: a crash never leaves a file that loads."""
-    saved = {"format": FORMAT, "config": net.config(), "state": net.state_dict(),
-             "metrics": metrics or {}}  # fmt: skip
+    saved = {
+        "format": FORMAT,
+        "config": net.config(),
+        "state": net.state_dict(),
+        "metrics": metrics or {},
+    }
     return save_artefact(weights_path(model), lambda tmp: torch.save(saved, tmp))
 
 
@@ -354,6 +371,9 @@ def train_preverifier(
         train=evaluate(net, x, y, w),
         held_out=evaluate(net, *test[:3]) if test else None,
     )
-    save(net, lm.model, {"train": asdict(report.train),
-                         "held_out": report.held_out and asdict(report.held_out)})  # fmt: skip
+    save(
+        net,
+        lm.model,
+        {"train": asdict(report.train), "held_out": report.held_out and asdict(report.held_out)},
+    )
     return report

@@ -99,8 +99,8 @@ class AdaPLD(Drafter):
                 length = min(self.max_copy, available)
             main = add_copy(tree, memory, anchor, min(length, budget), self.confidence)
 
-        # Branch only where the copy is unsure: on this CPU every drafted node costs ~3 ms of
-        # verify compute, and a long confident copy rarely leaves room for an alternative.
+        # Branch only where the copy is unsure: on a CPU every drafted node adds verify compute,
+        # and a long confident copy rarely leaves room for an alternative.
         room = budget - len(main)
         if self.branches and room > 0 and len(main) < self.branch_below:
             top = self.vocabulary.top_tokens(memory.hidden(self.final)[anchor], self.branches + 1)

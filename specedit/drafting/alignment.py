@@ -150,8 +150,9 @@ class OnlineAlignment:
         """The draft's full-vocabulary log-probabilities at each buffered token and at the first
         token of its verification step, from one product with the head over the distinct rows
         (buffered tokens of one step share their start)."""
-        starts = torch.tensor([s.position - s.step - 1 - begin for s in self.buffer],
-                              device=rows.device)  # fmt: skip
+        starts = torch.tensor(
+            [s.position - s.step - 1 - begin for s in self.buffer], device=rows.device
+        )
         needed, where = torch.unique(torch.cat([rows, starts]), return_inverse=True)
         log_probs = torch.log_softmax((states[needed] @ self.head.T).float(), dim=-1)
         return log_probs[where[: len(rows)]], log_probs[where[len(rows) :]]
@@ -159,8 +160,9 @@ class OnlineAlignment:
     def _curriculum(self, at_start: torch.Tensor, tokens: list[int]) -> torch.Tensor:
         """exp(-beta * k * L1) per buffered token, L1 the draft's cross-entropy on the first
         token of its verification step (`at_start`: the log-probabilities before it)."""
-        first = torch.tensor([tokens[s.position - s.step] for s in self.buffer],
-                             device=at_start.device)  # fmt: skip
+        first = torch.tensor(
+            [tokens[s.position - s.step] for s in self.buffer], device=at_start.device
+        )
         first_loss = -at_start.gather(1, first[:, None])[:, 0]
         steps = torch.tensor([s.step for s in self.buffer], device=at_start.device)
         return torch.exp(-BETA * steps * first_loss)

@@ -14,7 +14,7 @@ from pathlib import Path
 import torch
 
 from specedit.files import replace_atomically
-from specedit.models import cache_dir
+from specedit.models.bundled import cache_dir
 
 
 def weights_key(matrix: torch.Tensor) -> str:

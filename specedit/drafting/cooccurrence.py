@@ -22,7 +22,7 @@ from specedit.drafting.artefacts import artefact_path, save_artefact
 if TYPE_CHECKING:
     import torch
 
-CORPUS_CHARS = 3_000_000  # ~1M tokens: enough for stable frequencies, ~10 s to count
+CORPUS_CHARS = 3_000_000  # ~1M tokens: enough for stable frequencies, quick to count
 MIN_COUNT = 5  # a bigram seen fewer times is noise (the paper's threshold)
 MIN_PROBABILITY = 0.01  # of the successor given the token
 MAX_SUCCESSORS = 8  # kept per token: what one expansion recalls per seed
@@ -83,9 +83,11 @@ def count(token_ids: np.ndarray, vocab: int) -> TokenStatistics:
 def _save(path: Path, stats: TokenStatistics) -> None:
     with open(path, "wb") as file:  # a file object: np.savez would add ".npz" to a path
         np.savez(
-            file, frequency=stats.frequency, successor_start=stats.successor_start,
+            file,
+            frequency=stats.frequency,
+            successor_start=stats.successor_start,
             successors=stats.successors,
-        )  # fmt: skip
+        )
 
 
 def token_statistics(tokenizer, head: torch.Tensor) -> TokenStatistics:

@@ -2,7 +2,7 @@
 
 The best draft length changes every step: inside an unchanged stretch a 64-token copy is
 accepted whole, right after an edit it is rejected at once, and on this CPU a rejected token is
-not free (a verify pass costs ~3 ms more per drafted token). So the copy is drafted in blocks of
+not free (each drafted token makes the verify pass cost more). So the copy is drafted in blocks of
 `block` tokens; a pre-verifier estimates each block's mean acceptance and drafting stops when it
 falls under a threshold that grows by `growth` per block, as in Pacer.
 

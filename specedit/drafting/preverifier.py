@@ -71,9 +71,14 @@ def features(
     cosine = state_cosine(memory, layer, list(range(anchor, anchor + count)), last - 1)
     rerank = state_cosine(memory, layer, [max(anchor - 1, 0)], last - 1)[0]
     per_token = torch.stack(
-        [position.log1p(), (sources >= memory.prompt_length).float(), cosine,
-         (last - sources).log1p()], dim=1,
-    )  # fmt: skip
+        [
+            position.log1p(),
+            (sources >= memory.prompt_length).float(),
+            cosine,
+            (last - sources).log1p(),
+        ],
+        dim=1,
+    )
     per_copy = torch.tensor(
         [math.log1p(agreement(memory.tokens, anchor, last)), recent, float(rerank)],
         device=source.device,
@@ -111,7 +116,7 @@ class PreVerifierNet(nn.Module):
     """Project each hidden state onto a fixed PCA basis of `rank` dims, standardise, keep the
     columns of the chosen feature groups, then a one-hidden-layer MLP (`width` 0: logistic
     regression) gives the logit of acceptance. Small on purpose: the suite holds a few dozen
-    edits, and 64 estimates must cost well under 1 ms."""
+    edits, and 64 estimates must cost next to nothing beside a verify pass."""
 
     def __init__(
         self,
@@ -157,8 +162,13 @@ class PreVerifierNet(nn.Module):
             return torch.sigmoid(self(x))
 
     def config(self) -> dict:
-        return {"hidden_size": self.hidden_size, "layer": self.layer, "rank": self.rank,
-                "width": self.width, "groups": list(self.groups)}  # fmt: skip
+        return {
+            "hidden_size": self.hidden_size,
+            "layer": self.layer,
+            "rank": self.rank,
+            "width": self.width,
+            "groups": list(self.groups),
+        }
 
 
 def weights_path(model) -> Path:
@@ -183,8 +193,10 @@ def load_preverifier(model) -> PreVerifierNet:
     config = saved.get("config", {})
     layer = rerank_layer(model.config.num_hidden_layers)
     if (saved.get("format"), config.get("hidden_size"), config.get("layer")) != (
-        FORMAT, model.config.hidden_size, layer
-    ):  # fmt: skip
+        FORMAT,
+        model.config.hidden_size,
+        layer,
+    ):
         raise DrafterUnavailable(
             f"the pre-verifier at {path} was trained for other features; run `specedit calibrate`"
         )

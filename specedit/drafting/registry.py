@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from specedit.engine.drafter import Drafter
-    from specedit.models import LoadedModel
+    from specedit.models.load import LoadedModel
 
 
 @dataclass(frozen=True)

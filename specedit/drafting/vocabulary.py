@@ -66,13 +66,19 @@ class VocabularyIndex:
         if use_hnsw:
             dim = self.embeddings.shape[1]
             self._embedding_index = _index(
-                lambda: as_numpy(self._unit_embeddings), dim, "cosine",
-                artefact_path("indexes", "embed", self.embeddings, ".hnsw"), "embedding",
-            )  # fmt: skip
+                lambda: as_numpy(self._unit_embeddings),
+                dim,
+                "cosine",
+                artefact_path("indexes", "embed", self.embeddings, ".hnsw"),
+                "embedding",
+            )
             self._head_index = _index(
-                lambda: _augmented_head(self.head), dim + 1, "l2",
-                artefact_path("indexes", "head", self.head, ".hnsw"), "LM-head",
-            )  # fmt: skip
+                lambda: _augmented_head(self.head),
+                dim + 1,
+                "l2",
+                artefact_path("indexes", "head", self.head, ".hnsw"),
+                "LM-head",
+            )
 
     @cached_property
     def _unit_embeddings(self) -> torch.Tensor:

@@ -2,9 +2,8 @@
 
 A verify pass over n tokens does not cost n times a one-token step, nor the same: on a CPU a
 narrow pass is memory-bound and a wide one compute-bound, and where one turns into the other
-depends on the model, the engine and the threads (the 1.5B on llama.cpp, 2 cores: 1 token
-45 ms, 8 tokens 0.28 s, 64 tokens 1.22 s). So the pass-cost curve is measured once per model
-and machine (`measure`), and each draft is cut to the nodes worth their cost (`size`):
+depends on the model, the engine and the threads. So the pass-cost curve is measured once per
+model and machine (`measure`), and each draft is cut to the nodes worth their cost (`size`):
 
 a pass that verifies the k likeliest nodes yields 1 + the sum of their chances of being
 accepted in tokens and costs cost(k + 1) seconds; the k with the most tokens per second is

@@ -77,11 +77,12 @@ class GgufModel:
 
     def open_in_background(self, capacity: int) -> None:
         """Start opening a context for `capacity` tokens on a thread. llama.cpp reads and
-        repacks the weights in C without holding the GIL (about a second for the 1.5B), so
-        the imports and the tokenizer load meanwhile."""
+        repacks the weights in C without holding the GIL, so the imports and the tokenizer load
+        meanwhile."""
         # llama.cpp reports each step of the load through llama-cpp-python's log callback, in
-        # Python: about 2,000 calls that each wait for the GIL. Handing the GIL over every
-        # 0.1 ms instead of every 5 ms made the load end 0.6 s sooner during torch's import.
+        # Python: thousands of calls that each wait for the GIL. Handing the GIL over more often
+        # (every 0.1 ms instead of the default 5 ms) makes the load end sooner during torch's
+        # import.
         self._switch_interval = sys.getswitchinterval()
         sys.setswitchinterval(1e-4)
         pool = ThreadPoolExecutor(max_workers=1)
@@ -133,7 +134,7 @@ class GgufModel:
 
 
 class HeadStore(Protocol):
-    """Prompt heads' K/V kept between processes (specedit/prefixes.py). A head is at most one
+    """Prompt heads' K/V kept between processes (specedit/models/prefixes.py). A head is at most one
     prefill batch, so that cutting a prompt there changes no batch."""
 
     def nearest(self, tokens: list[int]) -> tuple[list[int], bytes] | None:

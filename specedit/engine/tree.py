@@ -111,9 +111,12 @@ class DraftTree:
             if parent not in index:
                 raise ValueError(f"node {node} is kept without its parent {parent}")
             index[node] = kept.add(
-                self.token(node), index[parent], self.source(node), self.kind(node),
+                self.token(node),
+                index[parent],
+                self.source(node),
+                self.kind(node),
                 self.confidences[node - 1],
-            )  # fmt: skip
+            )
         return kept
 
     def path_chances(self) -> list[float] | None:

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 from itertools import accumulate, chain, repeat
 
+from specedit.editing.prompts import AnswerText, EditPrompt
 from specedit.engine.events import Step
-from specedit.prompts import AnswerText, EditPrompt
 
 RELAXED = "relaxed"  # a drafted token that a lossy (CASD) rule accepted against the model's choice
 GENERATED = "generated"  # how counts and the dashboard name the model's own tokens (kind None)
@@ -120,12 +120,24 @@ class Attribution:
 
     def to_json(self) -> str:
         """The record `--attribution FILE` writes: the decoded output and its spans."""
-        return _record(self.text, len(self.tokens), self.copied_share, self.spans,
-                       dict(self.sources), dict(self.kinds))  # fmt: skip
+        return _record(
+            self.text,
+            len(self.tokens),
+            self.copied_share,
+            self.spans,
+            dict(self.sources),
+            dict(self.kinds),
+        )
 
 
-def _record(output: str, tokens: int, copied_share: float, spans: list[Span],
-            by_source: dict[str, int], by_kind: dict[str, int]) -> str:  # fmt: skip
+def _record(
+    output: str,
+    tokens: int,
+    copied_share: float,
+    spans: list[Span],
+    by_source: dict[str, int],
+    by_kind: dict[str, int],
+) -> str:
     return json.dumps(
         {
             "output": output,
@@ -152,8 +164,15 @@ def merged_attribution(original: str, merged: str) -> str:
             continue
         width = sum(len(line) for line in new[j1:j2])
         copied = tag == "equal"
-        spans.append(Span((at, at + width), (offsets[i1], offsets[i2]) if copied else None,
-                          "input" if copied else "snippet", "merge", 0))  # fmt: skip
+        spans.append(
+            Span(
+                (at, at + width),
+                (offsets[i1], offsets[i2]) if copied else None,
+                "input" if copied else "snippet",
+                "merge",
+                0,
+            )
+        )
         at += width
     copied = sum(span.output[1] - span.output[0] for span in spans if span.source == "input")
     return _record(merged, 0, copied / len(merged) if merged else 0.0, spans, {}, {})

@@ -22,8 +22,8 @@ from rich.table import Table
 from rich.text import Text
 
 from specedit.drafting.kinds import BRANCH, MAIN, MODEL, POOL, SUCCESSOR
+from specedit.editing.prompts import EditPrompt
 from specedit.engine.events import Stats, Step
-from specedit.prompts import EditPrompt
 from specedit.view.attribution import GENERATED, RELAXED, Attribution, step_kinds
 
 STYLES = {

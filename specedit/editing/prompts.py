@@ -1,4 +1,4 @@
-"""Edit prompts: templates from prompts/*.toml, the chat template, and getting the text back.
+"""Edit prompts: templates from templates/*.toml, the chat template, and getting the text back.
 
 The answer is pre-filled with an opening code fence, so the model's first token is already file
 content, and generation stops at the closing fence. The fence is longer than any backtick run in
@@ -14,18 +14,50 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from specedit.region import Surroundings
+from specedit.editing.region import Surroundings
 
 LANGUAGES = {
-    ".py": "python", ".pyi": "python", ".js": "javascript", ".mjs": "javascript",
-    ".ts": "typescript", ".tsx": "tsx", ".jsx": "jsx", ".rs": "rust", ".go": "go",
-    ".c": "c", ".h": "c", ".cc": "cpp", ".cpp": "cpp", ".hpp": "cpp", ".java": "java",
-    ".kt": "kotlin", ".rb": "ruby", ".php": "php", ".sh": "bash", ".bash": "bash",
-    ".zsh": "zsh", ".sql": "sql", ".html": "html", ".css": "css", ".scss": "scss",
-    ".json": "json", ".yaml": "yaml", ".yml": "yaml", ".toml": "toml", ".xml": "xml",
-    ".md": "markdown", ".markdown": "markdown", ".rst": "rst", ".txt": "text", ".tex": "latex",
-    ".lua": "lua", ".swift": "swift", ".cs": "csharp", ".r": "r", ".jl": "julia",
-}  # fmt: skip
+    ".py": "python",
+    ".pyi": "python",
+    ".js": "javascript",
+    ".mjs": "javascript",
+    ".ts": "typescript",
+    ".tsx": "tsx",
+    ".jsx": "jsx",
+    ".rs": "rust",
+    ".go": "go",
+    ".c": "c",
+    ".h": "c",
+    ".cc": "cpp",
+    ".cpp": "cpp",
+    ".hpp": "cpp",
+    ".java": "java",
+    ".kt": "kotlin",
+    ".rb": "ruby",
+    ".php": "php",
+    ".sh": "bash",
+    ".bash": "bash",
+    ".zsh": "zsh",
+    ".sql": "sql",
+    ".html": "html",
+    ".css": "css",
+    ".scss": "scss",
+    ".json": "json",
+    ".yaml": "yaml",
+    ".yml": "yaml",
+    ".toml": "toml",
+    ".xml": "xml",
+    ".md": "markdown",
+    ".markdown": "markdown",
+    ".rst": "rst",
+    ".txt": "text",
+    ".tex": "latex",
+    ".lua": "lua",
+    ".swift": "swift",
+    ".cs": "csharp",
+    ".r": "r",
+    ".jl": "julia",
+}
 
 
 class PromptError(ValueError):
@@ -68,19 +100,19 @@ class Example:
 
 def available() -> list[str]:
     """Names of the shipped prompt templates."""
-    folder = resources.files("specedit") / "prompts"
+    folder = resources.files("specedit.editing") / "templates"
     return sorted(
         p.name.removesuffix(".toml") for p in folder.iterdir() if p.name.endswith(".toml")
     )
 
 
 def load_template(name: str) -> Template:
-    """Load prompts/<name>.toml, or a template file given by path."""
+    """Load templates/<name>.toml, or a template file given by path."""
     path = Path(name)
     if path.suffix == ".toml" and path.is_file():
         source, name = path.read_text(encoding="utf-8"), path.stem
     else:
-        resource = resources.files("specedit") / "prompts" / f"{name}.toml"
+        resource = resources.files("specedit.editing") / "templates" / f"{name}.toml"
         if not resource.is_file():
             raise PromptError(f"unknown prompt {name!r}: choose one of {', '.join(available())}")
         source = resource.read_text(encoding="utf-8")
@@ -97,9 +129,13 @@ def load_template(name: str) -> Template:
         fields = "instruction, input, output and language"
         raise PromptError(f"prompt {name!r}: an example takes {fields} ({exc})") from None
     return Template(
-        name, data.get("description", ""), data["system"], data["user"],
-        data.get("statement", ""), examples,
-    )  # fmt: skip
+        name,
+        data.get("description", ""),
+        data["system"],
+        data["user"],
+        data.get("statement", ""),
+        examples,
+    )
 
 
 def language_for(path: str | None) -> str:
@@ -170,10 +206,14 @@ def chat_messages(
         window = surroundings.shown_lines()
         shown = f"are lines {window[0]}-{window[1]} of it" if window else "is the rest of that file"
         user += REGION_CONTEXT.format(
-            fence=fence_for(before + after), language=language, shown=shown,
-            before=before, gap=REGION_GAP.format(**where),
-            after=after if not after or after.endswith("\n") else after + "\n", **where,
-        )  # fmt: skip
+            fence=fence_for(before + after),
+            language=language,
+            shown=shown,
+            before=before,
+            gap=REGION_GAP.format(**where),
+            after=after if not after or after.endswith("\n") else after + "\n",
+            **where,
+        )
     shown = [message for example in template.examples for message in example.messages(template)]
     return [
         {"role": "system", "content": template.system},
@@ -228,9 +268,14 @@ def build(
         for s, e in offsets[input_start:input_end]
     )
     return EditPrompt(
-        list(encoding["input_ids"]), fence, text, input_start, input_end,
-        bool(template.statement) and statement is None, spans,
-    )  # fmt: skip
+        list(encoding["input_ids"]),
+        fence,
+        text,
+        input_start,
+        input_end,
+        bool(template.statement) and statement is None,
+        spans,
+    )
 
 
 FENCE_LINE = re.compile(r" {0,3}(`{3,}|~{3,})")  # a line that opens or closes a code block

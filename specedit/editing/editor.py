@@ -11,19 +11,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from specedit import prompts
-from specedit.checks import CheckResult
 from specedit.drafting.registry import (
     DEFAULT_METHOD,
     DraftSources,
     make_drafter,
     method_for,
 )
+from specedit.editing import prompts
+from specedit.editing.checks import CheckResult
+from specedit.editing.region import Region, Surroundings
+from specedit.editing.runaway import RUNAWAY, RunawayGuard
 from specedit.engine.events import Generation, Step, StopCondition
 from specedit.engine.options import GREEDY, MAX_DRAFT, STRICT, Sampling, Verification
-from specedit.models import LoadedModel
-from specedit.region import Region, Surroundings
-from specedit.runaway import RUNAWAY, RunawayGuard
+from specedit.models.load import LoadedModel
 
 FEEDBACK_CHARS = 1500  # of a failed check's output, shown to the model on the next attempt
 RETRY_TEMPERATURE = 0.7  # attempts after the second sample, so that they can differ
@@ -42,7 +42,7 @@ class EditorUnavailable(Exception):
 class EditRequest:
     text: str
     instruction: str
-    prompt: str = "edit"  # a template name from prompts/
+    prompt: str = "edit"  # a template name from templates/
     language: str = ""
     method: str = DEFAULT_METHOD
     max_new_tokens: int | None = None  # None: enough for the input plus a margin
@@ -109,9 +109,13 @@ def state_the_change(lm: LoadedModel, prompt: prompts.EditPrompt) -> str:
 
     newline = lambda token: "\n" in lm.tokenizer.decode([token])  # noqa: E731
     generation = generate(
-        lm.model, prompt.ids, make_drafter("ar", lm.model), max_new_tokens=STATEMENT_TOKENS,
-        eos_token_ids=lm.eos_token_ids, stop=newline,
-    )  # fmt: skip
+        lm.model,
+        prompt.ids,
+        make_drafter("ar", lm.model),
+        max_new_tokens=STATEMENT_TOKENS,
+        eos_token_ids=lm.eos_token_ids,
+        stop=newline,
+    )
     return lm.tokenizer.decode(generation.tokens, skip_special_tokens=True).strip()
 
 
@@ -129,9 +133,13 @@ def prepare(lm: LoadedModel, request: EditRequest) -> PreparedEdit:
             f"check's output:\n```\n{request.feedback[-FEEDBACK_CHARS:].strip()}\n```"
         )
     prompt = prompts.build(
-        lm.tokenizer, template, request.text, instruction, request.language,
+        lm.tokenizer,
+        template,
+        request.text,
+        instruction,
+        request.language,
         surroundings=request.surroundings,
-    )  # fmt: skip
+    )
     input_tokens = prompt.input_end - prompt.input_start
     needed = (
         len(prompt.ids) + input_tokens + 16 + (STATEMENT_TOKENS if prompt.asks_statement else 0)
@@ -146,11 +154,18 @@ def prepare(lm: LoadedModel, request: EditRequest) -> PreparedEdit:
     if prompt.asks_statement:
         statement = state_the_change(lm, prompt)
         prompt = prompts.build(
-            lm.tokenizer, template, request.text, instruction, request.language, statement,
+            lm.tokenizer,
+            template,
+            request.text,
+            instruction,
+            request.language,
+            statement,
             request.surroundings,
-        )  # fmt: skip
-    limit = min(request.max_new_tokens or default_token_limit(input_tokens),
-                lm.context_length - len(prompt.ids))  # fmt: skip
+        )
+    limit = min(
+        request.max_new_tokens or default_token_limit(input_tokens),
+        lm.context_length - len(prompt.ids),
+    )
     return PreparedEdit(request, prompt, limit, statement, time.perf_counter() - started)
 
 
@@ -238,8 +253,8 @@ OnStart = Callable[[prompts.EditPrompt, int], None]
 
 
 class Editor(Protocol):
-    """Where edits run: this process (`LocalEditor`) or a warm `specedit serve` (remote.py).
-    Jobs and the dashboard work the same against either."""
+    """Where edits run: this process (`LocalEditor`) or a warm `specedit serve` (server/client.py).
+    Delivering an edit (cli/deliver.py) and the dashboard work the same against either."""
 
     startup: dict[str, float]  # seconds it took to be ready, by stage
     default_method: str  # what an edit drafts with unless told (it depends on the engine)

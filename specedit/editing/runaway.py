@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from specedit.prompts import Lines
+from specedit.editing.prompts import Lines
 
 RUNAWAY = "runaway"  # the engine's stop reason when the guard fires
 

@@ -22,11 +22,13 @@ from pathlib import Path
 
 from rich.console import Console
 
-from specedit import console, safety, snippets
-from specedit.checks import CheckResult, run_command
+from specedit import console
+from specedit.cli.exits import Exit
 from specedit.console import error, say, warning
 from specedit.drafting import DrafterUnavailable
-from specedit.edit import (
+from specedit.editing import safety, snippets
+from specedit.editing.checks import CheckResult, run_command
+from specedit.editing.editor import (
     Attempt,
     EditError,
     Editor,
@@ -36,8 +38,10 @@ from specedit.edit import (
     attempt_edits,
     in_region,
 )
+from specedit.editing.prompts import EditPrompt, PromptError, language_for
+from specedit.editing.region import Region
+from specedit.editing.selection import ONE, Samples, draw_edits
 from specedit.engine.events import Step
-from specedit.exits import Exit
 from specedit.files import (
     ChangedOnDisk,
     Fingerprint,
@@ -46,9 +50,6 @@ from specedit.files import (
     read_input,
     write_atomic,
 )
-from specedit.prompts import EditPrompt, PromptError, language_for
-from specedit.region import Region
-from specedit.selection import ONE, Samples, draw_edits
 from specedit.view.attribution import Attribution, merged_attribution
 from specedit.view.dashboard import Dashboard, dashboard_enabled
 
@@ -229,8 +230,10 @@ def merge_file(
         check = run_command(test.command, Path(path), merged, test.timeout)
         if not check.passed:
             if not delivery.quiet:
-                say(f"{name}: the merge without the model {check.summary()} on --test; "
-                    "the model merges the snippet")  # fmt: skip
+                say(
+                    f"{name}: the merge without the model {check.summary()} on --test; "
+                    "the model merges the snippet"
+                )
             return None
     request = EditRequest(text, instruction, prompt="apply", language=language)
     code = _deliver(path, name, text, merged, delivery, request, read)
@@ -244,9 +247,12 @@ def merge_file(
     if test is not None:
         stats |= {"attempts": 1, "test": "passed"}
     if _record(delivery, stats, lambda: merged_attribution(text, merged)):
-        say(f"{name}: merged without the model: each part of the snippet has one place in the "
-            f"file" + ("" if merged != text else ", no change")
-            + (", --test passed" if test is not None else ""))  # fmt: skip
+        say(
+            f"{name}: merged without the model: each part of the snippet has one place in the "
+            f"file"
+            + ("" if merged != text else ", no change")
+            + (", --test passed" if test is not None else "")
+        )
     return code
 
 
@@ -335,8 +341,10 @@ def _write(path: str, text: str, delivery: Delivery, read: Fingerprint | None = 
     try:
         write_atomic(path, text, read)
     except ChangedOnDisk as exc:
-        error(f"refusing to write {path}: it changed on disk while the model worked ({exc}); "
-              "nothing was written")  # fmt: skip
+        error(
+            f"refusing to write {path}: it changed on disk while the model worked ({exc}); "
+            "nothing was written"
+        )
         return Exit.CHANGED_ON_DISK
     except OSError as exc:
         error(f"cannot write {path}: {exc.strerror or exc}; nothing was written to {path}")

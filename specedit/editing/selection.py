@@ -22,8 +22,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TypeVar
 
-from specedit import safety
-from specedit.edit import EditError, EditRequest, EditResult
+from specedit.editing import safety
+from specedit.editing.editor import EditError, EditRequest, EditResult
 from specedit.engine.options import Sampling
 
 # How the extra candidates sample: the temperature and nucleus of published editing benchmarks.

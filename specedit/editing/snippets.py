@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from specedit.safety import dropped_lines, syntax_error
+from specedit.editing.safety import dropped_lines, syntax_error
 
 COMMENT = r"^\s*(?:#|//|/\*|<!--|--|;|%)\s*"
 MARKER = re.compile(

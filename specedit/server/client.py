@@ -1,12 +1,14 @@
 """Edits on a server (`--server URL`): a warm `specedit serve`, or any OpenAI-compatible one.
 
 `connect` asks the server what it is. `specedit serve` gets the edit itself and streams back
-every engine step, so jobs, the dashboard and every output option behave as for a local edit.
+every engine step, so delivery (cli/deliver.py), the dashboard and every output option behave
+as for a local edit.
 Any other chat-completions server (vLLM, SGLang, llama.cpp's llama-server, a hosted API) gets
 the same prompt as messages with the file as `prediction`; its answer's code block is the edit,
 and the safety checks, --test and exit codes apply as always.
 
-Only the standard library is used: the client side adds nothing to the CLI's start-up.
+The standard library and the wire schema (protocol.py, pydantic) are all it uses: the client
+side never loads torch.
 """
 
 from __future__ import annotations
@@ -17,11 +19,10 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
-from dataclasses import asdict
 
-from specedit import prompts
 from specedit.drafting.registry import DEFAULT_METHOD
-from specedit.edit import (
+from specedit.editing import prompts
+from specedit.editing.editor import (
     EditError,
     Editor,
     EditorUnavailable,
@@ -31,8 +32,9 @@ from specedit.edit import (
     cut_off,
     default_token_limit,
 )
+from specedit.editing.prompts import EditPrompt
 from specedit.engine.events import Generation, Stats, Step
-from specedit.prompts import EditPrompt
+from specedit.server.protocol import EditAnswer, prompt_from, read_step, to_body
 
 
 def _events(response) -> Iterator[dict]:
@@ -104,7 +106,7 @@ class RemoteEditor:
         self.startup: dict[str, float] = {}  # the server was ready before us
 
     def learn(self, tokens: list[int], hex_bytes: list[str]) -> None:
-        """Keep the bytes the server's tokenizer gives these tokens (`serve.token_bytes`)."""
+        """Keep the bytes the server's tokenizer gives these tokens (`server.app.token_bytes`)."""
         for token, raw in zip(tokens, hex_bytes, strict=True):
             self._bytes[token] = bytes.fromhex(raw)
 
@@ -118,47 +120,28 @@ class RemoteEditor:
         on_start: OnStart | None = None,
         on_step: Callable[[Step], None] | None = None,
     ) -> EditResult:
-        sampling, verification = request.sampling, request.verification
-        body = {
-            "text": request.text, "instruction": request.instruction,
-            "prompt": request.prompt, "language": request.language, "method": request.method,
-            "max_new_tokens": request.max_new_tokens, "temperature": sampling.temperature,
-            "top_k": sampling.top_k, "top_p": sampling.top_p, "seed": sampling.seed,
-            "verify": verification.mode, "delta": verification.delta,
-            "verify_top_k": verification.top_k, "references": list(request.references),
-            "feedback": request.feedback, "stream": True,
-            "surroundings": asdict(request.surroundings) if request.surroundings else None,
-        }  # fmt: skip
+        body = to_body(request, stream=True).model_dump(mode="json")
         prompt = None
         with _request(self.url + "/v1/specedit/edit", body) as response:
             for event in _events(response):
-                kind = event.pop("type")
+                kind = event["type"]
                 if kind == "start":
-                    prompt = _prompt(event["prompt"])
+                    prompt = prompt_from(event["prompt"])
                     if on_start:
                         on_start(prompt, event["max_new_tokens"])
                 elif kind == "step":
-                    self.learn(event["tokens"], event.pop("bytes"))
+                    step, hex_bytes = read_step(event)
+                    self.learn(step.tokens, hex_bytes)
                     if on_step:
-                        on_step(Step(**event))
+                        on_step(step)
                 elif kind == "result":
-                    generation = Generation(
-                        event["tokens"], event["stop_reason"], Stats.from_dict(event["stats"])
-                    )
-                    prompt = prompt or _prompt(event["prompt"])
-                    return EditResult(
-                        event["text"], generation, prompt, event["statement"], event["timings"]
-                    )
+                    return EditAnswer.model_validate(event).result(prompt)
                 elif kind == "error":
                     message = event["error"]["message"]
                     if event["status"] == 422:  # the edit itself failed: cut off, runaway, ...
                         raise EditError(message)
                     raise EditorUnavailable(f"the server at {self.url} failed: {message}")
         raise EditorUnavailable(f"the server at {self.url} ended the stream without a result")
-
-
-def _prompt(data: dict) -> EditPrompt:
-    return EditPrompt(**{**data, "input_offsets": tuple(map(tuple, data["input_offsets"]))})
 
 
 class OpenAIEditor:
@@ -199,20 +182,27 @@ class OpenAIEditor:
         payload = {
             "model": self._model(),
             "messages": prompts.chat_messages(
-                template, body, request.instruction, request.language, fence,
+                template,
+                body,
+                request.instruction,
+                request.language,
+                fence,
                 request.surroundings,
             ),
             "prediction": {"type": "content", "content": text},
-            "temperature": sampling.temperature, "top_p": sampling.top_p,
-            "max_tokens": limit, **({"seed": sampling.seed} if sampling.seed is not None else {}),
-        }  # fmt: skip
+            "temperature": sampling.temperature,
+            "top_p": sampling.top_p,
+            "max_tokens": limit,
+            **({"seed": sampling.seed} if sampling.seed is not None else {}),
+        }
         started = time.perf_counter()
         with _request(self.url + "/v1/chat/completions", payload) as response:
             answer = json.loads(response.read())
         choice, usage = answer["choices"][0], answer.get("usage") or {}
         content = choice["message"]["content"] or ""
-        edited = prompts.extract_text(_after_opening(content), choice["finish_reason"] == "stop",
-                                      prompt)  # fmt: skip
+        edited = prompts.extract_text(
+            _after_opening(content), choice["finish_reason"] == "stop", prompt
+        )
         if edited is None:
             raise cut_off(limit, request.surroundings)
         details = usage.get("completion_tokens_details") or {}

@@ -1,0 +1,108 @@
+"""Scoring one task's edit: its check (the task's tests, or the expected text), what it changed
+against the input and the ground truth, and its speed against plain decoding."""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+
+from specedit.bench.setups import reference
+from specedit.bench.tasks import Task
+from specedit.editing.checks import CheckResult, run_program
+from specedit.editing.runaway import RUNAWAY
+from specedit.editing.safety import dropped_lines
+
+
+@dataclass
+class Row:
+    """One task run by one setup (the fastest of --repeat runs)."""
+
+    task: str
+    method: str  # the setup's label: method, ~verification, @prompts, xattempts
+    new_tokens: int
+    seconds: float  # generation only (prefill included)
+    forward_passes: int
+    group: str = ""
+    stop: str = ""  # why generation ended: stop (the fence), eos, length (cut off), runaway
+    wall_seconds: float = 0.0  # the whole edit: prompt, generation, extraction, every attempt
+    passed: bool | None = None  # the task's tests (or the expected text); None: uncheckable
+    check: str = ""  # the check's one-line summary
+    attempts: int = 1
+    unchanged: bool | None = None  # output == input
+    dropped: int | None = None  # input lines without a counterpart in the output
+    identical: bool | None = None  # same tokens as `ar` on the same engine
+    speedup: float | None = None  # tokens/s over `ar` on the same engine
+    exact_match: bool | None = None  # edited text == ground truth
+    similarity: float | None = None
+    unrequested: int | None = None  # input lines changed outside the planted edit
+    relaxed: int = 0  # tokens accepted only by conditional verification
+    reuse: dict | None = None  # the engine's reuse counters (drafted, accepted, paths, ...)
+    tokens: list[int] = field(default_factory=list, repr=False)  # compared with `ar`'s
+
+    @property
+    def cut_off(self) -> bool:
+        """The answer never closed: token limit or a runaway stop."""
+        return self.stop in ("length", RUNAWAY)
+
+    @property
+    def tokens_per_second(self) -> float:
+        return self.new_tokens / self.seconds if self.seconds else 0.0
+
+    @property
+    def mean_accepted(self) -> float:
+        return self.new_tokens / max(self.forward_passes, 1)
+
+
+def changed_lines(before: str, after: str) -> set[int]:
+    """Indices of `before`'s lines that a line diff replaces, deletes or inserts at."""
+    matcher = difflib.SequenceMatcher(None, before.splitlines(), after.splitlines())
+    changed: set[int] = set()
+    for tag, i1, i2, _, _ in matcher.get_opcodes():
+        if tag != "equal":
+            changed.update(range(i1, max(i2, i1 + 1)))
+    return changed
+
+
+def check_task(task: Task, text: str | None) -> CheckResult | None:
+    """Whether `text` is a right edit for `task`: its tests pass after it (in a child process),
+    or, for a task without tests, it equals the expected text. None: nothing to check against."""
+    if text is None:
+        return CheckResult(False, 1, "no edited text (the answer was cut off)", 0.0)
+    if task.tests is not None:
+        return run_program(text + "\n" + task.tests)
+    if task.expected is not None:
+        same = text == task.expected
+        return CheckResult(same, 0 if same else 1, "" if same else "differs from expected", 0.0)
+    return None
+
+
+def score_row(row: Row, text: str | None, task: Task, check: CheckResult | None) -> None:
+    """Edit quality: the check, and against the input and the ground truth; unrequested =
+    input lines changed that the planted edit did not touch."""
+    if check is not None:
+        row.passed, row.check = check.passed, check.summary()
+    if text is None:
+        return
+    row.unchanged = text == task.input
+    row.dropped = dropped_lines(task.input, text)
+    if task.expected is None:
+        return
+    row.exact_match = text == task.expected
+    row.similarity = round(difflib.SequenceMatcher(None, text, task.expected).ratio(), 4)
+    requested = changed_lines(task.input, task.expected)
+    row.unrequested = len(changed_lines(task.input, text) - requested)
+
+
+def verdict(row: Row) -> str:
+    if row.passed is None:
+        return "-"
+    return "pass" if row.passed else ("cut off" if row.cut_off else "FAIL")
+
+
+def compare_with_reference(rows: list[Row]) -> None:
+    """Speedup and token identity against `ar` on the same engine, when it ran."""
+    for row in rows:
+        base = next((r for r in rows if r.method == reference(row.method)), None)
+        if base is not None:
+            row.speedup = row.tokens_per_second / base.tokens_per_second
+            row.identical = row.tokens == base.tokens if row.tokens else None

@@ -1,0 +1,101 @@
+"""What `specedit bench` compares: its setups (method, verification, prompts, attempts, engine,
+region, selection), the baselines, and which plain-decoding setup each is measured against."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from specedit.bench.llamacpp import LLAMA_CPP_METHODS
+from specedit.bench.tasks import Task
+from specedit.editing.editor import (
+    EditRequest,
+    in_region,
+)
+from specedit.editing.region import Region
+from specedit.engine.options import STRICT, Verification
+
+BASELINES = {"ar": None, "hf-pld": 10}  # method -> transformers' prompt_lookup_num_tokens
+
+
+EXTERNAL = {*BASELINES, *LLAMA_CPP_METHODS}  # setups that are not the engine: strict, run once
+
+
+# `specedit apply`'s default: the snippet merged without the model where it leaves no doubt
+# (snippets.py), else by the model with the engine's default method. Apply tasks only.
+MERGE = "merge"
+
+
+# What a setup rewrites: the whole input, or (NAMED) only the first function or class that the
+# instruction names in backticks and the input defines, as a user who names it would pass it to
+# `--lines NAME` (a task that names none is edited whole).
+WHOLE, NAMED = "whole", "named"
+
+
+REGIONS = (WHOLE, NAMED)
+
+
+NAME_IN_BACKTICKS = re.compile(r"`([^\W\d]\w*(?:\.[^\W\d]\w*)*)")
+
+
+def named_region(task: Task, request: EditRequest) -> tuple[EditRequest, Callable[[str], str]]:
+    """The request for the region NAMED picks, and what turns its answer into the whole text."""
+    for name in NAME_IN_BACKTICKS.findall(task.instruction):
+        try:
+            return in_region(request, Region.parse(name))
+        except ValueError:  # not defined here (a value, a parameter, another module's name)
+            continue
+    return request, str
+
+
+@dataclass(frozen=True)
+class Setup:
+    """One column of the comparison: how a task is edited."""
+
+    method: str
+    verification: Verification = STRICT
+    prompts: str = ""  # a folder of <kind>.toml templates; "" = the shipped ones
+    attempts: int = 1  # > 1: retry with the task's tests as the check (the --test loop)
+    engine: str = "torch"  # where the engine's passes run: transformers or llama.cpp
+    region: str = WHOLE  # NAMED: only the definition the instruction names (`--lines NAME`)
+    selection: str = "1"  # candidates per edit: N (drawn while unacceptable) or voteN (--samples)
+
+    @property
+    def label(self) -> str:
+        label = self.method
+        if self.verification.mode != "strict":
+            label += f"~{self.verification.mode}"
+        if self.prompts:
+            label += f"@{Path(self.prompts).name}"
+        if self.attempts > 1:
+            label += f"x{self.attempts}"
+        if self.region != WHOLE:
+            label += f"+{self.region}"
+        if self.selection != "1":
+            label += f"~s{self.selection}"
+        return label + engine_suffix(self.engine)
+
+    def prompt_for(self, task: Task) -> str:
+        return str(Path(self.prompts) / f"{task.kind}.toml") if self.prompts else task.kind
+
+
+def engine_suffix(engine: str) -> str:
+    """How a setup's label names the engine it ran on: nothing for transformers."""
+    return "" if engine == "torch" else f"/{engine}"
+
+
+def reference(label: str) -> str:
+    """The plain-decoding setup a label is compared with: `ar` on the same engine, editing the
+    same region (its answer is another text than the whole file's)."""
+    region = f"+{NAMED}" if f"+{NAMED}" in label else ""
+    return "ar" + region + (label[label.index("/") :] if "/" in label else "")
+
+
+def parse_selection(spec: str) -> tuple[int, bool] | None:
+    """A bench selection: "N" draws up to N candidates while they are unacceptable, "voteN"
+    draws N and votes (`selection.draw`); None when `spec` is neither."""
+    vote = spec.startswith("vote")
+    count = spec.removeprefix("vote")
+    return (int(count), vote) if count.isdigit() and int(count) >= 1 else None

@@ -1,0 +1,73 @@
+"""Starting a command that needs the model: loading it once, and Ctrl-C ending with one line."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import typer
+
+from specedit.cli.exits import Exit
+from specedit.console import error
+
+STARTED = time.perf_counter()  # the CLI's start, for the stats' start-up seconds
+
+
+def load_model(
+    model: str,
+    dtype: str,
+    threads: int | None,
+    device: str = "cpu",
+    draft: str | None = None,
+    engine: str = "torch",
+    context: int = 0,
+):
+    """Pin the CPU threads and load the model (and its draft model) once; a model error exits
+    with code 3. On llama.cpp the weights start loading before torch is imported, in a context
+    sized for `context` tokens (an estimate of what the first edit needs).
+
+    Returns the model and the start-up seconds: imports (from the CLI's start to torch
+    imported; on llama.cpp the tokenizer and config are read by then and the weights' load has
+    begun) and the model's load after them."""
+    from specedit.models.bundled import ModelError
+    from specedit.models.load import load, with_draft
+
+    threads = threads or os.cpu_count() or 1
+    with interruptible():
+        try:
+            # On llama.cpp the weights start loading, on a thread, before torch is imported.
+            early = (
+                None if engine == "torch" else load(model, dtype, device, engine, threads, context)
+            )
+            import torch
+
+            torch.set_num_threads(threads)
+            if early is None:
+                import transformers  # noqa: F401  (timed here, so the load below is the load alone)
+            imported = time.perf_counter()
+            lm = early or load(model, dtype, device, engine)
+            lm.ready()
+            if draft:
+                lm = with_draft(lm, draft, dtype, device)
+        except ModelError as exc:
+            error(str(exc))
+            raise typer.Exit(Exit.MODEL) from None
+    startup = {"imports": imported - STARTED, "model_load": time.perf_counter() - imported}
+    return lm, startup
+
+
+@contextmanager
+def interruptible(written: list[str] | None = None) -> Iterator[None]:
+    """Ctrl-C ends with one line and code 130, no traceback; writes are atomic, so nothing
+    half-written is left behind. The line names the files in `written` (those a batch wrote
+    before it was stopped)."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        if written:
+            error(f"interrupted; already written: {', '.join(written)}; nothing else was written")
+        else:
+            error("interrupted; nothing was written")
+        raise typer.Exit(Exit.INTERRUPTED) from None

@@ -1,0 +1,292 @@
+"""The commands around editing: bench, calibrate, serve, and models (list, prepare, info)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Literal
+
+import typer
+
+from specedit.cli.exits import Exit
+from specedit.cli.options import (
+    DeviceOption,
+    DraftModelOption,
+    DtypeOption,
+    EngineOption,
+    ModelOption,
+    ThreadsOption,
+    opt,
+)
+from specedit.cli.startup import interruptible, load_model
+from specedit.console import error, say
+from specedit.drafting.registry import ABLATIONS, DRAFT_MODEL_METHODS, METHODS
+from specedit.models.bundled import DEFAULT_MODEL
+from specedit.models.load import ENGINES
+
+models_app = typer.Typer(help="List, prepare and inspect models.", no_args_is_help=False)
+
+
+def bench(
+    methods: Annotated[
+        str,
+        typer.Option(
+            help="Comma-separated methods: hf-pld (transformers' prompt lookup), llama.cpp and "
+            "llama.cpp-pld (on the model's GGUF file; the llamacpp extra), "
+            f"{', '.join(METHODS)}, merge (apply tasks: without the model where the snippet "
+            "leaves no doubt, as `specedit apply` does), and ablations: "
+            f"{', '.join(ABLATIONS)}; {', '.join(DRAFT_MODEL_METHODS)} need --draft-model."
+        ),
+    ] = "ar,hf-pld,pld,pldplus,adapld",
+    tasks: Annotated[
+        str | None, typer.Option(help="Comma-separated task ids [default: all].")
+    ] = None,
+    suite: Annotated[
+        Literal["edit", "apply"],
+        typer.Option(help="The shipped suite: edit (fixes, features, docs) or apply (snippets)."),
+    ] = "edit",
+    tasks_file: Annotated[
+        Path | None, typer.Option("--tasks-file", help="Your own tasks, one JSON object a line.")
+    ] = None,
+    model: ModelOption = DEFAULT_MODEL,
+    draft_model: DraftModelOption = None,
+    dtype: DtypeOption = "auto",
+    repeat: Annotated[int, typer.Option(help="Runs per task and method; the fastest counts.")] = 1,
+    max_new_tokens: Annotated[int | None, typer.Option(help="Token limit per task.")] = None,
+    json_file: Annotated[Path | None, typer.Option("--json", help="Write results as JSON.")] = None,
+    threads: ThreadsOption = None,
+    verify: Annotated[
+        str, typer.Option(help="Comma-separated verification modes: strict, conditional, mixed.")
+    ] = "strict",
+    prompt_sets: Annotated[
+        str | None,
+        typer.Option(
+            "--prompts",
+            help="Comma-separated folders of <kind>.toml prompt templates to compare "
+            "[default: the shipped prompts].",
+        ),
+    ] = None,
+    bench_attempts: Annotated[  # not `attempts`: a settings file's `attempts` is for edits
+        int,
+        typer.Option(
+            "--attempts", help="Tries per task with its tests as the check (the --test loop)."
+        ),
+    ] = 1,
+    engines: Annotated[
+        str,
+        typer.Option(
+            help="Comma-separated engines the methods run on: torch, llama.cpp (there: pld, "
+            "pool, ar; labelled method/llama.cpp)."
+        ),
+    ] = "torch",
+    regions: Annotated[
+        str,
+        typer.Option(
+            help="Comma-separated: whole (the whole input), named (only the function or class "
+            "the instruction names, as --lines NAME; labelled method+named)."
+        ),
+    ] = "whole",
+    samples: Annotated[
+        str,
+        typer.Option(
+            help="Comma-separated candidate selections: N (up to N candidates, another drawn "
+            "while the answer is unchanged for a fix or unsafe), voteN (N drawn, the one the "
+            "others agree with kept); labelled method~sN."
+        ),
+    ] = "1",
+) -> None:
+    """Measure setups side by side on a task suite: edit quality (the tasks' tests pass, output
+    unchanged, cut off, lines dropped), speed against plain greedy decoding and transformers'
+    prompt lookup, mean accepted tokens per pass, exactness.
+
+    \b
+    Examples:
+      specedit bench --json bench.json
+      specedit bench --methods ar,hf-pld,adapld --tasks fix-bisect-offbyone
+      specedit bench --methods adapld --verify strict,conditional --json quality.json
+      specedit bench --methods adapld --attempts 3
+      specedit bench --methods adapld --regions whole,named
+      specedit bench --suite apply --methods ar,adapld
+      specedit bench --methods ar,adapld,evospec --draft-model qwen2.5-coder-0.5b
+      specedit bench --methods adapld,llama.cpp,llama.cpp-pld
+      specedit bench --methods ar,pld,llama.cpp-pld --engines torch,llama.cpp
+      specedit bench --tasks-file my_tasks.jsonl
+    """
+    from specedit.bench.runner import BenchError, run_bench
+    from specedit.drafting import DrafterUnavailable
+
+    engine_list = [e.strip() for e in engines.split(",") if e.strip()] or ["torch"]
+    if unknown := [e for e in engine_list if e not in ENGINES]:
+        error(f"unknown engine {unknown[0]}: choose from {', '.join(ENGINES)}")
+        raise typer.Exit(Exit.INPUT)
+    lm, _ = load_model(model, dtype, threads, draft=draft_model, engine=engine_list[0])
+    with interruptible():
+        try:
+            run_bench(
+                lm,
+                methods=[m.strip() for m in methods.split(",") if m.strip()],
+                task_ids=tasks.split(",") if tasks else None,
+                tasks_file=tasks_file,
+                repeat=repeat,
+                max_new_tokens=max_new_tokens,
+                json_file=json_file,
+                verify=[v.strip() for v in verify.split(",") if v.strip()],
+                prompt_sets=[p.strip() for p in prompt_sets.split(",")] if prompt_sets else None,
+                attempts=bench_attempts,
+                suite=suite,
+                engines=engine_list,
+                regions=[r.strip() for r in regions.split(",") if r.strip()],
+                selections=[s.strip() for s in samples.split(",") if s.strip()],
+            )
+        except (BenchError, DrafterUnavailable) as exc:
+            error(str(exc))
+            raise typer.Exit(Exit.INPUT) from None
+
+
+def calibrate(
+    model: ModelOption = DEFAULT_MODEL,
+    dtype: DtypeOption = "auto",
+    threads: ThreadsOption = None,
+) -> None:
+    """Find the model's induction heads for pldplus-attn (and train the pre-verifier) on the
+    bench suite, and cache them; a few minutes, once per model.
+
+    \b
+    Example:
+      specedit calibrate && specedit fix bug.py "..." --method pldplus-attn
+    """
+    from specedit.calibrate import calibrate as run_calibration
+
+    lm, _ = load_model(model, dtype, threads)
+    with interruptible():
+        run_calibration(lm)
+
+
+def serve(
+    model: ModelOption = DEFAULT_MODEL,
+    draft_model: DraftModelOption = None,
+    dtype: DtypeOption = "auto",
+    threads: ThreadsOption = None,
+    device: DeviceOption = "cpu",
+    engine: EngineOption = "torch",
+    host: Annotated[str, opt("--host", help="Address to listen on.", env="HOST")] = "127.0.0.1",
+    port: Annotated[int, opt("--port", help="Port to listen on.", env="PORT")] = 8000,
+    api_key: Annotated[
+        str | None,
+        opt(
+            "--api-key",
+            help="Every request must carry it (Authorization: Bearer KEY); set it, through the "
+            "environment rather than the command line, to serve beyond this machine.",
+            env="API_KEY",
+            show_default=False,
+        ),
+    ] = None,
+    max_queue: Annotated[
+        int,
+        opt(
+            "--max-queue",
+            help="Generations that may wait behind the running one; more get a 429.",
+            env="MAX_QUEUE",
+            min=0,
+        ),
+    ] = 8,
+    max_body_bytes: Annotated[
+        int,
+        opt(
+            "--max-body-bytes",
+            help="The largest request body read; a larger one gets a 413.",
+            env="MAX_BODY_BYTES",
+            min=1,
+        ),
+    ] = 8 * 1024 * 1024,
+) -> None:
+    """Serve the model, loaded once, over an OpenAI-compatible API that honours `prediction`
+    (/v1/chat/completions, /v1/models), plus /v1/specedit/edit for `--server`.
+
+    \b
+    Examples:
+      specedit serve --port 8000
+      specedit fix bug.py "off-by-one" --server http://127.0.0.1:8000
+      OPENAI_BASE_URL=http://127.0.0.1:8000/v1 your-editor-or-agent
+      SPECEDIT_API_KEY=... specedit serve --host 0.0.0.0   # clients send the same variable
+    """
+    try:
+        import uvicorn
+
+        from specedit.server.app import create_app
+        from specedit.server.guards import needs_key_warning
+    except ImportError as exc:
+        error(f"the server needs {exc.name}: pip install 'specedit[serve]'")
+        raise typer.Exit(Exit.INPUT) from None
+    if api_key is not None and not api_key.strip():
+        error("--api-key is empty: give a key, or leave the option out")
+        raise typer.Exit(Exit.INPUT)
+    if needs_key_warning(host, api_key):
+        from specedit.console import warning
+
+        warning(
+            f"serving on {host} without --api-key: anyone who can reach it can use the "
+            "model; set SPECEDIT_API_KEY"
+        )
+    lm, _ = load_model(model, dtype, threads, device, draft_model, engine)
+    keyed = " with an API key" if api_key else ""
+    say(f"serving {lm.name} on http://{host}:{port}/v1{keyed} (Ctrl-C stops)")
+    app = create_app(lm, api_key, max_queue=max_queue, max_body_bytes=max_body_bytes)
+    uvicorn.run(app, host=host, port=port, log_level="warning")
+
+
+@models_app.callback(invoke_without_command=True)
+def models_list(ctx: typer.Context) -> None:
+    """List the bundled models and the prepared ones in the cache."""
+    if ctx.invoked_subcommand:
+        return
+    from specedit.models.bundled import BUNDLED, cache_dir
+
+    prepared = cache_dir() / "models"
+    for name, bundled in BUNDLED.items():
+        state = "prepared" if (prepared / name / "config.json").exists() else "not prepared"
+        typer.echo(f"{name:22} {state:13} {bundled.description}")
+    others = sorted(p.name for p in prepared.glob("*") if p.name not in BUNDLED)
+    for name in others:
+        typer.echo(f"{name:22} {'prepared':13} converted from a .gguf file")
+
+
+@models_app.command("prepare")
+def models_prepare(
+    name: Annotated[str, typer.Argument(help="Bundled name or .gguf file.")],
+) -> None:
+    """Join, check and convert a model ahead of time."""
+    from specedit.models.bundled import ModelError
+    from specedit.models.prepare import resolve
+
+    try:
+        typer.echo(str(resolve(name)))
+    except ModelError as exc:
+        error(str(exc))
+        raise typer.Exit(Exit.MODEL) from None
+
+
+@models_app.command("info")
+def models_info(
+    name: Annotated[str, typer.Argument(help="Model name, folder or .gguf file.")],
+) -> None:
+    """Show a model's architecture, size and context length."""
+    from transformers import AutoConfig
+
+    from specedit.models.bundled import ModelError
+    from specedit.models.prepare import resolve
+
+    try:
+        source = resolve(name)
+        config = AutoConfig.from_pretrained(source)
+    except (ModelError, OSError) as exc:
+        error(str(exc))
+        raise typer.Exit(Exit.MODEL) from None
+    typer.echo(f"source         {source}")
+    for key in (
+        "model_type",
+        "num_hidden_layers",
+        "hidden_size",
+        "vocab_size",
+        "max_position_embeddings",
+    ):
+        typer.echo(f"{key:14} {getattr(config, key, '?')}")

@@ -1,0 +1,255 @@
+"""Load a model once per process: on transformers (the model dequantized, any dtype and device)
+or on llama.cpp (the GGUF file as it is). A model can be a bundled name (the offline default), a
+local model folder, a `.gguf` file, or a hub id (prepare.resolve).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+from dataclasses import dataclass, field, replace
+from functools import cache
+from pathlib import Path
+from types import SimpleNamespace
+from typing import TYPE_CHECKING
+
+from specedit.files import replace_atomically
+from specedit.models.bundled import (
+    BUNDLED,
+    DEFAULT_MODEL,
+    ModelError,
+    cache_dir,
+    ensure_dir,
+    file_key,
+    gguf_file,
+)
+from specedit.models.prepare import (
+    default_dtype,
+    gguf_metadata,
+    resolve,
+    storage_dtype,
+    widen_stored_weights,
+)
+
+if TYPE_CHECKING:
+    import torch
+
+    from specedit.engine.cost import PassCost
+    from specedit.engine.llamacpp import GgufModel
+
+
+DTYPES = {"auto": None, "bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}  # torch names
+
+
+@dataclass
+class LoadedModel:
+    """A causal LM and its tokenizer, ready for generation."""
+
+    name: str
+    model: torch.nn.Module | GgufModel
+    tokenizer: object
+    draft: LoadedModel | None = None  # a small model with the same tokenizer that drafts
+    _pass_cost: PassCost | None = field(default=None, init=False, repr=False)
+
+    @property
+    def engine(self) -> str:
+        """Where its forward passes run (ENGINES): a GGUF model says so, else transformers."""
+        return getattr(self.model, "engine", "torch")
+
+    @property
+    def context_length(self) -> int:
+        return int(getattr(self.model.config, "max_position_embeddings", 0) or 32768)
+
+    def pass_cost(self) -> PassCost:
+        """What a verify pass costs with this model on this machine, by its width (drafts are
+        sized by it: engine/cost.py). Measured once, in a few seconds, and kept in the cache
+        per model, engine, dtype, threads and host."""
+        if self._pass_cost is None:
+            import torch
+
+            from specedit.engine.cost import PassCost, measure
+
+            threads = getattr(self.model, "threads", None) or torch.get_num_threads()
+            where = (
+                f"{self.name}|{self.engine}|{self.model.dtype}|{self.model.device}|"
+                f"{threads}|{platform.node()}|{os.cpu_count()}"
+            )
+            digest = hashlib.sha256(where.encode()).hexdigest()[:16]
+            path = cache_dir() / "cost" / f"{Path(self.name).name}-{digest}.json"
+            try:
+                self._pass_cost = PassCost.load(path)
+            except (OSError, ValueError, KeyError, TypeError):  # none yet, or unreadable
+                self._pass_cost = measure(self.model)
+                ensure_dir(path.parent)
+                replace_atomically(path, self._pass_cost.save)
+        return self._pass_cost
+
+    def ready(self) -> None:
+        """Wait for weights still loading in the background (llama.cpp's); a load that failed
+        there is a ModelError here."""
+        wait = getattr(self.model, "ready", None)
+        if wait is not None:
+            try:
+                wait()
+            except (OSError, ValueError, RuntimeError) as exc:  # what llama-cpp-python raises
+                raise ModelError(f"cannot load model {self.name!r}: {exc}") from exc
+
+    @property
+    def eos_token_ids(self) -> set[int]:
+        """Every token that ends an answer: the generation config's and the tokenizer's."""
+        ids = self.model.generation_config.eos_token_id
+        ids = set(ids if isinstance(ids, list) else [] if ids is None else [ids])
+        if self.tokenizer.eos_token_id is not None:
+            ids.add(self.tokenizer.eos_token_id)
+        return ids
+
+
+# Where the forward passes run: transformers (the model dequantized, any dtype and device) or
+# llama.cpp (the GGUF file as it is, on the CPU; the `llamacpp` extra).
+ENGINES = ("torch", "llama.cpp")
+
+
+LLAMA_CPP_INSTALL = (
+    "pip install 'specedit[llamacpp]' (llama-cpp-python builds from source: minutes)"
+)
+
+
+def require_llama_cpp(what: str) -> None:
+    """Raise ModelError naming the install command when llama-cpp-python is missing."""
+    try:
+        import llama_cpp  # noqa: F401
+    except ImportError:
+        raise ModelError(f"{what} llama-cpp-python: {LLAMA_CPP_INSTALL}") from None
+
+
+@cache
+def load(
+    model: str = DEFAULT_MODEL,
+    dtype: str = "auto",
+    device: str = "cpu",
+    engine: str = "torch",
+    threads: int | None = None,
+    context: int = 0,
+) -> LoadedModel:
+    """Load a model once per process (cached on its arguments). On llama.cpp, `context` (the
+    tokens the first generation may need, where known) sizes the context that opens in the
+    background while the rest loads; `threads` are llama.cpp's (torch's are the caller's)."""
+    if engine not in ENGINES:
+        raise ModelError(f"unknown engine {engine!r}: choose one of {', '.join(ENGINES)}")
+    if engine == "llama.cpp":
+        return _load_gguf(model, threads or os.cpu_count() or 1, context)
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    _quiet_transformers()
+    if dtype not in DTYPES:
+        raise ModelError(f"unknown dtype {dtype!r}: choose one of {', '.join(DTYPES)}")
+    torch_dtype = getattr(torch, DTYPES[dtype]) if DTYPES[dtype] else default_dtype()
+    source = resolve(model)
+    converted_here = model in BUNDLED or Path(model).suffix == ".gguf"
+    if converted_here and torch_dtype == storage_dtype():
+        widen_stored_weights(source)
+    device_map = None if device == "cpu" else device
+    try:
+        # The light tokenizer is exported into folders of ours only, never into a user's.
+        if converted_here:
+            tokenizer = _chat_tokenizer(source)
+        else:
+            tokenizer = AutoTokenizer.from_pretrained(source)
+        lm = AutoModelForCausalLM.from_pretrained(
+            source, dtype=torch_dtype, device_map=device_map, attn_implementation="sdpa"
+        )
+    except OSError as exc:
+        raise ModelError(f"cannot load model {model!r}: {exc}") from exc
+    _require_chat_template(model, tokenizer)
+    lm.eval()
+    return LoadedModel(name=model, model=lm, tokenizer=tokenizer)
+
+
+def _chat_tokenizer(folder: Path):
+    """The folder's tokenizer without transformers where it has been exported (`ChatTokenizer`,
+    which loads faster), else transformers' own, exported for the next load."""
+    from specedit.models.tokenizer import ChatTokenizer
+
+    tokenizer = ChatTokenizer.open(folder)
+    if tokenizer is None:  # the first load on this folder, or with this transformers
+        from transformers import AutoTokenizer
+
+        _quiet_transformers()
+        tokenizer = AutoTokenizer.from_pretrained(folder)
+        ChatTokenizer.export(tokenizer, folder)
+    return tokenizer
+
+
+def _require_chat_template(model: str, tokenizer) -> None:
+    if not getattr(tokenizer, "chat_template", None):
+        raise ModelError(f"model {model!r} has no chat template, so it cannot follow instructions")
+
+
+def _quiet_transformers() -> None:
+    """stderr belongs to specedit's own output: no progress bars nor info logs."""
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    hf_logging.set_verbosity_error()
+
+
+def _load_gguf(model: str, threads: int, context: int) -> LoadedModel:
+    """The model's GGUF file for llama.cpp, with its tokenizer and config (read from the GGUF
+    once, then kept beside it: reading them from the GGUF is slow).
+
+    A cold edit's start-up is what this path is built for: llama.cpp starts reading the
+    weights on a thread first, and neither torch nor transformers is imported here once the
+    tokenizer has been exported (`ChatTokenizer`)."""
+    require_llama_cpp("the llama.cpp engine needs")
+    from specedit.engine.llamacpp import GgufModel
+    from specedit.models.prefixes import PrefixStore
+
+    gguf = gguf_file(model)
+    folder = gguf_metadata(model, gguf)
+    config = _json_namespace(folder / "config.json")
+    generation = _json_namespace(folder / "generation_config.json", missing_ok=True)
+    if generation is None:
+        generation = SimpleNamespace(eos_token_id=getattr(config, "eos_token_id", None))
+    import llama_cpp
+
+    heads = cache_dir() / "prefix" / f"{file_key(gguf)}-{llama_cpp.__version__}"
+    gguf_model = GgufModel(gguf, config, generation, threads, PrefixStore(heads))
+    if context:
+        trained = int(getattr(config, "max_position_embeddings", 0) or context)
+        gguf_model.open_in_background(min(context, trained))
+    try:
+        tokenizer = _chat_tokenizer(folder)
+        _require_chat_template(model, tokenizer)
+    except BaseException:
+        gguf_model.close()  # the background load, waited for and freed
+        raise
+    return LoadedModel(name=model, model=gguf_model, tokenizer=tokenizer)
+
+
+def _json_namespace(path: Path, missing_ok: bool = False) -> SimpleNamespace | None:
+    """A config file's fields as attributes, as the engine and drafters read a config (None
+    for a missing file that may be missing)."""
+    try:
+        fields = json.loads(path.read_text(encoding="utf-8"))
+        return SimpleNamespace(**fields)
+    except FileNotFoundError:
+        if missing_ok:
+            return None
+        raise ModelError(f"{path} is missing") from None
+    except (OSError, ValueError, TypeError) as exc:  # unreadable, not JSON, not an object
+        raise ModelError(f"cannot read {path}: {exc}") from exc
+
+
+def with_draft(lm: LoadedModel, draft_model: str, dtype: str = "auto", device: str = "cpu"):
+    """`lm` with a draft model beside it; the draft must tokenize exactly as `lm` does, since
+    its tokens are verified as `lm`'s own."""
+    draft = load(draft_model, dtype, device)
+    if draft.tokenizer.get_vocab() != lm.tokenizer.get_vocab():
+        raise ModelError(
+            f"draft model {draft_model!r} has another tokenizer than {lm.name!r}: a draft model "
+            "must share the target's vocabulary (e.g. qwen2.5-coder-0.5b for qwen2.5-coder-1.5b)"
+        )
+    return replace(lm, draft=draft)

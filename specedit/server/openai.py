@@ -1,0 +1,273 @@
+"""`POST /v1/chat/completions`, streamed or not: the model sees exactly the messages; a
+`prediction` (OpenAI's Predicted Outputs) is a draft source only, so with temperature 0 the answer
+is exactly the model's own greedy answer, just faster. When the prediction is part of the messages
+(the usual case: the file being edited), the default drafter copies it from the prompt; otherwise
+a draft pool is built over it. Usage reports accepted and rejected prediction tokens.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Callable
+from typing import Literal
+
+from fastapi import Request
+from pydantic import BaseModel, ConfigDict, Field
+
+from specedit.drafting.registry import DraftSources, make_drafter, method_for
+from specedit.editing.editor import LocalEditor, default_token_limit
+from specedit.editing.prompts import AnswerText
+from specedit.engine.events import Generation, Step
+from specedit.engine.options import Sampling
+from specedit.engine.session import generate
+from specedit.models.load import LoadedModel
+from specedit.server.errors import APIError
+from specedit.server.worker import Job, Run, Worker, job_stop, stream, wait
+
+
+class TextPart(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["text"]
+    text: str
+
+
+class Message(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    role: Literal["system", "developer", "user", "assistant"]
+    content: str | list[TextPart]
+    name: str | None = None
+
+
+class Prediction(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["content"]
+    content: str | list[TextPart]
+
+
+class StreamOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    include_usage: bool = False
+
+
+class ChatRequest(BaseModel):
+    """The chat-completions fields specedit honours; any other field is refused (400), never
+    ignored, so a client never believes a setting took effect when it did not."""
+
+    model_config = ConfigDict(extra="forbid")
+    model: str
+    messages: list[Message] = Field(min_length=1)
+    prediction: Prediction | None = None
+    temperature: float = Field(1.0, ge=0, le=2)
+    top_p: float = Field(1.0, gt=0, le=1)
+    max_tokens: int | None = Field(None, ge=1)
+    max_completion_tokens: int | None = Field(None, ge=1)
+    stop: str | list[str] | None = None
+    seed: int | None = None
+    stream: bool = False
+    stream_options: StreamOptions | None = None
+    n: Literal[1] = 1
+    user: str | None = None
+
+
+def _text(content: str | list[TextPart]) -> str:
+    return content if isinstance(content, str) else "".join(part.text for part in content)
+
+
+class StopStrings:
+    """Stops once the decoded answer contains one of `stops` (OpenAI's `stop`); reads the
+    answer's new text only, so a token costs the same however long the answer is."""
+
+    def __init__(self, decode: Callable[[list[int]], str], stops: list[str]) -> None:
+        self.stops = [s for s in stops if s]
+        self.answer = AnswerText(decode)
+        self.longest = max(map(len, self.stops), default=0)
+
+    def __call__(self, token: int) -> str | None:
+        before = len(self.answer.text)
+        self.answer.add([token])
+        tail = self.answer.text[max(before - self.longest, 0) :]  # where a new match can be
+        return "stop" if any(s in tail for s in self.stops) else None
+
+    def cut(self, text: str) -> str:
+        """The answer up to (not including) the first stop string."""
+        ends = [text.find(s) for s in self.stops if s in text]
+        return text[: min(ends)] if ends else text
+
+
+def _chat_run(lm: LoadedModel, body: ChatRequest) -> Run:
+    tokenizer = lm.tokenizer
+    messages = [
+        {"role": "system" if m.role == "developer" else m.role, "content": _text(m.content)}
+        for m in body.messages
+    ]
+    continues = messages[-1]["role"] == "assistant"  # a pre-filled answer is continued
+    try:
+        prompt = tokenizer.apply_chat_template(
+            messages,
+            add_generation_prompt=not continues,
+            continue_final_message=continues,
+            tokenize=True,
+            return_dict=False,
+        )
+    except Exception as exc:  # templates raise their own errors for unsupported roles/orders
+        raise APIError(
+            400, f"the messages do not fit the model's chat template: {exc}", "messages"
+        ) from None
+    if isinstance(prompt, dict):
+        prompt = prompt["input_ids"]
+    prompt = list(prompt)
+    room = lm.context_length - len(prompt)
+    prediction = _text(body.prediction.content) if body.prediction else ""
+    predicted = tokenizer(prediction, add_special_tokens=False)["input_ids"] if prediction else []
+    limit = body.max_completion_tokens or body.max_tokens
+    if limit is None:
+        limit = default_token_limit(len(predicted)) if predicted else 2048
+    if room < 1:
+        raise APIError(
+            400,
+            f"the messages take {len(prompt)} tokens; the model's context holds "
+            f"{lm.context_length}",
+            "messages",
+            "context_length_exceeded",
+        )
+    stops = [body.stop] if isinstance(body.stop, str) else list(body.stop or [])
+    in_prompt = bool(prediction) and any(prediction in m["content"] for m in messages)
+    method = "pool" if prediction and not in_prompt else method_for(lm)
+    sources = DraftSources(references=[predicted] if method == "pool" else [], draft=lm.draft)
+    sampling = Sampling(body.temperature, 0, body.top_p, body.seed)
+
+    def start(job: Job) -> dict:
+        decode = LocalEditor(lm).decode
+        stop_strings = StopStrings(decode, stops) if stops else None
+        # Whole characters, decoded as they come; the stop condition already reads every
+        # committed token, so its text is the answer's.
+        answer = stop_strings.answer if stop_strings else AnswerText(decode)
+        sent = 0  # characters of the answer already emitted
+
+        def current() -> str:
+            return stop_strings.cut(answer.text) if stop_strings else answer.text
+
+        def emit_new() -> None:
+            nonlocal sent
+            text = current()
+            if len(text) > sent:
+                job.emit(text[sent:])
+                sent = len(text)
+
+        def on_step(step: Step) -> None:
+            if stop_strings is None:
+                answer.add(step.tokens)
+            emit_new()
+
+        generation = generate(
+            lm.model,
+            prompt,
+            make_drafter(method, lm.model, sources),
+            max_new_tokens=min(limit, room),
+            sampling=sampling,
+            eos_token_ids=lm.eos_token_ids,
+            stop=job_stop(job, stop_strings),
+            on_step=on_step,
+            pass_cost=lm.pass_cost(),
+        )
+        emit_new()
+        return {
+            "text": current(),
+            "generation": generation,
+            "predicted": len(predicted),
+            "prompt_tokens": len(prompt),
+        }
+
+    return Run(start, f"chatcmpl-{uuid.uuid4().hex[:24]}")
+
+
+def _usage(result: dict) -> dict:
+    generation: Generation = result["generation"]
+    accepted = generation.stats.accepted_tokens if result["predicted"] else 0
+    completion = len(generation.tokens)
+    return {
+        "prompt_tokens": result["prompt_tokens"],
+        "completion_tokens": completion,
+        "total_tokens": result["prompt_tokens"] + completion,
+        "completion_tokens_details": {
+            "reasoning_tokens": 0,
+            "accepted_prediction_tokens": accepted,
+            "rejected_prediction_tokens": max(result["predicted"] - accepted, 0),
+        },
+    }
+
+
+def _finish_reason(generation: Generation) -> str:
+    return "length" if generation.stop_reason == "length" else "stop"
+
+
+def _chat_response(lm: LoadedModel, body: ChatRequest, run: Run, result: dict) -> dict:
+    return {
+        "id": run.id,
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": lm.name,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": result["text"], "refusal": None},
+                "finish_reason": _finish_reason(result["generation"]),
+                "logprobs": None,
+            }
+        ],
+        "usage": _usage(result),
+    }
+
+
+def _chat_events(lm: LoadedModel, body: ChatRequest, run: Run):
+    created = int(time.time())
+    include_usage = bool(body.stream_options and body.stream_options.include_usage)
+    opened = [False]
+
+    def chunk(delta: dict, finish: str | None = None, usage: dict | None = None) -> str:
+        data = {
+            "id": run.id,
+            "object": "chat.completion.chunk",
+            "created": created,
+            "model": lm.name,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}]
+            if usage is None
+            else [],
+            "usage": usage,
+        }
+        return json.dumps(data, ensure_ascii=False)
+
+    def render(what: str, item) -> list[str]:
+        out = []
+        if not opened[0]:
+            out.append(chunk({"role": "assistant", "content": ""}))
+            opened[0] = True
+        if what == "item":
+            out.append(chunk({"content": item}))
+        elif isinstance(item, BaseException):
+            out.append(json.dumps(APIError.of(item).payload()))
+        else:
+            out.append(chunk({}, _finish_reason(item["generation"])))
+            if include_usage:
+                out.append(chunk({}, usage=_usage(item)))
+        return out
+
+    return render
+
+
+async def chat(lm: LoadedModel, worker: Worker, body: ChatRequest, request: Request):
+    """A chat completion of the model `lm` runs (404 for any other model)."""
+    if body.model != lm.name:
+        raise APIError(
+            404,
+            f"The model `{body.model}` does not exist; this server runs only the model it lists",
+            "model",
+            "model_not_found",
+        )
+    run = _chat_run(lm, body)
+    if body.stream:
+        return stream(worker, request, run, _chat_events(lm, body, run))
+    result = await wait(worker, request, run)
+    return _chat_response(lm, body, run, result)

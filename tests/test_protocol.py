@@ -1,0 +1,57 @@
+"""The `--server` wire schema: a request crosses client -> JSON -> server whole."""
+
+from __future__ import annotations
+
+from dataclasses import fields, is_dataclass
+
+from specedit.editing.editor import EditRequest
+from specedit.editing.region import Surroundings
+from specedit.engine.options import Sampling, Verification
+from specedit.server.protocol import EditBody, from_body, to_body
+
+# Every field away from its default, nested ones too: a field the wire drops comes back default.
+EVERYTHING = EditRequest(
+    text="def f():\n    return 1\n",
+    instruction="return 2",
+    prompt="fix",
+    language="python",
+    method="pool",
+    max_new_tokens=77,
+    sampling=Sampling(temperature=0.5, top_k=7, top_p=0.9, seed=3),
+    verification=Verification(mode="conditional", delta=0.2, top_k=4),
+    references=("a reference", "another"),
+    feedback="the test failed",
+    surroundings=Surroundings(before="x = 1\n", after="y = 2\n", first=2, last=3, context=5),
+)
+
+
+def _defaults_left(value, default, where: str) -> list[str]:
+    """The fields of `value` (a dataclass, searched into its nested dataclasses) still equal
+    to those of `default`."""
+    left = []
+    for field in fields(value):
+        mine, theirs = getattr(value, field.name), getattr(default, field.name)
+        if is_dataclass(mine) and is_dataclass(theirs):
+            left += _defaults_left(mine, theirs, f"{where}{field.name}.")
+        elif mine == theirs:
+            left.append(where + field.name)
+    return left
+
+
+def test_the_round_trip_request_sets_every_field():
+    """Guards the test below: a field added to EditRequest (or what it holds) must be set
+    here, so the round trip carries it."""
+    default = EditRequest("", "", surroundings=Surroundings(before="", after="", first=1, last=1))
+    assert _defaults_left(EVERYTHING, default, "") == []
+
+
+def test_every_field_of_a_request_crosses_the_wire():
+    wire = to_body(EVERYTHING, stream=True).model_dump_json()
+    body = EditBody.model_validate_json(wire)  # as the server reads it: validated
+    assert body.stream
+    assert from_body(body, default_method="copy") == EVERYTHING
+
+
+def test_a_request_without_a_method_gets_the_servers():
+    body = EditBody(text="x", instruction="y")
+    assert from_body(body, default_method="copy").method == "copy"
