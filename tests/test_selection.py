@@ -52,11 +52,16 @@ def test_a_tie_keeps_the_earliest_and_no_acceptable_one_keeps_the_first():
     assert selection.choose(verdicts(ORIGINAL, BROKEN), ORIGINAL) == 0
 
 
+told: list[str | None] = []  # the problem each draw was told of, for the last `draw`
+
+
 def draw(answers: list[str | None], samples: int, vote: bool):
+    told.clear()
     asked: list[int] = []
 
-    def run(number: int) -> str | None:
+    def run(number: int, problem: str | None) -> str | None:
         asked.append(number)
+        told.append(problem)
         return answers[number]
 
     def judge(text: str) -> selection.Verdict:
@@ -70,6 +75,7 @@ def test_drawing_stops_at_the_first_acceptable_candidate():
     chosen, seen, asked = draw([ORIGINAL, BROKEN, WRONG, RIGHT], 4, vote=False)
     assert (chosen, asked) == (WRONG, [0, 1, 2])
     assert seen == [ORIGINAL, BROKEN, WRONG]
+    assert told[0] is None and told[1] == selection.UNCHANGED_FIX and "python" in told[2].lower()
     assert draw([RIGHT, WRONG], 2, vote=False)[2] == [0]  # an acceptable first costs nothing
 
 
@@ -81,6 +87,7 @@ def test_without_an_acceptable_candidate_the_first_is_delivered():
 def test_voting_draws_every_candidate_and_skips_failed_edits():
     chosen, seen, asked = draw([WRONG, None, RIGHT, REFORMATTED], 4, vote=True)
     assert asked == [0, 1, 2, 3] and seen == [WRONG, RIGHT, REFORMATTED]
+    assert told == [None] * 4  # votes are independent samples
     assert chosen == RIGHT
     assert draw([None, None], 2, vote=True)[0] is None
 
@@ -146,13 +153,18 @@ def _fix(tmp_path, tiny_model_dir, *options: str):
     return result, file
 
 
-def test_an_unchanged_fix_draws_another_candidate(tmp_path, tiny_model_dir, monkeypatch):
+def test_an_unchanged_fix_draws_another_candidate(tmp_path, tiny_model_dir, tokenizer, monkeypatch):
     fixed = SOURCE.replace("a - b", "a + b")
     calls = _answering(monkeypatch, [SOURCE, "def add(a, b):\n    return (a\n", fixed, SOURCE])
     result, _ = _fix(tmp_path, tiny_model_dir, "--samples", "4")
     assert result.exit_code == 0, result.stderr
     assert result.stdout == fixed
     assert [p.request.sampling.temperature for p in calls] == [0.0, 0.2, 0.2]
+    assert calls[0].request.feedback == ""
+    assert "returned the file unchanged" in calls[1].request.feedback
+    assert "could not be used: " in calls[2].request.feedback
+    # the model reads it after the instruction
+    assert "returned the file unchanged" in tokenizer.decode(calls[1].prompt.ids)
     assert "3 candidates drawn (refused: unchanged, but a fix was asked for;" in result.stderr
 
 

@@ -49,7 +49,7 @@ class EditRequest:
     sampling: Sampling = GREEDY
     verification: Verification = STRICT  # anything but strict is lossy on purpose
     references: tuple[str, ...] = ()  # texts that feed only the draft pool
-    feedback: str = ""  # what went wrong with an earlier attempt, shown after the instruction
+    feedback: str = ""  # what the model is told of an earlier attempt, after the instruction
     surroundings: Surroundings | None = None  # a region edit: `text` is the region (--lines)
 
 
@@ -128,10 +128,7 @@ def prepare(lm: LoadedModel, request: EditRequest) -> PreparedEdit:
     template = prompts.load_template(request.prompt)
     instruction = request.instruction.strip()
     if request.feedback:
-        instruction += (
-            "\n\nAn earlier attempt at this edit failed the user's check. The end of the "
-            f"check's output:\n```\n{request.feedback[-FEEDBACK_CHARS:].strip()}\n```"
-        )
+        instruction += "\n\n" + request.feedback.strip()
     prompt = prompts.build(
         lm.tokenizer,
         template,
@@ -308,13 +305,22 @@ class Attempt:
         return self.check is not None and self.check.passed
 
 
+def check_feedback(output: str) -> str:
+    """What the model is told after a candidate failed the user's check (or could not be
+    made): the end of the check's output."""
+    return (
+        "An earlier attempt at this edit failed the user's check. The end of the check's "
+        f"output:\n```\n{output[-FEEDBACK_CHARS:].strip()}\n```"
+    )
+
+
 def retry_request(request: EditRequest, attempt: int, failure: str) -> EditRequest:
     """The request for attempt number `attempt` (2, 3, ...): the last failure is shown to the
     model; from the third attempt on it also samples, so that a retry can differ."""
     sampling = request.sampling
     if attempt >= 3 and not sampling.temperature:
         sampling = replace(sampling, temperature=RETRY_TEMPERATURE, seed=attempt)
-    return replace(request, feedback=failure, sampling=sampling)
+    return replace(request, feedback=check_feedback(failure), sampling=sampling)
 
 
 def attempt_edits(

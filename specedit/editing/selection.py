@@ -30,7 +30,10 @@ from specedit.engine.options import Sampling
 SAMPLE_TEMPERATURE = 0.2
 SAMPLE_TOP_P = 0.95
 
-R = TypeVar("R")  # what one edit returns: a local result, a bench row
+R = TypeVar("R")
+UNCHANGED_FIX = (
+    "unchanged, but a fix was asked for"  # what one edit returns: a local result, a bench row
+)
 
 
 @dataclass(frozen=True)
@@ -59,7 +62,7 @@ class Verdict:
 def judge(original: str, text: str, instruction: str, language: str, fix: bool) -> Verdict:
     """What is wrong with `text` as an answer, knowable without tests."""
     if text == original:
-        return Verdict(text, "unchanged, but a fix was asked for" if fix else None)
+        return Verdict(text, UNCHANGED_FIX if fix else None)
     problems = safety.problems(original, text, instruction, language)
     return Verdict(text, problems[0] if problems else None)
 
@@ -117,22 +120,24 @@ def asks_for_fix(prompt: str) -> bool:
 
 
 def draw(
-    run: Callable[[int], R | None],
+    run: Callable[[int, str | None], R | None],
     text_of: Callable[[R], str],
     judge_text: Callable[[str], Verdict],
     original: str,
     samples: int,
     vote: bool,
 ) -> tuple[R | None, list[Verdict]]:
-    """Draw up to `samples` candidates with `run(number)` (None: that edit failed, e.g. cut
-    off) and pick one. Without `vote`, drawing stops at the first acceptable candidate (an
-    unchanged fix or an unsafe answer draws another); with `vote`, all are drawn and `choose`
-    picks by agreement. Returns the chosen result (None if every edit failed) and the verdicts
+    """Draw up to `samples` candidates with `run(number, problem)` (None: that edit failed, e.g.
+    cut off) and pick one. Without `vote`, drawing stops at the first acceptable candidate (an
+    unchanged fix or an unsafe answer draws another, told of the last one's `problem`); with
+    `vote`, all are drawn independently (`problem` None) and `choose` picks by agreement.
+    Returns the chosen result (None if every edit failed) and the verdicts
     of the candidates that produced a text, in order."""
     results: list[R] = []
     verdicts: list[Verdict] = []
     for number in range(samples):
-        result = run(number)
+        last = verdicts[-1].problem if verdicts and not vote else None
+        result = run(number, last)
         if result is None:
             continue
         results.append(result)
@@ -145,6 +150,21 @@ def draw(
         return results[choose(verdicts, original)], verdicts
     first_acceptable = next((i for i, v in enumerate(verdicts) if v.acceptable), 0)
     return results[first_acceptable], verdicts
+
+
+def redraw_feedback(problem: str) -> str:
+    """What the model is told when its last candidate could not be right: an unchanged answer
+    to a fix, or one the safety checks refuse."""
+    if problem == UNCHANGED_FIX:
+        return (
+            "Your previous answer returned the file unchanged, but the file does have the "
+            "problem described above. Find the line or lines that cause it and change them; "
+            "keep every other line exactly as it was."
+        )
+    return (
+        f"Your previous answer could not be used: {problem}. Return the complete file with "
+        "the change applied and every other line exactly as it was."
+    )
 
 
 @dataclass
@@ -171,9 +191,11 @@ def draw_edits(
     answer into the whole text (a region's answer into the file)."""
     failures: list[EditError] = []
 
-    def candidate(number: int) -> EditResult | None:
+    def candidate(number: int, problem: str | None) -> EditResult | None:
+        sampling = sampled(request.sampling, number)
+        feedback = redraw_feedback(problem) if problem else request.feedback
         try:
-            return run(replace(request, sampling=sampled(request.sampling, number)))
+            return run(replace(request, sampling=sampling, feedback=feedback))
         except EditError as exc:
             failures.append(exc)
             return None
