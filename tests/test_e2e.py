@@ -28,7 +28,7 @@ def test_fix_prints_the_fixed_example(bundled_model_dir):
 
 
 def test_stdin_to_stdout_pipeline(bundled_model_dir):
-    text = "Teh quick brown fox jumps over the lazy dog.\n"
+    text = "The quick brown fox jumsp over the lazy dog.\n"
     result = runner.invoke(app, ["edit", "-", "fix the spelling mistake"], input=text)
     assert result.exit_code == 0, result.stderr
     assert result.stdout == "The quick brown fox jumps over the lazy dog.\n"

@@ -23,7 +23,7 @@ def test_hook_rewrites_docs_and_fails_when_it_changed_them(tmp_path, bundled_mod
     repo = tmp_path / "project"
     repo.mkdir()
     _git(repo, "init", "-q")
-    (repo / "notes.txt").write_text("Teh quick brown fox jumps over the lazy dog.\n")
+    (repo / "notes.txt").write_text("The quick brown fox jumsp over the lazy dog.\n")
     (repo / "clean.txt").write_text("The cat sat on the mat.\n")
     (repo / "code.py").write_text("x = 1  # Teh code is not a document\n")
     _git(repo, "add", ".")

@@ -763,3 +763,14 @@ def test_serve_refuses_an_empty_key(monkeypatch):
     result = CliRunner().invoke(app, ["serve", "--api-key", " "])
     assert result.exit_code == 2 and "--api-key is empty" in result.output
     assert served == []
+
+
+def test_a_stream_holds_back_what_may_begin_a_stop_string():
+    from specedit.server.openai import StopStrings
+
+    stops = StopStrings(lambda tokens: "", ["\n```", "END"])
+    assert stops.settled("x = 1\n") == "x = 1"
+    assert stops.settled("x = 1\n``") == "x = 1"
+    assert stops.settled("x = 1\n```\nmore") == "x = 1"
+    assert stops.settled("x = 1 EN") == "x = 1 "
+    assert stops.settled("x = 1\ny") == "x = 1\ny"

@@ -95,6 +95,16 @@ class StopStrings:
         ends = [text.find(s) for s in self.stops if s in text]
         return text[: min(ends)] if ends else text
 
+    def settled(self, text: str) -> str:
+        """The part of the cut answer that no later token can turn into a stop string: a
+        stream holds back an ending that begins one (a newline before "\n```"), as OpenAI's
+        does, so that what was streamed is what the whole answer says."""
+        text = self.cut(text)
+        held = max(
+            (n for s in self.stops for n in range(1, len(s)) if text.endswith(s[:n])), default=0
+        )
+        return text[: len(text) - held]
+
 
 def _chat_run(lm: LoadedModel, body: ChatRequest) -> Run:
     tokenizer = lm.tokenizer
@@ -149,9 +159,9 @@ def _chat_run(lm: LoadedModel, body: ChatRequest) -> Run:
         def current() -> str:
             return stop_strings.cut(answer.text) if stop_strings else answer.text
 
-        def emit_new() -> None:
+        def emit_new(final: bool = False) -> None:
             nonlocal sent
-            text = current()
+            text = current() if final or not stop_strings else stop_strings.settled(answer.text)
             if len(text) > sent:
                 job.emit(text[sent:])
                 sent = len(text)
@@ -172,7 +182,7 @@ def _chat_run(lm: LoadedModel, body: ChatRequest) -> Run:
             on_step=on_step,
             pass_cost=lm.pass_cost(),
         )
-        emit_new()
+        emit_new(final=True)
         return {
             "text": current(),
             "generation": generation,
