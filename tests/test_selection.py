@@ -189,3 +189,31 @@ def test_one_sample_is_one_greedy_edit_and_bad_sample_options_are_refused(
     ]:
         result, _ = _fix(tmp_path, tiny_model_dir, *options)
         assert result.exit_code == 2 and message in result.stderr
+
+
+def test_the_bench_runs_a_samples_setup_and_scores_the_chosen_candidate(
+    tiny_model_dir, tmp_path, monkeypatch
+):
+    """`specedit bench --samples 3`: candidates drawn while unacceptable, the chosen one is
+    checked with the task's tests, and the row counts every candidate."""
+    import json
+
+    from specedit.bench.runner import run_bench
+    from specedit.models.load import load
+
+    fixed = SOURCE.replace("a - b", "a + b")
+    calls = _answering(monkeypatch, [SOURCE, fixed])
+    task = {
+        "id": "add",
+        "kind": "fix",
+        "instruction": "add subtracts",
+        "input": SOURCE,
+        "language": "python",
+        "tests": "assert add(2, 3) == 5",
+    }
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(json.dumps(task) + "\n")
+    lm = load(str(tiny_model_dir), dtype="fp32")
+    (row,) = run_bench(lm, ["pld"], tasks_file=tasks, selections=["3"])
+    assert row.method == "pld~s3" and row.passed and row.attempts == 2 and len(calls) == 2
+    assert row.unchanged is False and calls[1].request.sampling.temperature == 0.2

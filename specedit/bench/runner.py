@@ -224,17 +224,7 @@ def _run_setup(
         tries = attempt_edits(edit, request, check, setup.attempts)
         wall = time.perf_counter() - start
         done = [t.result for t in tries if t.result]
-        row = Row(
-            task.id,
-            setup.label,
-            sum(len(r.generation.tokens) for r in done),
-            sum(r.generation.stats.total_seconds for r in done),
-            sum(r.generation.stats.forward_passes for r in done),
-            group=task.group,
-            wall_seconds=wall,
-            attempts=len(tries),
-            stop=done[-1].generation.stop_reason if done else RUNAWAY,
-        )
+        row = _candidates_row(task, setup, done, wall, len(tries))
         last = tries[-1]
         text = whole(last.result.text) if last.result else None
         score_row(row, text, task, last.check or check_task(task, None))
@@ -270,6 +260,30 @@ def _run_setup(
     return row
 
 
+def _candidates_row(
+    task: Task,
+    setup: Setup,
+    results: list[EditResult],
+    wall: float,
+    attempts: int,
+    delivered: EditResult | None = None,
+) -> Row:
+    """The row of an edit that made several candidates (--attempts, --samples): their tokens,
+    seconds and passes summed; the stop reason of the delivered one (the last by default)."""
+    delivered = delivered or (results[-1] if results else None)
+    return Row(
+        task.id,
+        setup.label,
+        sum(len(r.generation.tokens) for r in results),
+        sum(r.generation.stats.total_seconds for r in results),
+        sum(r.generation.stats.forward_passes for r in results),
+        group=task.group,
+        wall_seconds=wall,
+        attempts=attempts,
+        stop=delivered.generation.stop_reason if delivered else RUNAWAY,
+    )
+
+
 def _run_samples(
     lm: LoadedModel,
     task: Task,
@@ -290,17 +304,7 @@ def _run_samples(
     chosen = selection.draw_edits(
         run, request, whole, selection.Samples(*parse_selection(setup.selection))
     ).chosen
-    row = Row(
-        task.id,
-        setup.label,
-        sum(len(r.generation.tokens) for r in drawn),
-        sum(r.generation.stats.total_seconds for r in drawn),
-        sum(r.generation.stats.forward_passes for r in drawn),
-        group=task.group,
-        wall_seconds=time.perf_counter() - start,
-        attempts=len(drawn),
-        stop=chosen.generation.stop_reason if chosen else RUNAWAY,
-    )
+    row = _candidates_row(task, setup, drawn, time.perf_counter() - start, len(drawn), chosen)
     text = whole(chosen.text) if chosen else None
     score_row(row, text, task, check_task(task, text))
     return row
