@@ -59,7 +59,7 @@ def test_the_llama_cpp_engine_says_how_to_get_it_when_it_is_missing(tmp_path, mo
 @pytest.mark.parametrize(
     "extra,message",
     [
-        (["--method", "adapld"], "--method adapld reads the model's hidden states"),
+        (["--method", "pldplus"], "--method pldplus reads the model's hidden states"),
         (["--draft-model", "qwen2.5-coder-0.5b"], "--draft-model runs on the torch engine"),
     ],
 )
@@ -71,17 +71,49 @@ def test_the_llama_cpp_engine_refuses_what_it_cannot_run_before_loading(tmp_path
 
 
 def test_on_llama_cpp_only_token_methods_draft_and_pld_is_the_default():
+    from types import SimpleNamespace
+
     from specedit.drafting import DrafterUnavailable
     from specedit.drafting.registry import TOKEN_METHODS, default_method, make_drafter
     from specedit.engine.llamacpp import GgufModel
 
     assert default_method(False, "llama.cpp") == default_method(True, "llama.cpp") == "pld"
     assert default_method(False) == "adapld"
-    gguf = GgufModel(Path("model.gguf"), config=None, generation_config=None, threads=1)
+    config = SimpleNamespace(num_hidden_layers=2)
+    gguf = GgufModel(Path("model.gguf"), config=config, generation_config=None, threads=1)
     assert {make_drafter(method, gguf).name for method in TOKEN_METHODS} == set(TOKEN_METHODS)
     assert make_drafter("pld-fixed", gguf).confidence is None  # the bench's unsized ablation
-    with pytest.raises(DrafterUnavailable, match="hidden states"):
-        make_drafter("adapld", gguf)
+    adapld = make_drafter("adapld", gguf)  # its token-only parts: no states, no index
+    assert adapld.hidden_layers == () and adapld.vocabulary is None
+    for method in ("pldplus", "adapld-no-semantic", "adapld-trained-length"):
+        with pytest.raises(DrafterUnavailable, match="hidden states"):
+            make_drafter(method, gguf)
+
+
+def test_token_only_adapld_anchors_by_the_tokens_before_and_branches_to_other_followers():
+    """Without hidden states the main copy follows the occurrence whose preceding tokens match
+    (here `2 5`), and the branch is what followed the other occurrences (6, twice), with what
+    followed it there."""
+    from types import SimpleNamespace
+
+    from specedit.drafting.adapld import AdaPLD
+    from specedit.drafting.kinds import BRANCH, MAIN, SUCCESSOR
+    from specedit.engine.memory import Memory
+
+    model = SimpleNamespace(config=SimpleNamespace(num_hidden_layers=4), engine="llama.cpp")
+    drafter = AdaPLD(model, tokens_only=True)
+    assert drafter.hidden_layers == () and drafter.vocabulary is None
+    tree = drafter.propose(Memory([1, 5, 6, 7, 8, 2, 5, 9, 10, 3, 5, 6, 7, 11, 2, 5]), 64)
+    main = tree.main_chain()
+    assert main.tokens == [9, 10, 3, 5, 6, 7, 11, 2, 5] and set(main.kinds) == {MAIN}
+    assert main.sources[0] == 7
+    branch = next(n for n in range(1, len(tree)) if tree.kind(n) == BRANCH)
+    assert (tree.parent(branch), tree.token(branch), tree.source(branch)) == (0, 6, 11)
+    successor = tree.children()[branch]
+    assert [(tree.token(n), tree.source(n), tree.kind(n)) for n in successor] == [
+        (7, 12, SUCCESSOR)
+    ]
+    assert drafter.report() == {"retrieval_lexical": 1}
 
 
 def test_bench_setups_on_llama_cpp_are_labelled_and_compared_with_its_plain_decoding():
@@ -584,7 +616,7 @@ class _DecoyFirst:
 def test_tree_drafts_on_llama_cpp_are_exact_against_its_own_plain_decoding(bundled_model_dir):
     """Trees verified in one llama.cpp batch, their accepted branch kept as sequence 0, give the
     tokens of plain decoding on llama.cpp (up to a near-tie, see NEAR_TIE): a drafter whose
-    copies are never the first child and the draft pool's own trees."""
+    copies are never the first child, the draft pool's own trees and token-only AdaPLD's."""
     from specedit.drafting.registry import DraftSources, make_drafter
     from specedit.editing.editor import EditRequest, prepare
     from specedit.engine.session import generate
@@ -605,12 +637,13 @@ def test_tree_drafts_on_llama_cpp_are_exact_against_its_own_plain_decoding(bundl
         start, end = prompt.input_start, prompt.input_end
         pool = run(make_drafter("pool", lm.model, DraftSources(start, prompt.ids[start:end])))
         decoy = run(_DecoyFirst(lm.model, lm.model.config.vocab_size))
+        adapld = run(make_drafter("adapld", lm.model))
     finally:
         lm.model.reuse_prefix = True
     assert decoy.stats.accepted_paths["copy"] > 5  # copies taken through sequences 1 and up
-    for run_ in (decoy, pool):
+    for run_ in (decoy, pool, adapld):
         assert run_.stats.forward_passes < len(plain.tokens) / 4
-    for tokens in (decoy.tokens, pool.tokens):
+    for tokens in (decoy.tokens, pool.tokens, adapld.tokens):
         differs = _first_difference(plain.tokens, tokens)
         if differs is not None:
             assert _margin(lm, prompt.ids + plain.tokens[:differs]) < NEAR_TIE
