@@ -158,6 +158,23 @@ def method_for(lm: LoadedModel) -> str:
     return default_method(lm.draft is not None, lm.engine)
 
 
+def build_artefacts(lm: LoadedModel, methods: tuple[str, ...] | None = None) -> None:
+    """Build (or read) what edits with `lm` need once per model and machine, so that no edit
+    nor timing pays for it: the drafters' artefacts of `methods` (the default method unless
+    told: AdaPLD's vocabulary indexes on torch; a method that cannot run here is skipped) and
+    the pass-cost curve. The exported tokenizer is written by `load` itself."""
+    from specedit.drafting import DrafterUnavailable
+
+    for method in methods or (method_for(lm),):
+        if method in DRAFT_MODEL_METHODS and lm.draft is None:
+            continue
+        try:
+            make_drafter(method, lm.model, DraftSources(draft=lm.draft))
+        except DrafterUnavailable:
+            continue
+    lm.pass_cost()
+
+
 def make_drafter(method: str, model, sources: DraftSources | None = None) -> Drafter:
     """A fresh drafter for `model` (drafters keep per-document state, so one per generation);
     ablations are accepted too. Raises DrafterUnavailable when an artefact it needs is missing."""
