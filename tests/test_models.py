@@ -261,17 +261,21 @@ def test_prepare_builds_what_a_first_edit_needs_so_that_the_edit_builds_nothing(
     from specedit.drafting import vocabulary
     from specedit.engine import cost
 
+    def new_process() -> None:  # nothing loaded nor built in memory
+        load.load.cache_clear()
+        monkeypatch.setattr(vocabulary, "_INDEXES", {})
+
     cache = tmp_path / "cache"
     monkeypatch.setenv("SPECEDIT_CACHE", str(cache))
     runner = CliRunner()
+    new_process()
     result = runner.invoke(app, ["models", "prepare", str(tiny_model_dir)])
     assert result.exit_code == 0, result.stderr
     assert result.stdout.strip() == str(tiny_model_dir)
     assert len(list((cache / "indexes").glob("*.hnsw"))) == 2  # embedding and LM-head
     assert len(list((cache / "cost").glob("*.json"))) == 1
 
-    load.load.cache_clear()  # as a new process: nothing loaded nor built in memory
-    monkeypatch.setattr(vocabulary, "_INDEXES", {})
+    new_process()
 
     def no_build(*args, **kwargs):
         raise AssertionError("an edit built what `models prepare` should have")
