@@ -548,6 +548,7 @@ def test_a_tree_pass_on_llama_cpp_gives_each_path_its_own_logits(bundled_model_d
     assert sequences[0] == [0, 1, 2, 3] and sequences[quad] == [0, 1] and sequences[side] == [1]
 
     target = _fresh_target(lm.model, prefix)
+    assert target.trees  # the installed llama-cpp-python opens unified multi-sequence caches
     logits = target.forward(tree, len(prefix), False).logits
     assert logits.shape[0] == len(tree)
     for node in range(len(tree)):

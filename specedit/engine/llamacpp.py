@@ -151,15 +151,17 @@ def _context_params():
     """While a `Llama` is made, its context gets SEQUENCES sequences in one unified KV cache
     (cells shared by sequences, as a tree's prefix and shared nodes are; split caches would
     give each sequence a fraction of the context). `Llama` takes neither setting, so the
-    defaults it starts from are swapped for the time of its construction, one at a time."""
+    defaults it starts from are swapped for the time of its construction, one at a time. A
+    llama-cpp-python without unified caches keeps one sequence: its targets verify chains."""
     import llama_cpp.llama_cpp as low
 
     defaults = low.llama_context_default_params
 
     def params():
         made = defaults()
-        made.n_seq_max = SEQUENCES
-        made.kv_unified = True
+        if any(name == "kv_unified" for name, _ in made._fields_):
+            made.n_seq_max = SEQUENCES
+            made.kv_unified = True
         return made
 
     with _OPENING:
@@ -195,11 +197,11 @@ class LlamaCppTarget:
     `store`, a cold cache starts from the stored head nearest to the prompt, and a prompt whose
     head is new leaves it there."""
 
-    trees = True
     hidden_states = False
 
     def __init__(self, llm: Any, held: list[int], store: HeadStore | None = None) -> None:
         self.llm, self.held, self.store = llm, held, store
+        self.trees = llm.context_params.n_seq_max >= SEQUENCES  # see _context_params
         self.vocabulary = llm.n_vocab()
         self.reused = 0  # prompt tokens whose K/V were already there
         self._tree: tuple[DraftTree, list[list[int]]] | None = None  # last pass: sequences
