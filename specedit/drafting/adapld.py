@@ -3,6 +3,9 @@ tree of the main copy, top-K branch tokens at the anchor and one successor per b
 
 Follows the AdaPLD paper (section 3, Algorithm 1) with one change for CPUs: branches are added
 only when the main copy is short (unsure), because every drafted node costs verify compute here.
+The main copy says how sure it is (length.py's AgreementLength), so the engine verifies only as
+much of it as pays for its cost on this machine (engine/cost.py); the ablations draft a fixed 64
+(`sized=False`) or let the Pacer-style pre-verifier in length.py choose (`adaptive=True`).
 
 On a model that gives no hidden states nor weights (llama.cpp's, `tokens_only`) it keeps what
 reads only tokens: the lexical copy, with its anchor chosen by the tokens before each
@@ -10,9 +13,6 @@ occurrence (copy.py's ContextRanker) instead of their hidden states, and branch 
 from what followed the other occurrences of the last token instead of the LM head's top-K at
 the anchor, each with its successor there. The semantic fallback needs the token embeddings
 and is off.
-The main copy says how sure it is (length.py's AgreementLength), so the engine verifies only as
-much of it as pays for its cost on this machine (engine/cost.py); the ablations draft a fixed 64
-(`sized=False`) or let the Pacer-style pre-verifier in length.py choose (`adaptive=True`).
 """
 
 from __future__ import annotations
@@ -125,9 +125,11 @@ class AdaPLD(Drafter):
         # Branch only where the copy is unsure: on a CPU every drafted node adds verify compute,
         # and a long confident copy rarely leaves room for an alternative.
         room = budget - len(main)
-        if self.branches and room > 0 and len(main) < self.branch_below and self.tokens_only:
+        if not (self.branches and room > 0 and len(main) < self.branch_below):
+            return tree
+        if self.tokens_only:
             self._add_followers(tree, memory, candidates, main, room)
-        elif self.branches and room > 0 and len(main) < self.branch_below:
+        else:
             top = self.vocabulary.top_tokens(memory.hidden(self.final)[anchor], self.branches + 1)
             branch_tokens = [t for t in top if not main or t != main[0]][: self.branches]
             for token in branch_tokens[:room]:
