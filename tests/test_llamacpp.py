@@ -59,7 +59,7 @@ def test_the_llama_cpp_engine_says_how_to_get_it_when_it_is_missing(tmp_path, mo
 @pytest.mark.parametrize(
     "extra,message",
     [
-        (["--method", "adapld"], "--method adapld reads the model's hidden states"),
+        (["--method", "pldplus"], "--method pldplus reads the model's hidden states"),
         (["--draft-model", "qwen2.5-coder-0.5b"], "--draft-model runs on the torch engine"),
     ],
 )
@@ -71,17 +71,49 @@ def test_the_llama_cpp_engine_refuses_what_it_cannot_run_before_loading(tmp_path
 
 
 def test_on_llama_cpp_only_token_methods_draft_and_pld_is_the_default():
+    from types import SimpleNamespace
+
     from specedit.drafting import DrafterUnavailable
     from specedit.drafting.registry import TOKEN_METHODS, default_method, make_drafter
     from specedit.engine.llamacpp import GgufModel
 
     assert default_method(False, "llama.cpp") == default_method(True, "llama.cpp") == "pld"
     assert default_method(False) == "adapld"
-    gguf = GgufModel(Path("model.gguf"), config=None, generation_config=None, threads=1)
+    config = SimpleNamespace(num_hidden_layers=2)
+    gguf = GgufModel(Path("model.gguf"), config=config, generation_config=None, threads=1)
     assert {make_drafter(method, gguf).name for method in TOKEN_METHODS} == set(TOKEN_METHODS)
     assert make_drafter("pld-fixed", gguf).confidence is None  # the bench's unsized ablation
-    with pytest.raises(DrafterUnavailable, match="hidden states"):
-        make_drafter("adapld", gguf)
+    adapld = make_drafter("adapld", gguf)  # its token-only parts: no states, no index
+    assert adapld.hidden_layers == () and adapld.vocabulary is None
+    for method in ("pldplus", "adapld-no-semantic", "adapld-trained-length"):
+        with pytest.raises(DrafterUnavailable, match="hidden states"):
+            make_drafter(method, gguf)
+
+
+def test_token_only_adapld_anchors_by_the_tokens_before_and_branches_to_other_followers():
+    """Without hidden states the main copy follows the occurrence whose preceding tokens match
+    (here `2 5`), and the branch is what followed the other occurrences (6, twice), with what
+    followed it there."""
+    from types import SimpleNamespace
+
+    from specedit.drafting.adapld import AdaPLD
+    from specedit.drafting.kinds import BRANCH, MAIN, SUCCESSOR
+    from specedit.engine.memory import Memory
+
+    model = SimpleNamespace(config=SimpleNamespace(num_hidden_layers=4), engine="llama.cpp")
+    drafter = AdaPLD(model, tokens_only=True)
+    assert drafter.hidden_layers == () and drafter.vocabulary is None
+    tree = drafter.propose(Memory([1, 5, 6, 7, 8, 2, 5, 9, 10, 3, 5, 6, 7, 11, 2, 5]), 64)
+    main = tree.main_chain()
+    assert main.tokens == [9, 10, 3, 5, 6, 7, 11, 2, 5] and set(main.kinds) == {MAIN}
+    assert main.sources[0] == 7
+    branch = next(n for n in range(1, len(tree)) if tree.kind(n) == BRANCH)
+    assert (tree.parent(branch), tree.token(branch), tree.source(branch)) == (0, 6, 11)
+    successor = tree.children()[branch]
+    assert [(tree.token(n), tree.source(n), tree.kind(n)) for n in successor] == [
+        (7, 12, SUCCESSOR)
+    ]
+    assert drafter.report() == {"retrieval_lexical": 1}
 
 
 def test_bench_setups_on_llama_cpp_are_labelled_and_compared_with_its_plain_decoding():
@@ -467,3 +499,154 @@ def test_a_load_that_fails_in_the_background_is_a_model_error(tmp_path):
         lm.ready()
     assert sys.getswitchinterval() == interval
     lm.model.close()  # nothing to free, and no error
+
+
+def _tree_path(tree, node: int) -> list[int]:
+    path = []
+    while node >= 0:
+        path.append(node)
+        node = tree.parent(node)
+    return path[::-1]
+
+
+def _fresh_target(model, prefix: list[int]):
+    """A target on `model` with only `prefix` prefilled (no head reused or kept)."""
+    model.reuse_prefix = False
+    try:
+        target = model.open_target(len(prefix) + 100)
+    finally:
+        model.reuse_prefix = True
+    target.prefill(prefix, hidden=False)
+    return target
+
+
+@pytest.mark.e2e
+@pytest.mark.llamacpp
+@pytest.mark.skipif(not HAS_LLAMA_CPP, reason="needs llama-cpp-python (the llamacpp extra)")
+def test_a_tree_pass_on_llama_cpp_gives_each_path_its_own_logits(bundled_model_dir):
+    """One batch over a branching tree (shared nodes in several sequences) scores each node as a
+    chain pass over its path does, up to the batched kernels' rounding (an argmax may flip only
+    at a near-tie); keeping a path that is not the main chain leaves the cache as if the path
+    alone had been fed."""
+    from specedit.engine.llamacpp import _sequences
+    from specedit.engine.tree import DraftTree
+    from specedit.models.load import load
+
+    lm = load(TEST_MODEL, engine="llama.cpp", threads=1)  # quicker on shared cores
+    encode = lm.tokenizer.encode
+    code = "def double(x):\n    return x * 2\n\n\ndef triple(x):\n    return x * 3\n\n\ndef"
+    prompt = encode(code)
+    prefix, root = prompt[:-1], prompt[-1]
+    tree = DraftTree(root)
+    quad = tree.add(encode(" quad")[0], 0)
+    tree.add_chain(encode("ruple(x):\n    return"), quad)
+    branch = tree.add(encode(" double")[0], 0)
+    tree.add(encode("_")[0], branch)
+    side = tree.add(encode("(")[0], quad)  # a second child deep in the tree
+    tree.add(encode(" half")[0], 0)
+    sequences = _sequences(tree)
+    assert sequences[0] == [0, 1, 2, 3] and sequences[quad] == [0, 1] and sequences[side] == [1]
+
+    target = _fresh_target(lm.model, prefix)
+    assert target.trees  # the installed llama-cpp-python opens unified multi-sequence caches
+    logits = target.forward(tree, len(prefix), False).logits
+    assert logits.shape[0] == len(tree)
+    for node in range(len(tree)):
+        path = [tree.token(n) for n in _tree_path(tree, node)]
+        chain = DraftTree(path[0])
+        chain.add_chain(path[1:])
+        alone = _fresh_target(lm.model, prefix).forward(chain, len(prefix), False).logits[-1]
+        assert float((logits[node] - alone).abs().max()) < NEAR_TIE
+        if int(logits[node].argmax()) != int(alone.argmax()):
+            top = alone.topk(2).values
+            assert float(top[0] - top[1]) < NEAR_TIE
+
+    kept = _tree_path(tree, side)  # root, " quad", "(": sequence 1, not 0
+    target = _fresh_target(lm.model, prefix)
+    target.forward(tree, len(prefix), False)
+    target.keep(len(prefix), kept)
+    accepted = prefix + [tree.token(n) for n in kept]
+    assert target.held == accepted
+    following = DraftTree(encode("x")[0])
+    following.add_chain(encode("):\n"))
+    after = target.forward(following, len(accepted), False).logits
+    fed = _fresh_target(lm.model, accepted).forward(following, len(accepted), False).logits
+    assert float((after - fed).abs().max()) < NEAR_TIE
+    assert after.argmax(-1).tolist() == fed.argmax(-1).tolist()
+
+
+class _DecoyFirst:
+    """pld's copy drafted as the second child of the root, under a wrong first child with a
+    chain of its own, and with a wrong leaf beside the copy's second token: every accepted
+    copy is a path of a sequence other than 0, through nodes shared with another sequence."""
+
+    name = "decoy-first"
+    hidden_layers = ()
+
+    def __init__(self, model, vocabulary: int) -> None:
+        from specedit.drafting.registry import make_drafter
+
+        self.copy, self.vocabulary = make_drafter("pld", model), vocabulary
+
+    def propose(self, memory, budget):
+        from specedit.engine.tree import DraftTree
+
+        chain = self.copy.propose(memory, max(budget - 4, 0))
+        tree = DraftTree(chain.root)
+        if budget < 5 or len(chain) == 1:
+            return tree
+        wrong = (chain.tokens[0] + 1) % self.vocabulary
+        tree.add_chain([wrong, wrong], 0, kind="decoy")
+        node = tree.add(chain.tokens[0], 0, chain.sources[0], kind="copy")
+        for offset, token in enumerate(chain.tokens[1:], start=1):
+            node = tree.add(token, node, chain.sources[offset], kind="copy")
+            if offset == 1:
+                tree.add((token + 1) % self.vocabulary, tree.parent(node), kind="decoy")
+        return tree
+
+    def observe(self, tree, accepted):
+        pass
+
+    def report(self):
+        return {}
+
+
+@pytest.mark.e2e
+@pytest.mark.llamacpp
+@pytest.mark.skipif(not HAS_LLAMA_CPP, reason="needs llama-cpp-python (the llamacpp extra)")
+def test_tree_drafts_on_llama_cpp_are_exact_against_its_own_plain_decoding(bundled_model_dir):
+    """Trees verified in one llama.cpp batch, their accepted branch kept as sequence 0, give the
+    tokens of plain decoding on llama.cpp (up to a near-tie, see NEAR_TIE): a drafter whose
+    copies are never the first child, the draft pool's own trees and token-only AdaPLD's."""
+    from specedit.drafting.registry import DraftSources, make_drafter
+    from specedit.editing.editor import EditRequest, prepare
+    from specedit.engine.session import generate
+    from specedit.models.load import load
+
+    lm = load(TEST_MODEL, engine="llama.cpp", threads=1)  # quicker on shared cores
+    prepared = prepare(lm, EditRequest(TASK["input"], TASK["instruction"], prompt="fix"))
+    prompt = prepared.prompt
+    lm.model.reuse_prefix = False  # every run from an empty cache, as plain decoding's
+    try:
+
+        def run(drafter):
+            return generate(
+                lm.model, prompt.ids, drafter, max_new_tokens=300, eos_token_ids=lm.eos_token_ids
+            )
+
+        plain = run(make_drafter("ar", lm.model))
+        start, end = prompt.input_start, prompt.input_end
+        pool = run(make_drafter("pool", lm.model, DraftSources(start, prompt.ids[start:end])))
+        decoy = run(_DecoyFirst(lm.model, lm.model.config.vocab_size))
+        adapld = run(make_drafter("adapld", lm.model))
+    finally:
+        lm.model.reuse_prefix = True
+    assert decoy.stats.accepted_paths["copy"] > 5  # copies taken through sequences 1 and up
+    for run_ in (decoy, pool, adapld):
+        assert run_.stats.forward_passes < len(plain.tokens) / 4
+    for tokens in (decoy.tokens, pool.tokens, adapld.tokens):
+        differs = _first_difference(plain.tokens, tokens)
+        if differs is not None:
+            assert _margin(lm, prompt.ids + plain.tokens[:differs]) < NEAR_TIE
+        else:
+            assert tokens == plain.tokens

@@ -248,3 +248,43 @@ def test_an_interrupted_restore_leaves_a_folder_that_loads_and_is_finished_later
     assert [p.name for p in folder.parent.iterdir()] == ["tiny.gguf"]
     prepare.widen_stored_weights(folder)
     assert '"dtype": "float32"' in (folder / "config.json").read_text()
+
+
+def test_prepare_builds_what_a_first_edit_needs_so_that_the_edit_builds_nothing(
+    tiny_model_dir, tmp_path, monkeypatch
+):
+    """`models prepare` leaves the default method's indexes and the pass-cost curve in the
+    cache; an edit in a fresh process (no model, index or curve in memory) then reads them."""
+    from typer.testing import CliRunner
+
+    from specedit.cli import app
+    from specedit.drafting import vocabulary
+    from specedit.engine import cost
+
+    def new_process() -> None:  # nothing loaded nor built in memory
+        load.load.cache_clear()
+        monkeypatch.setattr(vocabulary, "_INDEXES", {})
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("SPECEDIT_CACHE", str(cache))
+    runner = CliRunner()
+    new_process()
+    result = runner.invoke(app, ["models", "prepare", str(tiny_model_dir)])
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.strip() == str(tiny_model_dir)
+    assert len(list((cache / "indexes").glob("*.hnsw"))) == 2  # embedding and LM-head
+    assert len(list((cache / "cost").glob("*.json"))) == 1
+
+    new_process()
+
+    def no_build(*args, **kwargs):
+        raise AssertionError("an edit built what `models prepare` should have")
+
+    monkeypatch.setattr(vocabulary, "save_artefact", no_build)
+    monkeypatch.setattr(cost, "measure", no_build)
+    path = tmp_path / "code.py"
+    path.write_text("def add(a, b):\n    return a - b\n")
+    result = runner.invoke(app, ["fix", str(path), "add must add", "--max-new-tokens", "8"])
+    # the edit ran to its end; the tiny model's answer is noise, so it may run out of tokens
+    assert result.exit_code == 0 or "token limit" in result.stderr, result.stderr
+    assert not isinstance(result.exception, AssertionError)

@@ -40,6 +40,7 @@ from specedit.drafting.registry import (
     ABLATIONS,
     DRAFT_MODEL_METHODS,
     METHODS,
+    build_artefacts,
     make_drafter,
     method_for,
     refusal,
@@ -153,7 +154,8 @@ def run_bench(
     labels = [setup.label for setup in setups]
     console = console or Console(width=max(Console().width, 110))
     for engine in engines:
-        _warm_up(models[engine])
+        asked = tuple(s.method for s in setups if s.engine == engine and s.method in METHODS)
+        _warm_up(models[engine], asked)
     rows: list[Row] = []
     for task in tasks:
         for setup in setups:
@@ -389,8 +391,9 @@ def _cut(tokens: list[int], stop: Callable[[int], bool], eos: set[int]) -> tuple
     return tokens, "length"
 
 
-def _warm_up(lm: LoadedModel) -> None:
-    """Page the weights in and measure (or read) the pass-cost curve, before anything is timed."""
+def _warm_up(lm: LoadedModel, methods: tuple[str, ...] = ()) -> None:
+    """Page the weights in, and build (or read) the methods' artefacts and the pass-cost curve
+    (`models prepare` builds the same), before anything is timed."""
     ids = lm.tokenizer("def warm_up():\n    return 1\n", add_special_tokens=False)["input_ids"]
     generate(lm.model, ids, make_drafter("pld", lm.model), max_new_tokens=8)
-    lm.pass_cost()
+    build_artefacts(lm, tuple(dict.fromkeys(methods)) or None)

@@ -46,7 +46,8 @@ EngineOption = Annotated[
     opt(
         "--engine",
         help="Where the model runs: torch (transformers), or llama.cpp (its GGUF file as it is, "
-        "quantized; faster on most CPUs; methods pld, pool, ar; needs the llamacpp extra).",
+        "quantized; faster on most CPUs; methods pld, pool, adapld, ar; needs the llamacpp "
+        "extra).",
         env="ENGINE",
     ),
 ]

@@ -252,9 +252,15 @@ def models_list(ctx: typer.Context) -> None:
 
 @models_app.command("prepare")
 def models_prepare(
-    name: Annotated[str, typer.Argument(help="Bundled name or .gguf file.")],
+    name: Annotated[str, typer.Argument(help="Bundled name, model folder or .gguf file.")],
+    dtype: DtypeOption = "auto",
+    threads: ThreadsOption = None,
+    device: DeviceOption = "cpu",
 ) -> None:
-    """Join, check and convert a model ahead of time."""
+    """Join, check and convert a model ahead of time, and build what a first edit needs on each
+    installed engine: the default method's indexes, the pass-cost curve (for these --dtype,
+    --threads and --device) and the exported tokenizer."""
+    from specedit.drafting.registry import build_artefacts
     from specedit.models.bundled import ModelError
     from specedit.models.prepare import resolve
 
@@ -263,6 +269,22 @@ def models_prepare(
     except ModelError as exc:
         error(str(exc))
         raise typer.Exit(Exit.MODEL) from None
+    for engine in _installed_engines(name):
+        lm, _ = load_model(name, dtype, threads, device, engine=engine)
+        say(f"building what an edit needs on the {engine} engine (once per model and machine)")
+        with interruptible():
+            build_artefacts(lm)
+
+
+def _installed_engines(name: str) -> list[str]:
+    """torch, and llama.cpp where llama-cpp-python is installed and the model has a GGUF file."""
+    import importlib.util
+
+    from specedit.models.bundled import BUNDLED
+
+    gguf = name in BUNDLED or Path(name).suffix == ".gguf"
+    has_llama_cpp = importlib.util.find_spec("llama_cpp") is not None
+    return ["torch", "llama.cpp"] if gguf and has_llama_cpp else ["torch"]
 
 
 @models_app.command("info")

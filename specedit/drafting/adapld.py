@@ -6,13 +6,26 @@ only when the main copy is short (unsure), because every drafted node costs veri
 The main copy says how sure it is (length.py's AgreementLength), so the engine verifies only as
 much of it as pays for its cost on this machine (engine/cost.py); the ablations draft a fixed 64
 (`sized=False`) or let the Pacer-style pre-verifier in length.py choose (`adaptive=True`).
+
+On a model that gives no hidden states nor weights (llama.cpp's, `tokens_only`) it keeps what
+reads only tokens: the lexical copy, with its anchor chosen by the tokens before each
+occurrence (copy.py's ContextRanker) instead of their hidden states, and branch tokens taken
+from what followed the other occurrences of the last token instead of the LM head's top-K at
+the anchor, each with its successor there. The semantic fallback needs the token embeddings
+and is off.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 
-from specedit.drafting.copy import HiddenStateRanker, add_copy, main_copy_outcome, occurrences
+from specedit.drafting.copy import (
+    ContextRanker,
+    HiddenStateRanker,
+    add_copy,
+    main_copy_outcome,
+    occurrences,
+)
 from specedit.drafting.kinds import BRANCH, SUCCESSOR
 from specedit.drafting.length import AdaptiveLength, AgreementLength, CopyLength
 from specedit.drafting.preverifier import TrainedLength
@@ -54,15 +67,25 @@ class AdaPLD(Drafter):
         pre_verifier: str = "free",
         hnsw: bool = True,
         branch_below: int = 16,
+        tokens_only: bool = False,
     ) -> None:
         num_layers = model.config.num_hidden_layers
-        self.ranker = HiddenStateRanker(num_layers)
+        self.tokens_only = tokens_only
         self.final = num_layers  # hidden_states[num_layers] is the normed state the head reads
-        self.hidden_layers = (self.ranker.layer, self.final) if branch else (self.ranker.layer,)
+        if tokens_only:
+            if adaptive and pre_verifier == "trained":
+                raise ValueError("the trained pre-verifier reads hidden states")
+            self.ranker: HiddenStateRanker | ContextRanker = ContextRanker()
+            self.hidden_layers = ()
+            semantic = False
+        else:
+            self.ranker = HiddenStateRanker(num_layers)
+            self.hidden_layers = (self.ranker.layer, self.final) if branch else (self.ranker.layer,)
         self.branches = branches if branch else 0
         self.tau, self.max_copy, self.branch_below = tau, max_copy, branch_below
         self.semantic, self.successor = semantic, successor and branch
-        self.vocabulary = vocabulary_index(model, hnsw) if (semantic or branch) else None
+        wants_index = semantic or (branch and not tokens_only)
+        self.vocabulary = vocabulary_index(model, hnsw) if wants_index else None
         self.length = copy_length(pre_verifier, model, max_copy) if adaptive else None
         self.confidence = AgreementLength() if sized and not adaptive else None
         self.retrieval: Counter[str] = Counter()
@@ -102,7 +125,11 @@ class AdaPLD(Drafter):
         # Branch only where the copy is unsure: on a CPU every drafted node adds verify compute,
         # and a long confident copy rarely leaves room for an alternative.
         room = budget - len(main)
-        if self.branches and room > 0 and len(main) < self.branch_below:
+        if not (self.branches and room > 0 and len(main) < self.branch_below):
+            return tree
+        if self.tokens_only:
+            self._add_followers(tree, memory, candidates, main, room)
+        else:
             top = self.vocabulary.top_tokens(memory.hidden(self.final)[anchor], self.branches + 1)
             branch_tokens = [t for t in top if not main or t != main[0]][: self.branches]
             for token in branch_tokens[:room]:
@@ -116,7 +143,31 @@ class AdaPLD(Drafter):
                         room -= 1
         return tree
 
+    def _add_followers(
+        self, tree: DraftTree, memory: Memory, candidates: list[int], main: list[int], room: int
+    ) -> None:
+        """Branch tokens without a model: the tokens that followed the other occurrences of the
+        last token (the most frequent first, ties by the latest), each with what followed it
+        there as its successor."""
+        tokens, end = memory.tokens, len(memory.tokens)
+        seen: Counter[int] = Counter()
+        where: dict[int, int] = {}
+        for j in candidates:
+            if j + 1 < end and (not main or tokens[j + 1] != main[0]):
+                seen[tokens[j + 1]] += 1
+                where[tokens[j + 1]] = j + 1  # the latest occurrence
+        ranked = sorted(seen, key=lambda t: (-seen[t], -where[t]))[: self.branches]
+        for token in ranked[:room]:
+            room -= 1
+            position = where[token]
+            node = tree.add(token, 0, source=position, kind=BRANCH)
+            if self.successor and room > 0 and position + 1 < end:
+                tree.add(tokens[position + 1], node, source=position + 1, kind=SUCCESSOR)
+                room -= 1
+
     def observe(self, tree: DraftTree, accepted: list[int]) -> None:
+        if self.tokens_only:
+            self.ranker.observe(tree, accepted)
         verified, on_main = main_copy_outcome(tree, accepted)
         if verified:
             for learner in (self.length, self.confidence):

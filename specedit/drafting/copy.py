@@ -86,6 +86,41 @@ class NgramRanker:
             self.cursor = tree.source(accepted[-1]) + 1
 
 
+class ContextRanker:
+    """AdaPLD's rerank where the model gives no hidden states (llama.cpp): among candidates j
+    holding the last token, the one whose preceding tokens match the most of those before the
+    current one (up to `max_ngram`), the first such at or after the cursor (just past the last
+    accepted copy), else the first, as NgramRanker chooses."""
+
+    hidden_layers = ()
+
+    def __init__(self, max_ngram: int = 3) -> None:
+        self.max_ngram = max_ngram
+        self.cursor = 0
+
+    def choose(self, memory: Memory, candidates: list[int], query_row: int) -> int:
+        """The candidate whose preceding tokens best match those up to `query_row`."""
+        if len(candidates) == 1:
+            return candidates[0]
+        tokens = memory.tokens
+
+        def matched(j: int) -> int:
+            n = 0
+            while n < self.max_ngram and j - 1 - n >= 0 and query_row - n >= 0:
+                if tokens[j - 1 - n] != tokens[query_row - n]:
+                    break
+                n += 1
+            return n
+
+        scores = [matched(j) for j in candidates]
+        best = [j for j, score in zip(candidates, scores, strict=True) if score == max(scores)]
+        return next((j for j in best if j >= self.cursor), best[0])
+
+    def observe(self, tree: DraftTree, accepted: list[int]) -> None:
+        if accepted and (source := tree.source(accepted[-1])) is not None:
+            self.cursor = source + 1
+
+
 class HiddenStateRanker:
     """PLD+ (h): candidates j hold the last token x_t; rank them by cos(H_l[j-1], H_l[t-1]).
 

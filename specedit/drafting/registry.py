@@ -57,7 +57,9 @@ def _pldplus_attention(model, sources: DraftSources) -> Drafter:
 def _adapld(model, sources: DraftSources, **options) -> Drafter:
     from specedit.drafting.adapld import AdaPLD
 
-    return AdaPLD(model, **options)
+    # llama.cpp gives no hidden states nor weights: AdaPLD's token-only parts (adapld.py)
+    tokens_only = getattr(model, "engine", "torch") == "llama.cpp"
+    return AdaPLD(model, tokens_only=tokens_only, **options)
 
 
 def _pool(model, sources: DraftSources) -> Drafter:
@@ -108,8 +110,9 @@ ABLATIONS: dict[str, Factory] = {
 DEFAULT_METHOD = "adapld"
 HYBRID_METHOD = "evospec"  # the default instead when a draft model is configured (README)
 # The methods that read nothing but tokens: the only ones a model that gives no hidden states or
-# weights (llama.cpp's) can run; the first is the default there.
-TOKEN_METHODS = ("pld", "pool", "ar")
+# weights (llama.cpp's) can run; the first is the default there. adapld runs there without the
+# parts that read the model (adapld.py: `tokens_only`).
+TOKEN_METHODS = ("pld", "pool", "adapld", "ar")
 
 
 def _made_by(factories: tuple[Factory, ...]) -> tuple[str, ...]:
@@ -121,8 +124,12 @@ def _made_by(factories: tuple[Factory, ...]) -> tuple[str, ...]:
     )
 
 
-# What those methods' factories make, ablations included: what may run on llama.cpp.
-TOKEN_DRAFTERS = _made_by(tuple(METHODS[name] for name in TOKEN_METHODS))
+# What those methods' factories make, ablations included (not adapld's: they switch off or swap
+# parts that read the model): what may run on llama.cpp.
+TOKEN_DRAFTERS = (
+    *_made_by(tuple(METHODS[name] for name in TOKEN_METHODS if name != "adapld")),
+    "adapld",
+)
 # The methods that need `--draft-model`: every one made by the hybrid's factory.
 DRAFT_MODEL_METHODS = _made_by((_evospec,))
 
@@ -149,6 +156,23 @@ def refusal(method: str, engine: str) -> str | None:
 def method_for(lm: LoadedModel) -> str:
     """The method an edit with `lm` uses unless told (its draft model and engine decide)."""
     return default_method(lm.draft is not None, lm.engine)
+
+
+def build_artefacts(lm: LoadedModel, methods: tuple[str, ...] | None = None) -> None:
+    """Build (or read) what edits with `lm` need once per model and machine, so that no edit
+    nor timing pays for it: the drafters' artefacts of `methods` (the default method unless
+    told: AdaPLD's vocabulary indexes on torch; a method that cannot run here is skipped) and
+    the pass-cost curve. The exported tokenizer is written by `load` itself."""
+    from specedit.drafting import DrafterUnavailable
+
+    for method in methods or (method_for(lm),):
+        if method in DRAFT_MODEL_METHODS and lm.draft is None:
+            continue
+        try:
+            make_drafter(method, lm.model, DraftSources(draft=lm.draft))
+        except DrafterUnavailable:
+            continue
+    lm.pass_cost()
 
 
 def make_drafter(method: str, model, sources: DraftSources | None = None) -> Drafter:

@@ -6,8 +6,15 @@ or bf16 matmuls its 4-bit kernels make both the one-token step and the batched v
 several times cheaper than the dequantized transformers model (README, "Engines").
 
 Exact means here: the tokens of llama.cpp's own greedy decoding of the same file, not those of
-the transformers model (tested). It verifies chains (a drafter's main copy) and returns no hidden
-states, so only drafters that need neither run on it.
+the transformers model (tested). It returns no hidden states, so only drafters that read none run
+on it.
+
+A draft tree is verified in one batch as llama.cpp's own speculative examples do: each leaf's
+path is a sequence of the KV cache, a node shared by several paths carries each of their sequence
+ids, positions are prefix length + depth, and the prefix is shared by every sequence (llama.cpp's
+mask lets a token see the cells of its sequence at or before its position: its ancestors). The
+accepted path's cells already sit at the right positions, so keeping it is bookkeeping: drop its
+sequence past the path, drop every other sequence, and call what is left sequence 0.
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import sys
+import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -29,6 +37,10 @@ if TYPE_CHECKING:
     from specedit.engine.tree import DraftTree
 
 CONTEXT_STEP = 4096  # contexts are sized in steps of this many tokens, and grown when needed
+# KV-cache sequences of a context: one per leaf of a draft tree, so at least the most drafted
+# tokens a tree may hold (engine/options.py's MAX_DRAFT) plus the root.
+SEQUENCES = 65
+_OPENING = threading.Lock()  # see _context_params
 
 
 class GgufModel:
@@ -111,13 +123,14 @@ class GgufModel:
     def _new_context(self, capacity: int) -> Any:
         from llama_cpp import Llama
 
-        return Llama(
-            model_path=str(self.path),
-            n_ctx=-(-capacity // CONTEXT_STEP) * CONTEXT_STEP,
-            n_threads=self.threads,
-            n_threads_batch=self.threads,
-            verbose=False,  # llama.cpp's log would go to stderr, which is specedit's
-        )
+        with _context_params():
+            return Llama(
+                model_path=str(self.path),
+                n_ctx=-(-capacity // CONTEXT_STEP) * CONTEXT_STEP,
+                n_threads=self.threads,
+                n_threads_batch=self.threads,
+                verbose=False,  # llama.cpp's log would go to stderr, which is specedit's
+            )
 
     def _use(self, llm: Any) -> None:
         self.close()
@@ -131,6 +144,32 @@ class GgufModel:
         if self._llm is not None:
             self._llm.close()
             self._llm = None
+
+
+@contextlib.contextmanager
+def _context_params():
+    """While a `Llama` is made, its context gets SEQUENCES sequences in one unified KV cache
+    (cells shared by sequences, as a tree's prefix and shared nodes are; split caches would
+    give each sequence a fraction of the context). `Llama` takes neither setting, so the
+    defaults it starts from are swapped for the time of its construction, one at a time. A
+    llama-cpp-python without unified caches keeps one sequence: its targets verify chains."""
+    import llama_cpp.llama_cpp as low
+
+    defaults = low.llama_context_default_params
+
+    def params():
+        made = defaults()
+        if any(name == "kv_unified" for name, _ in made._fields_):
+            made.n_seq_max = SEQUENCES
+            made.kv_unified = True
+        return made
+
+    with _OPENING:
+        low.llama_context_default_params = params
+        try:
+            yield
+        finally:
+            low.llama_context_default_params = defaults
 
 
 class HeadStore(Protocol):
@@ -158,13 +197,14 @@ class LlamaCppTarget:
     `store`, a cold cache starts from the stored head nearest to the prompt, and a prompt whose
     head is new leaves it there."""
 
-    trees = False
     hidden_states = False
 
     def __init__(self, llm: Any, held: list[int], store: HeadStore | None = None) -> None:
         self.llm, self.held, self.store = llm, held, store
+        self.trees = llm.context_params.n_seq_max >= SEQUENCES  # see _context_params
         self.vocabulary = llm.n_vocab()
         self.reused = 0  # prompt tokens whose K/V were already there
+        self._tree: tuple[DraftTree, list[list[int]]] | None = None  # last pass: sequences
 
     def _drop_from(self, position: int) -> None:
         self.llm._ctx.kv_cache_seq_rm(0, position, -1)
@@ -229,22 +269,82 @@ class LlamaCppTarget:
 
         from specedit.engine.target import Pass
 
-        if not tree.is_chain():
-            raise ValueError("llama.cpp verifies chains; cut the tree to its main chain first")
         ids = [tree.root, *tree.tokens]
         if len(ids) > self.llm.n_batch:
             raise ValueError(f"a draft of {len(ids)} tokens is over one batch ({self.llm.n_batch})")
         if len(self.held) > prefix_length:  # only when no prefill emptied the cache's tail
             self._drop_from(prefix_length)
-        self._decode(ids, prefix_length, all_logits=True)
-        self.held.extend(ids)
+        if tree.is_chain():
+            self._tree = None
+            self._decode(ids, prefix_length, all_logits=True)
+            self.held.extend(ids)
+        else:
+            self._decode_tree(tree, prefix_length)
         shape = (len(ids), self.vocabulary)
         logits = np.ctypeslib.as_array(self.llm._ctx.get_logits(), shape=shape)
         return Pass(torch.from_numpy(logits.copy()))  # llama.cpp reuses its buffer next pass
 
+    def _decode_tree(self, tree: DraftTree, prefix_length: int) -> None:
+        """One batch over every node of `tree`, each in the sequences of the leaves below it."""
+        import llama_cpp
+
+        sequences = _sequences(tree)
+        leaves = 1 + max(max(s) for s in sequences)
+        if leaves > SEQUENCES:
+            raise ValueError(f"a draft of {leaves} leaves is over the context's {SEQUENCES}")
+        memory = self.llm._ctx.memory
+        for s in range(1, leaves):  # each path sees the prefix, and nothing left from before
+            llama_cpp.llama_memory_seq_rm(memory, s, -1, -1)
+            llama_cpp.llama_memory_seq_cp(memory, 0, s, -1, -1)
+        batch = self.llm._batch.batch
+        batch.n_tokens = len(tree)
+        for node, (depth, ids) in enumerate(zip(tree.depths(), sequences, strict=True)):
+            batch.token[node] = tree.token(node)
+            batch.pos[node] = prefix_length + depth
+            batch.n_seq_id[node] = len(ids)
+            for k, s in enumerate(ids):
+                batch.seq_id[node][k] = s
+            batch.logits[node] = True
+        self._tree = (tree, sequences)
+        self.llm._ctx.decode(self.llm._batch)
+
     def keep(self, prefix_length: int, nodes: list[int]) -> None:
-        # The accepted nodes of a chain are its first ones, already in place: drop the rest.
-        self._drop_from(prefix_length + len(nodes))
+        if self._tree is None:
+            # The accepted nodes of a chain are its first ones, already in place: drop the rest.
+            self._drop_from(prefix_length + len(nodes))
+            return
+        import llama_cpp
+
+        tree, sequences = self._tree
+        self._tree = None
+        # The path's cells hold positions prefix_length + depth already: keep one sequence
+        # through its last node, cut past the path, drop the others, and make it sequence 0.
+        kept = min(sequences[nodes[-1]])
+        memory = self.llm._ctx.memory
+        llama_cpp.llama_memory_seq_rm(memory, kept, prefix_length + len(nodes), -1)
+        llama_cpp.llama_memory_seq_keep(memory, kept)
+        if kept != 0:
+            llama_cpp.llama_memory_seq_cp(memory, kept, 0, -1, -1)
+            llama_cpp.llama_memory_seq_rm(memory, kept, -1, -1)
+        self.held.extend(tree.token(node) for node in nodes)
 
     def clock(self) -> float:
         return time.perf_counter()
+
+
+def _sequences(tree: DraftTree) -> list[list[int]]:
+    """The sequence ids of each node: one per leaf below it (or itself), numbered depth first
+    with first children first, so that the main chain's leaf is sequence 0."""
+    children = tree.children()
+    ids: list[list[int]] = [[] for _ in range(len(tree))]
+    stack, leaves = [0], 0
+    while stack:
+        node = stack.pop()
+        if not children[node]:
+            walk = node
+            while walk >= 0:
+                ids[walk].append(leaves)
+                walk = tree.parent(walk)
+            leaves += 1
+        stack.extend(reversed(children[node]))
+    return ids

@@ -3,7 +3,8 @@
 One generation opens a target (an empty cache), prefills the prompt, then repeats forward (one
 pass over a draft tree) and keep (only the accepted path stays in the cache). Two kinds exist: a
 transformers model (trees, hidden states, any dtype and device) and a GGUF file run by llama.cpp's
-kernels (engine/llamacpp.py: chains only, no hidden states, its own quantized weights).
+kernels (engine/llamacpp.py: trees as one batch of several KV-cache sequences, no hidden states,
+its own quantized weights).
 """
 
 from __future__ import annotations
