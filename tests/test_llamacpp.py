@@ -26,6 +26,11 @@ HAS_LLAMA_CPP_SERVER = HAS_LLAMA_CPP and all(
 )
 # Long enough that the prompt spans more than one of llama.cpp's 512-token batches.
 HELPERS = "".join(f"\n\ndef times_{n}(x):\n    return x * {n}\n" for n in range(4, 40))
+# The engine's tests pin the instruction-first layout: there the test model answers TASK with
+# the whole file (a long copy to check exactness on), and a second instruction differs inside
+# the first prompt head (with the file first it shares the whole head, and the 0.5B answers
+# with the changed function alone).
+LAYOUT = str(Path(__file__).parent.parent / "tools/prompt-variants/instruction-first/fix.toml")
 TASK = {
     "id": "doubled",
     "kind": "fix",
@@ -135,7 +140,7 @@ def test_llama_cpp_and_its_prompt_lookup_decode_the_same_tokens(bundled_model_di
     from specedit.models.load import load
 
     lm = load(TEST_MODEL, "fp32")
-    prepared = prepare(lm, EditRequest(TASK["input"], TASK["instruction"], prompt="fix"))
+    prepared = prepare(lm, EditRequest(TASK["input"], TASK["instruction"], prompt=LAYOUT))
     llama = LlamaCpp(TEST_MODEL, threads=2)
     runs = {}
     try:
@@ -155,7 +160,7 @@ def test_llama_cpp_and_its_prompt_lookup_decode_the_same_tokens(bundled_model_di
     assert len(prepared.prompt.ids) > 512 and text.count("\n") == TASK["input"].count("\n")
 
     tasks = tmp_path / "tasks.jsonl"
-    tasks.write_text(json.dumps(TASK) + "\n")
+    tasks.write_text(json.dumps({**TASK, "kind": LAYOUT}) + "\n")  # a kind names a template
     report = tmp_path / "report.json"
     result = CliRunner().invoke(
         app,
@@ -221,7 +226,7 @@ def test_the_engine_on_llama_cpp_is_exact_against_its_own_plain_decoding(bundled
     from specedit.models.load import load
 
     lm = load(TEST_MODEL, engine="llama.cpp")
-    prompt = prepare(lm, EditRequest(TASK["input"], TASK["instruction"], prompt="fix")).prompt
+    prompt = prepare(lm, EditRequest(TASK["input"], TASK["instruction"], prompt=LAYOUT)).prompt
 
     def run(method: str, limit: int, steps: list | None = None):
         drafter = make_drafter(method, lm.model)
@@ -320,7 +325,7 @@ def _two_prompts(lm) -> tuple[list[int], list[int]]:
     from specedit.editing.editor import EditRequest, prepare
 
     return tuple(
-        prepare(lm, EditRequest(TASK["input"], instruction, prompt="fix")).prompt.ids
+        prepare(lm, EditRequest(TASK["input"], instruction, prompt=LAYOUT)).prompt.ids
         for instruction in (TASK["instruction"], "halve() must return x / 2 exactly")
     )
 
@@ -624,7 +629,7 @@ def test_tree_drafts_on_llama_cpp_are_exact_against_its_own_plain_decoding(bundl
     from specedit.models.load import load
 
     lm = load(TEST_MODEL, engine="llama.cpp", threads=1)  # quicker on shared cores
-    prepared = prepare(lm, EditRequest(TASK["input"], TASK["instruction"], prompt="fix"))
+    prepared = prepare(lm, EditRequest(TASK["input"], TASK["instruction"], prompt=LAYOUT))
     prompt = prepared.prompt
     lm.model.reuse_prefix = False  # every run from an empty cache, as plain decoding's
     try:

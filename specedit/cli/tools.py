@@ -75,7 +75,7 @@ def bench(
         str,
         typer.Option(
             help="Comma-separated engines the methods run on: torch, llama.cpp (there: pld, "
-            "pool, ar; labelled method/llama.cpp)."
+            "pool, ar and a token-only adapld; labelled method/llama.cpp)."
         ),
     ] = "torch",
     regions: Annotated[
