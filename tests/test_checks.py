@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import shlex
+import signal
 import sys
 import time
 from pathlib import Path
@@ -94,26 +96,52 @@ def test_fill_in_quotes_the_placeholder_bare_or_in_quotes():
     assert shlex.split(checks.fill_in("ruff check {file} --fix", path))[2] == str(path)
 
 
+def _detached_grandchild(folder: Path) -> tuple[str, Path]:
+    """A shell snippet starting a grandchild that leaves the check's process group, keeps the
+    output pipe open for 30 s and writes its pid to the returned file."""
+    script, pid = folder / "grandchild.py", folder / "grandchild.pid"
+    script.write_text(
+        "import os, sys, time\n"
+        "os.setsid()\n"
+        f"open({str(pid)!r}, 'w').write(str(os.getpid()))\n"
+        "time.sleep(30)\n"
+    )
+    return f"{PYTHON} {shlex.quote(str(script))} &", pid
+
+
+def _still_running(pid_file: Path) -> bool:
+    """Whether the grandchild is alive, i.e. the check returned without waiting for it; it is
+    ended here either way."""
+    for _ in range(100):  # it may not have written its pid yet
+        if pid_file.exists() and pid_file.read_text():
+            break
+        time.sleep(0.05)
+    pid = int(pid_file.read_text())
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    os.kill(pid, signal.SIGKILL)
+    return True
+
+
 def test_a_detached_grandchild_holding_the_output_cannot_hang_a_timeout(tmp_path):
     file = tmp_path / "mod.py"
     file.write_text("")
-    # The grandchild leaves the check's process group and keeps the output pipe open.
-    command = f"{PYTHON} -c 'import os, time; os.setsid(); time.sleep(30)' & echo started; sleep 60"
-    started = time.perf_counter()
-    result = checks.run_command(command, file, "", timeout=1.5)
-    assert time.perf_counter() - started < 1.5 + 10  # bounded: no wait for the grandchild
+    grandchild, pid = _detached_grandchild(tmp_path)
+    result = checks.run_command(f"{grandchild} echo started; sleep 60", file, "", timeout=1.5)
     assert result.timed_out and result.summary() == "timed out"
     assert "started" in result.output
+    assert _still_running(pid)  # returned while the grandchild still held the pipe
 
 
 def test_a_detached_grandchild_does_not_hold_up_a_finished_check(tmp_path):
     file = tmp_path / "mod.py"
     file.write_text("")
-    command = f"{PYTHON} -c 'import os, time; os.setsid(); time.sleep(30)' & echo done"
-    started = time.perf_counter()
-    result = checks.run_command(command, file, "", timeout=60)
-    assert time.perf_counter() - started < 20
+    grandchild, pid = _detached_grandchild(tmp_path)
+    result = checks.run_command(f"{grandchild} echo done", file, "", timeout=60)
     assert result.passed and result.output == "done\n"
+    assert _still_running(pid)
 
 
 def test_a_check_that_prints_10_mb_keeps_only_a_bounded_tail():
