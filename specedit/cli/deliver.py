@@ -148,14 +148,18 @@ def edit_file(
                 request, whole = in_region(request, region)
             except ValueError as exc:
                 raise InputError(f"{name}: {exc}") from None
+
+        def written(answer: str) -> str:
+            """The file as it would be written: what --samples judges and --test checks."""
+            return keep_conventions(text, whole(answer))
+
         if test is None:
-            result, tries = choose(run, request, whole, samples, name, delivery.quiet), None
+            result = choose_candidate(run, request, written, samples, name, delivery.quiet)
+            tries = None
         else:
 
             def check(candidate: str) -> CheckResult:
-                # the test sees the text as it would be written
-                edited = keep_conventions(text, whole(candidate))
-                return run_command(test.command, Path(path), edited, test.timeout)
+                return run_command(test.command, Path(path), written(candidate), test.timeout)
 
             tries = attempt_edits(run, request, check, test.attempts)
             # the delivered candidate is the last one: the one that passed, if any did
@@ -184,7 +188,7 @@ def edit_file(
     return code
 
 
-def choose(
+def choose_candidate(
     run: Callable[[EditRequest], EditResult],
     request: EditRequest,
     whole: Callable[[str], str],

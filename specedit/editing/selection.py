@@ -30,10 +30,8 @@ from specedit.engine.options import Sampling
 SAMPLE_TEMPERATURE = 0.2
 SAMPLE_TOP_P = 0.95
 
-R = TypeVar("R")
-UNCHANGED_FIX = (
-    "unchanged, but a fix was asked for"  # what one edit returns: a local result, a bench row
-)
+R = TypeVar("R")  # what one edit returns: a local result, a bench row
+UNCHANGED_FIX = "unchanged, but a fix was asked for"
 
 
 @dataclass(frozen=True)
@@ -188,7 +186,7 @@ def draw_edits(
     samples: Samples,
 ) -> Drawn:
     """Up to `samples.count` edits of `request` by `run`, one chosen (`draw`); `whole` turns an
-    answer into the whole text (a region's answer into the file)."""
+    answer into the whole text as it would be written (a region's answer into the file)."""
     failures: list[EditError] = []
 
     def candidate(number: int, problem: str | None) -> EditResult | None:
