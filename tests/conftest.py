@@ -29,6 +29,10 @@ torch.set_num_threads(1)
 # (and the pre-commit hook it spawns) read SPECEDIT_MODEL.
 TEST_MODEL = "qwen2.5-coder-0.5b"
 os.environ["SPECEDIT_MODEL"] = TEST_MODEL
+# ... and on the torch engine, whose answers their expectations were written against, whatever
+# `--engine auto` would choose: the llama.cpp tier names its engine, and test_llamacpp.py tests
+# what auto chooses.
+os.environ["SPECEDIT_ENGINE"] = "torch"
 
 
 def tiny_model(

@@ -75,6 +75,67 @@ def test_the_llama_cpp_engine_refuses_what_it_cannot_run_before_loading(tmp_path
     assert result.exit_code == 2 and message in result.stderr
 
 
+@pytest.mark.parametrize(
+    "model,asked,installed,engine",
+    [
+        ("qwen2.5-coder-1.5b", {}, True, "llama.cpp"),
+        ("model.gguf", {"method": "adapld"}, True, "llama.cpp"),
+        ("qwen2.5-coder-1.5b", {}, False, "torch"),  # llama-cpp-python is not installed
+        ("a/model/folder", {}, True, "torch"),  # no GGUF file to run
+        ("qwen2.5-coder-1.5b", {"draft_model": "qwen2.5-coder-0.5b"}, True, "torch"),
+        ("qwen2.5-coder-1.5b", {"device": "cuda"}, True, "torch"),
+        ("qwen2.5-coder-1.5b", {"dtype": "fp32"}, True, "torch"),
+        ("qwen2.5-coder-1.5b", {"method": "pldplus"}, True, "torch"),  # reads hidden states
+    ],
+)
+def test_engine_auto_is_llama_cpp_wherever_it_runs_what_was_asked(
+    monkeypatch, model, asked, installed, engine
+):
+    from specedit.cli import startup
+
+    monkeypatch.setattr(startup, "llama_cpp_installed", lambda: installed)
+    assert startup.choose_engine("auto", model, **asked) == engine
+    assert startup.choose_engine("torch", model, **asked) == "torch"  # named: kept
+
+
+def test_an_edit_reports_the_engine_it_ran_on(tmp_path, monkeypatch):
+    """The fast tier's tiny model is a folder, not a GGUF file: auto runs it on torch, and the
+    stats say so."""
+    from dataclasses import replace
+
+    from specedit.editing import editor
+
+    def execute(lm, prepared, on_step=None, stop=None):  # a fixed answer after a short run
+        generation = editor.generate_edit(lm, replace(prepared, max_new_tokens=4), on_step)
+        return editor.EditResult("x = 2\n", generation, prepared.prompt)
+
+    monkeypatch.setattr(editor, "execute", execute)
+    monkeypatch.delenv("SPECEDIT_ENGINE")
+    monkeypatch.delenv("SPECEDIT_DTYPE")
+    path, stats = tmp_path / "code.py", tmp_path / "stats.json"
+    path.write_text("x = 1\n")
+    result = CliRunner().invoke(app, ["edit", str(path), "make it 2", "--stats-file", str(stats)])
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(stats.read_text())["engine"] == "torch"
+    assert " on torch" in result.stderr
+
+
+@pytest.mark.e2e
+@pytest.mark.llamacpp
+@pytest.mark.skipif(not HAS_LLAMA_CPP, reason="needs llama-cpp-python (the llamacpp extra)")
+def test_the_default_engine_is_llama_cpp_where_it_is_installed(
+    bundled_model_dir, tmp_path, monkeypatch
+):
+    monkeypatch.delenv("SPECEDIT_ENGINE")
+    path, stats = tmp_path / "note.txt", tmp_path / "stats.json"
+    path.write_text("The quick brown fox jumsp over the lazy dog.\n")
+    command = ["rewrite", str(path), "-m", "fix the spelling mistake", "--stats-file", str(stats)]
+    result = CliRunner().invoke(app, command)
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == "The quick brown fox jumps over the lazy dog.\n"
+    assert json.loads(stats.read_text())["engine"] == "llama.cpp"
+
+
 def test_on_llama_cpp_only_token_methods_draft_and_pld_is_the_default():
     from types import SimpleNamespace
 
@@ -257,6 +318,62 @@ def test_the_engine_on_llama_cpp_is_exact_against_its_own_plain_decoding(bundled
         cut = run("pld", limit)
         assert len(cut.tokens) == limit and cut.stop_reason == "length"
         assert cut.tokens == copied.tokens[:limit]  # the same batches up to the limit
+
+
+@pytest.mark.e2e
+@pytest.mark.llamacpp
+@pytest.mark.skipif(not HAS_LLAMA_CPP, reason="needs llama-cpp-python (the llamacpp extra)")
+def test_conditional_verification_on_llama_cpp_relaxes_only_what_it_reports(bundled_model_dir):
+    """CASD on llama.cpp's logits. The draft is plain decoding's answer with one digit changed
+    (the `3` of `x * 3` made a `2`): with a low threshold that plausible token is accepted
+    though the model would have written the `3`, reported as relaxed, and the tokens before it
+    are plain decoding's; a threshold no token can pass, or mixed mode's top-1, keeps the `3`."""
+    from specedit.editing.editor import EditRequest, prepare
+    from specedit.engine.drafter import Drafter
+    from specedit.engine.options import STRICT, Verification
+    from specedit.engine.session import generate
+    from specedit.engine.tree import DraftTree
+    from specedit.models.load import load
+
+    lm = load(TEST_MODEL, engine="llama.cpp")
+    prompt = prepare(lm, EditRequest(TASK["input"], TASK["instruction"], prompt=LAYOUT)).prompt
+
+    class Scripted(Drafter):
+        """Drafts the next tokens of `script`, wherever the answer has got to."""
+
+        def __init__(self, script: list[int]) -> None:
+            self.script = script
+
+        def propose(self, memory, budget: int) -> DraftTree:
+            done = len(memory.tokens) - len(prompt.ids)
+            tree = DraftTree(root=memory.tokens[-1])
+            tree.add_chain(self.script[done : done + min(budget, 16)])
+            return tree
+
+    def run(drafter: Drafter, verification: Verification = STRICT, steps=None):
+        return generate(
+            lm.model,
+            prompt.ids,
+            drafter,
+            max_new_tokens=40,
+            eos_token_ids=lm.eos_token_ids,
+            verification=verification,
+            on_step=None if steps is None else steps.append,
+        )
+
+    plain = run(Drafter())
+    three, two = (lm.tokenizer.encode(digit, add_special_tokens=False) for digit in "32")
+    changed = plain.tokens.index(three[0])  # the `3` of `return x * 3`, copied as it was
+    script = plain.tokens[:changed] + two + plain.tokens[changed + 1 :]
+    steps: list = []
+    loose = run(Scripted(script), Verification("conditional", delta=1e-4), steps)
+    flags = [flag for step in steps for flag in step.relaxed]
+    assert len(flags) == len(loose.tokens) and sum(flags) == loose.stats.relaxed_tokens
+    assert flags.index(True) == changed and loose.tokens[changed] == two[0]
+    assert loose.tokens[:changed] == plain.tokens[:changed]
+    for strict_enough in (Verification("conditional", delta=1.0), Verification("mixed", top_k=1)):
+        kept = run(Scripted(script), strict_enough)
+        assert kept.stats.relaxed_tokens == 0 and kept.tokens[changed] == three[0]
 
 
 @pytest.mark.e2e

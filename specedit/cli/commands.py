@@ -19,7 +19,7 @@ import typer
 from specedit import __version__
 from specedit.cli.exits import Exit
 from specedit.cli.options import edit_options
-from specedit.cli.startup import interruptible, load_model
+from specedit.cli.startup import choose_engine, interruptible, load_model
 from specedit.cli.tools import bench, calibrate, models_app, serve
 from specedit.console import error
 from specedit.drafting.registry import (
@@ -100,6 +100,14 @@ def _run_edits(
         problems.append("--vote chooses among --samples candidates: add --samples 3 or more")
     if options["reference"] and options["method"] != "pool":
         problems.append("--reference feeds the draft pool: add --method pool")
+    options["engine"] = choose_engine(
+        options["engine"],
+        options["model"],
+        options["draft_model"],
+        options["device"],
+        options["dtype"],
+        options["method"],
+    )
     if options["engine"] == "llama.cpp" and not options["server"]:
         if options["draft_model"]:
             problems.append("--draft-model runs on the torch engine, not on llama.cpp")

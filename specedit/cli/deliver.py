@@ -170,7 +170,7 @@ def edit_file(
     except EditorUnavailable as exc:
         error(str(exc))
         return Exit.MODEL
-    report = Report(name, delivery, request.method, live, tries, editor.startup)
+    report = Report(name, delivery, request.method, editor.engine, live, tries, editor.startup)
     if tries is not None:
         for number, attempt in enumerate(tries, 1):
             if not attempt.passed and (not tries[-1].passed or not delivery.quiet):
@@ -365,6 +365,7 @@ class Report:
     name: str
     delivery: Delivery
     method: str
+    engine: str
     summary_shown: bool  # the dashboard already showed its summary line
     tries: list[Attempt] | None  # the --test attempts, None without --test
     startup: dict[str, float]  # the editor's start-up seconds by stage
@@ -374,6 +375,7 @@ class Report:
         stats = result.generation.stats.as_dict() | {
             "file": self.name,
             "method": self.method,
+            "engine": self.engine,
             "changed": result.changed,
             "copied_share": round(attribution.copied_share, 3),
             "stop_reason": result.generation.stop_reason,
@@ -405,7 +407,9 @@ class Report:
                 f"{self.name}: {s.new_tokens} tokens in {s.total_seconds:.1f}s "
                 f"({s.tokens_per_second:.1f} tok/s), {s.forward_passes} forward passes, "
                 f"{s.mean_accepted:.2f} tokens/pass, {stats['copied_share']:.0%} copied, "
-                f"method {self.method}" + ("" if result.changed else ", no change") + tested
+                f"method {self.method} on {self.engine}"
+                + ("" if result.changed else ", no change")
+                + tested
             )
         elif tested:
             say(f"{self.name}: {tested[2:]}")

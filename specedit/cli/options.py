@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 
 import typer
 
+from specedit.cli.startup import AUTO
 from specedit.drafting.registry import DEFAULT_METHOD, HYBRID_METHOD, METHODS
 from specedit.engine.options import VERIFY_MODES
 from specedit.models.bundled import DEFAULT_MODEL
@@ -42,12 +43,12 @@ DeviceOption = Annotated[
     str, opt("--device", help="cpu, or an accelerate device map such as auto.", env="DEVICE")
 ]
 EngineOption = Annotated[
-    Literal[ENGINES],
+    Literal[(AUTO, *ENGINES)],
     opt(
         "--engine",
         help="Where the model runs: torch (transformers), or llama.cpp (its GGUF file as it is, "
         "quantized; faster on most CPUs; methods pld, pool, adapld, ar; needs the llamacpp "
-        "extra).",
+        "extra); auto: llama.cpp where it is installed and runs what was asked, else torch.",
         env="ENGINE",
     ),
 ]
@@ -190,7 +191,7 @@ def edit_options(
     dtype: DtypeOption = "auto",
     threads: ThreadsOption = None,
     device: DeviceOption = "cpu",
-    engine: EngineOption = "torch",
+    engine: EngineOption = AUTO,
     server: Annotated[
         str | None,
         opt(

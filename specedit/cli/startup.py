@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import typer
 
@@ -13,6 +15,45 @@ from specedit.cli.exits import Exit
 from specedit.console import error
 
 STARTED = time.perf_counter()  # the CLI's start, for the stats' start-up seconds
+AUTO = "auto"  # --engine's default: the fast engine wherever it can run what was asked
+
+
+def has_gguf(model: str) -> bool:
+    """Whether `model` names a GGUF file, which the llama.cpp engine runs as it is: a bundled
+    model (they ship as GGUF files) or a `.gguf` path."""
+    from specedit.models.bundled import BUNDLED
+
+    return model in BUNDLED or Path(model).suffix == ".gguf"
+
+
+def llama_cpp_installed() -> bool:
+    return importlib.util.find_spec("llama_cpp") is not None
+
+
+def choose_engine(
+    engine: str,
+    model: str,
+    draft_model: str | None = None,
+    device: str = "cpu",
+    dtype: str = "auto",
+    method: str | None = None,
+) -> str:
+    """The engine `--engine auto` stands for: llama.cpp wherever llama-cpp-python is installed
+    and can run the edit as asked (the model is a GGUF file, on the CPU, with no --dtype, no
+    draft model and a method that reads only tokens), since its quantized kernels are the
+    faster ones on a CPU; torch otherwise. An engine named outright is kept."""
+    if engine != AUTO:
+        return engine
+    from specedit.drafting.registry import refusal
+
+    fits = (
+        has_gguf(model)
+        and draft_model is None
+        and device == "cpu"
+        and dtype == "auto"
+        and not (method and refusal(method, "llama.cpp"))
+    )
+    return "llama.cpp" if fits and llama_cpp_installed() else "torch"
 
 
 def load_model(

@@ -17,7 +17,14 @@ from specedit.cli.options import (
     ThreadsOption,
     opt,
 )
-from specedit.cli.startup import interruptible, load_model
+from specedit.cli.startup import (
+    AUTO,
+    choose_engine,
+    has_gguf,
+    interruptible,
+    llama_cpp_installed,
+    load_model,
+)
 from specedit.console import error, say
 from specedit.drafting.registry import ABLATIONS, DRAFT_MODEL_METHODS, METHODS
 from specedit.models.bundled import DEFAULT_MODEL
@@ -167,7 +174,7 @@ def serve(
     dtype: DtypeOption = "auto",
     threads: ThreadsOption = None,
     device: DeviceOption = "cpu",
-    engine: EngineOption = "torch",
+    engine: EngineOption = AUTO,
     host: Annotated[str, opt("--host", help="Address to listen on.", env="HOST")] = "127.0.0.1",
     port: Annotated[int, opt("--port", help="Port to listen on.", env="PORT")] = 8000,
     api_key: Annotated[
@@ -227,6 +234,7 @@ def serve(
             f"serving on {host} without --api-key: anyone who can reach it can use the "
             "model; set SPECEDIT_API_KEY"
         )
+    engine = choose_engine(engine, model, draft_model, device, dtype)
     lm, _ = load_model(model, dtype, threads, device, draft_model, engine)
     keyed = " with an API key" if api_key else ""
     say(f"serving {lm.name} on http://{host}:{port}/v1{keyed} (Ctrl-C stops)")
@@ -278,13 +286,7 @@ def models_prepare(
 
 def _installed_engines(name: str) -> list[str]:
     """torch, and llama.cpp where llama-cpp-python is installed and the model has a GGUF file."""
-    import importlib.util
-
-    from specedit.models.bundled import BUNDLED
-
-    gguf = name in BUNDLED or Path(name).suffix == ".gguf"
-    has_llama_cpp = importlib.util.find_spec("llama_cpp") is not None
-    return ["torch", "llama.cpp"] if gguf and has_llama_cpp else ["torch"]
+    return ["torch", "llama.cpp"] if has_gguf(name) and llama_cpp_installed() else ["torch"]
 
 
 @models_app.command("info")

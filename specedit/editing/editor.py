@@ -255,6 +255,7 @@ class Editor(Protocol):
 
     startup: dict[str, float]  # seconds it took to be ready, by stage
     default_method: str  # what an edit drafts with unless told (it depends on the engine)
+    engine: str  # where the model's passes run (a server's, when edits go to one)
 
     def decode(self, tokens: list[int]) -> str: ...
 
@@ -274,6 +275,7 @@ class LocalEditor:
         self.lm = lm
         self.startup = startup or {}
         self.default_method = method_for(lm)
+        self.engine = lm.engine
 
     def decode(self, tokens: list[int]) -> str:
         return self.lm.tokenizer.decode(tokens, skip_special_tokens=True)

@@ -89,7 +89,10 @@ def connect(url: str) -> Editor:
     url = url.rstrip("/").removesuffix("/v1")
     try:
         with _request(url + "/v1/specedit/status", timeout=10) as answer:
-            return RemoteEditor(url, json.loads(answer.read()).get("method", DEFAULT_METHOD))
+            status = json.loads(answer.read())
+            return RemoteEditor(
+                url, status.get("method", DEFAULT_METHOD), status.get("engine", "server")
+            )
     except ServerRefused as refused:  # a server, but not specedit's (unless it wants a key)
         if refused.status == 401:
             raise
@@ -99,9 +102,12 @@ def connect(url: str) -> Editor:
 class RemoteEditor:
     """Sends each edit to `specedit serve` at `url` and replays its stream of engine steps."""
 
-    def __init__(self, url: str, default_method: str = DEFAULT_METHOD) -> None:
+    def __init__(
+        self, url: str, default_method: str = DEFAULT_METHOD, engine: str = "server"
+    ) -> None:
         self.url = url.rstrip("/")
         self.default_method = default_method  # the server's, for its model and engine
+        self.engine = engine
         self._bytes: dict[int, bytes] = {}  # token -> the bytes the server's tokenizer gives it
         self.startup: dict[str, float] = {}  # the server was ready before us
 
@@ -154,6 +160,7 @@ class OpenAIEditor:
         self.model = model
         self.startup: dict[str, float] = {}
         self.default_method = DEFAULT_METHOD  # reported only: the server drafts as it does
+        self.engine = "server"  # its own, unknown here
 
     def decode(self, tokens: list[int]) -> str:
         return ""  # no tokens come back from a chat-completions server
