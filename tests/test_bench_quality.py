@@ -1,4 +1,5 @@
-"""The bench's quality side: the shipped suite's tests judge edits, and the counts add up."""
+"""The bench's quality side: the shipped suite's tests judge edits, and the counts add up,
+each row's time against its floor included."""
 
 from __future__ import annotations
 
@@ -133,3 +134,66 @@ def test_named_regions_and_unknown_regions_are_refused_where_they_mean_nothing()
         run_bench(lm, ["pld"], suite="apply", regions=["named"])
     with pytest.raises(BenchError, match="unknown region lines"):
         run_bench(lm, ["pld"], regions=["lines"])
+
+
+def test_each_row_is_set_against_the_floor_of_the_model_its_passes_ran_on():
+    """llama-cpp-python's own decoding runs the GGUF file as the llama.cpp engine does: that
+    engine's cost, or none where it was not loaded; a merge made without the model has none."""
+    from types import SimpleNamespace
+
+    from specedit.bench.runner import _floor
+    from specedit.bench.setups import Setup
+    from specedit.engine.cost import PassCost
+
+    on_torch = SimpleNamespace(pass_cost=lambda: PassCost((1, 64), (0.1, 1.28), 0.01))
+    on_gguf = SimpleNamespace(pass_cost=lambda: PassCost((1, 64), (0.05, 0.64), 0.005))
+    models = {"torch": on_torch, "llama.cpp": on_gguf}
+    row = Row("t", "m", 100, 4.0, 5, prompt_tokens=200)
+    assert _floor(row, Setup("ar"), models) == pytest.approx(200 * 0.01 + 100 * 0.02)
+    assert _floor(row, Setup("pld", engine="llama.cpp"), models) == pytest.approx(2.0)
+    assert _floor(row, Setup("llama.cpp-pld"), models) == pytest.approx(2.0)
+    assert _floor(row, Setup("llama.cpp"), {"torch": on_torch}) is None
+    assert _floor(replace(row, prompt_tokens=0, new_tokens=0), Setup("merge"), models) is None
+    row.floor_seconds = 2.0
+    assert row.times_floor == pytest.approx(2.0)  # generation seconds, not the wall's
+    others = [replace(row, task="u", seconds=3.0), replace(row, task="v", floor_seconds=None)]
+    assert summarize([row, *others], ["m"])["m"]["median_times_floor"] == 1.75
+
+
+def test_a_bench_run_reports_each_row_against_its_floor(tiny_model_dir, tmp_path):
+    """transformers' `ar` and an engine setup are fed the same prompt: both rows carry its
+    length and the floor of the cost measured in the warm-up, in the JSON and the tables."""
+    import io
+
+    from rich.console import Console
+
+    from specedit.bench.runner import run_bench
+    from specedit.models.load import load
+
+    task = {
+        "id": "add",
+        "kind": "fix",
+        "instruction": "add subtracts",
+        "input": "def add(a, b):\n    return a - b\n",
+        "language": "python",
+        "tests": "assert add(2, 3) == 5",
+    }
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(json.dumps(task) + "\n")
+    report = tmp_path / "report.json"
+    lm = load(str(tiny_model_dir), dtype="fp32")
+    out = io.StringIO()
+    console = Console(file=out, width=200)
+    run_bench(
+        lm, ["ar", "pld"], tasks_file=tasks, max_new_tokens=16, json_file=report, console=console
+    )
+    data = json.loads(report.read_text())
+    rows = {row["method"]: row for row in data["rows"]}
+    assert rows["ar"]["prompt_tokens"] == rows["pld"]["prompt_tokens"] > 0  # the same prompt
+    cost = lm.pass_cost()
+    for method, row in rows.items():
+        floor = cost.floor(row["prompt_tokens"], row["new_tokens"])
+        assert row["new_tokens"] > 0 and floor > 0 and row["floor_seconds"] == pytest.approx(floor)
+        assert row["times_floor"] == pytest.approx(row["seconds"] / floor, abs=1e-3)
+        assert data["summary"][method]["median_times_floor"] == row["times_floor"]
+    assert "median x floor" in out.getvalue()  # the summary table's column

@@ -15,9 +15,9 @@ from specedit.engine.session import generate
 from specedit.engine.tree import DraftTree
 from specedit.models.load import LoadedModel
 
-STEEP = PassCost((1, 8, 64), (0.05, 0.3, 1.3))  # llama.cpp's 1.5B on 2 cores, roughly
-LINEAR = PassCost((1, 65), (0.05, 1.33))  # 30 ms + 20 ms a token
-FLAT = PassCost((1, 64), (0.1, 0.1))
+STEEP = PassCost((1, 8, 64), (0.05, 0.3, 1.3), 0.014)  # llama.cpp's 1.5B on 2 cores, roughly
+LINEAR = PassCost((1, 65), (0.05, 1.33), 0.01)  # 30 ms + 20 ms a token
+FLAT = PassCost((1, 64), (0.1, 0.1), 0.01)
 
 
 def chain(length: int, confidence: float | None) -> DraftTree:
@@ -37,6 +37,14 @@ def test_the_curve_interpolates_between_sizes_and_follows_the_last_segment():
 def test_the_curve_round_trips_through_its_file(tmp_path):
     STEEP.save(tmp_path / "cost.json")
     assert PassCost.load(tmp_path / "cost.json") == STEEP
+
+
+def test_the_floor_is_the_prompt_prefilled_and_the_output_verified_at_full_batch():
+    cost = PassCost((1, 8, 64), (0.05, 0.3, 1.28), 0.014)
+    # The widest pass's 20 ms a token, not the last segment's slope (17.5 ms) nor a step's.
+    assert cost.verify_per_token == pytest.approx(0.02)
+    assert cost.floor(500, 300) == pytest.approx(500 * 0.014 + 300 * 0.02)
+    assert cost.floor(0, 64) == pytest.approx(1.28)  # one full pass
 
 
 def test_doubtful_copies_are_cut_where_wide_passes_cost_more():
@@ -133,7 +141,7 @@ def test_sized_copies_of_a_young_document_are_long_where_the_pass_is_cheap():
         tree.add_chain(list(range(2, 66)), confidences=chances[:1] * 64 if one_chance else chances)
         return len(size(tree, cost)) - 1
 
-    torch_like = PassCost((1, 8, 64), (0.31, 1.06, 2.62))
+    torch_like = PassCost((1, 8, 64), (0.31, 1.06, 2.62), 0.003)
     assert kept(0, torch_like, one_chance=True) == 2
     assert kept(0, torch_like) > 30
     assert kept(0, STEEP) == 0 and kept(16, STEEP) > 8
@@ -202,6 +210,7 @@ def test_the_curve_is_measured_once_per_model_and_machine(qwen_tiny, tmp_path, m
     monkeypatch.setenv("SPECEDIT_CACHE", str(tmp_path))
     measured = measure(qwen_tiny)
     assert measured.sizes == PROBE_SIZES and all(s > 0 for s in measured.seconds)
+    assert measured.prefill_per_token > 0
     calls: list[int] = []
     monkeypatch.setattr(cost, "measure", lambda model: calls.append(1) or measured)
     first = LoadedModel("tiny", qwen_tiny, tokenizer=None)
@@ -216,3 +225,7 @@ def test_the_curve_is_measured_once_per_model_and_machine(qwen_tiny, tmp_path, m
         saved.write_text("{not json")  # a damaged file is measured again, not an error
     assert LoadedModel("tiny", qwen_tiny, tokenizer=None).pass_cost() == measured
     assert len(calls) == 3 and PassCost.load(saved) == measured
+    # A file saved before the prefill was timed lacks its cost: measured again, not half used.
+    saved.write_text('{"sizes": [1, 64], "seconds": [0.05, 1.3]}')
+    assert LoadedModel("tiny", qwen_tiny, tokenizer=None).pass_cost() == measured
+    assert len(calls) == 4 and PassCost.load(saved) == measured

@@ -23,6 +23,7 @@ def summarize(rows: list[Row], methods: list[str]) -> dict[str, dict]:
     for method in methods:
         mine = [r for r in rows if r.method == method]
         speedups = [r.speedup for r in mine if r.speedup]
+        floors = [r.times_floor for r in mine if r.times_floor is not None]
         scored = [r for r in mine if r.exact_match is not None]
         checked = [r for r in mine if r.passed is not None]
         summary[method] = {
@@ -43,6 +44,7 @@ def summarize(rows: list[Row], methods: list[str]) -> dict[str, dict]:
             ),
             "median_wall_seconds": round(statistics.median(r.wall_seconds for r in mine), 2),
             "total_wall_seconds": round(sum(r.wall_seconds for r in mine), 1),
+            "median_times_floor": round(statistics.median(floors), 3) if floors else None,
             "median_speedup": round(statistics.median(speedups), 3) if speedups else None,
             "geomean_speedup": round(math.exp(statistics.fmean(map(math.log, speedups))), 3)
             if speedups
@@ -106,7 +108,10 @@ def _x(value: float | None) -> str:
 
 
 def print_tables(console: Console, rows: list[Row], summary: dict, methods: list[str]) -> None:
-    table = Table(title="specedit bench (speedup = tokens/s over plain greedy `ar`)")
+    table = Table(
+        title="specedit bench (speedup = tokens/s over plain greedy `ar`; "
+        "x floor = generation seconds over the least this machine allows)"
+    )
     for column in (
         "task",
         "setup",
@@ -115,6 +120,7 @@ def print_tables(console: Console, rows: list[Row], summary: dict, methods: list
         "tokens",
         "tok/s",
         "speedup",
+        "x floor",
         "MAL",
         "passes",
         "wall s",
@@ -132,6 +138,7 @@ def print_tables(console: Console, rows: list[Row], summary: dict, methods: list
             str(row.new_tokens),
             f"{row.tokens_per_second:.1f}",
             _x(row.speedup),
+            _x(row.times_floor),
             f"{row.mean_accepted:.2f}",
             str(row.forward_passes),
             f"{row.wall_seconds:.1f}",
@@ -152,6 +159,7 @@ def print_tables(console: Console, rows: list[Row], summary: dict, methods: list
         "dropped",
         "median tok/s",
         "median wall s",
+        "median x floor",
         "speedup",
         "vs hf-pld",
         "MAL",
@@ -171,6 +179,7 @@ def print_tables(console: Console, rows: list[Row], summary: dict, methods: list
             str(s["dropped_lines"]),
             f"{s['median_tokens_per_second']:.1f}",
             f"{s['median_wall_seconds']:.1f}",
+            _x(s["median_times_floor"]),
             _x(s["median_speedup"]),
             _x(s.get("median_over_hf_pld")),
             f"{s['mean_accepted']:.2f}",
@@ -226,6 +235,7 @@ def report(lm: LoadedModel, rows: list[Row], summary: dict) -> dict:
             | {
                 "tokens_per_second": round(r.tokens_per_second, 2),
                 "mean_accepted": round(r.mean_accepted, 3),
+                "times_floor": None if r.times_floor is None else round(r.times_floor, 3),
             }
             for r in rows
         ],

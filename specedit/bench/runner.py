@@ -175,6 +175,7 @@ def run_bench(
                 ),
                 key=lambda r: r.wall_seconds,
             )
+            row.floor_seconds = _floor(row, setup, models)
             rows.append(row)
             console.print(
                 f"[dim]{task.id:32} {row.method:24} {row.new_tokens:5d} tok "
@@ -192,6 +193,18 @@ def run_bench(
     if json_file:
         json_file.write_text(json.dumps(report(lm, rows, summary), indent=2) + "\n")
     return rows
+
+
+def _floor(row: Row, setup: Setup, models: dict[str, LoadedModel]) -> float | None:
+    """The least the row's passes could take with the model they ran on, by its cost measured
+    in the warm-up. llama-cpp-python's own decoding runs the GGUF file with the threads the
+    llama.cpp engine has: that engine's cost, when it is among the engines. None for a row
+    that ran no model (a merge) or whose model was not loaded."""
+    engine = "llama.cpp" if setup.method in LLAMA_CPP_METHODS else setup.engine
+    model = models.get(engine)
+    if model is None or not row.prompt_tokens:
+        return None
+    return model.pass_cost().floor(row.prompt_tokens, row.new_tokens)
 
 
 def _run_setup(
@@ -245,6 +258,7 @@ def _run_setup(
         group=task.group,
         stop=run.stop,
         wall_seconds=wall,
+        prompt_tokens=len(prepared.prompt.ids),
     )
     row.tokens = run.tokens
     if run.stats:
@@ -283,6 +297,7 @@ def _candidates_row(
         wall_seconds=wall,
         attempts=attempts,
         stop=delivered.generation.stop_reason if delivered else RUNAWAY,
+        prompt_tokens=sum(r.generation.stats.prompt_tokens for r in results),
     )
 
 

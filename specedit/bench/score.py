@@ -37,6 +37,8 @@ class Row:
     unrequested: int | None = None  # input lines changed outside the planted edit
     relaxed: int = 0  # tokens accepted only by conditional verification
     reuse: dict | None = None  # the engine's reuse counters (drafted, accepted, paths, ...)
+    prompt_tokens: int = 0  # the prompt as fed to the model (every candidate's, summed)
+    floor_seconds: float | None = None  # the least its passes could take here (PassCost.floor)
     tokens: list[int] = field(default_factory=list, repr=False)  # compared with `ar`'s
 
     @property
@@ -51,6 +53,13 @@ class Row:
     @property
     def mean_accepted(self) -> float:
         return self.new_tokens / max(self.forward_passes, 1)
+
+    @property
+    def times_floor(self) -> float | None:
+        """Its generation's seconds over its floor. Not the wall's: the floor counts the
+        model's passes only, the prompt's included, as `seconds` does; the wall adds building
+        the prompt and extracting and checking the answer, which no decoding makes shorter."""
+        return self.seconds / self.floor_seconds if self.floor_seconds else None
 
 
 def changed_lines(before: str, after: str) -> set[int]:

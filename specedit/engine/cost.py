@@ -10,6 +10,9 @@ accepted in tokens and costs cost(k + 1) seconds; the k with the most tokens per
 verified. Each pass then advances the edit at the best rate open to it (which also minimises
 the edit's total time while the chances hold). Nodes whose drafter gave no chance are verified
 as drafted.
+
+The same measurement times a prompt's prefill, so that `specedit bench` can set each edit
+against its floor: the least its passes could take on this machine (`PassCost.floor`).
 """
 
 from __future__ import annotations
@@ -23,14 +26,17 @@ from specedit.engine.tree import DraftTree
 
 PROBE_SIZES = (1, 2, 4, 8, 16, 32, 64)  # wider passes follow the last segment
 PROBE_CONTEXT = 128  # tokens in the cache while the probe runs
+PROBE_PROMPT = 512  # tokens of the timed prefill: one of llama.cpp's prefill batches
 
 
 @dataclass(frozen=True)
 class PassCost:
-    """Seconds one verify pass takes, by the number of tokens in it (root included)."""
+    """Seconds one verify pass takes, by the number of tokens in it (root included), and
+    seconds per token of a prompt's prefill."""
 
     sizes: tuple[int, ...]
     seconds: tuple[float, ...]
+    prefill_per_token: float
 
     def __call__(self, tokens: int) -> float:
         """Piecewise linear between the measured sizes, extended along the last segment."""
@@ -39,13 +45,26 @@ class PassCost:
         slope = (seconds[i] - seconds[i - 1]) / (sizes[i] - sizes[i - 1])
         return max(seconds[i - 1] + slope * (tokens - sizes[i - 1]), seconds[0])
 
+    @property
+    def verify_per_token(self) -> float:
+        """Seconds per token of the widest measured pass: a token verified at full batch."""
+        return self.seconds[-1] / self.sizes[-1]
+
+    def floor(self, prompt_tokens: int, new_tokens: int) -> float:
+        """The least a generation's passes could take here: each prompt token prefilled once
+        and each new token verified once in a pass of the widest measured size, no drafted
+        token rejected. A generation's seconds over it say how much is left to gain."""
+        return prompt_tokens * self.prefill_per_token + new_tokens * self.verify_per_token
+
     def save(self, path: Path) -> None:
         path.write_text(json.dumps(asdict(self)))
 
     @classmethod
     def load(cls, path: Path) -> PassCost:
+        """The saved cost; KeyError for a file saved before the prefill was timed, which the
+        caller measures again like any missing cost."""
         data = json.loads(path.read_text())
-        return cls(tuple(data["sizes"]), tuple(data["seconds"]))
+        return cls(tuple(data["sizes"]), tuple(data["seconds"]), float(data["prefill_per_token"]))
 
 
 def measure(model, sizes: tuple[int, ...] = PROBE_SIZES) -> PassCost:
@@ -53,12 +72,14 @@ def measure(model, sizes: tuple[int, ...] = PROBE_SIZES) -> PassCost:
     them, after a warm-up pass of the widest (it pages the weights in and sizes the buffers).
     A few seconds; one sample each: only the curve's shape matters (the rule compares tokens
     per second of passes measured alike), so a longer context or a busy machine, which slow
-    every pass alike, do not change the choice much."""
+    every pass alike, do not change the choice much. Then a prompt of PROBE_PROMPT tokens is
+    prefilled on an empty cache, as an edit's prompt is, for its cost per token."""
     from specedit.engine.target import open_target
 
     widest = max(sizes)
     vocabulary = min(int(model.config.vocab_size), 32000)
-    tokens = [(7919 * i) % vocabulary for i in range(1, PROBE_CONTEXT + widest + 1)]
+    length = max(PROBE_CONTEXT + widest, PROBE_PROMPT)
+    tokens = [(7919 * i) % vocabulary for i in range(1, length + 1)]
     # A root is kept each pass; the probe's tokens are no prompt to keep for later edits.
     target = open_target(model, PROBE_CONTEXT + len(sizes) + 1 + widest, reuse=False)
     target.prefill(tokens[:PROBE_CONTEXT], False)
@@ -71,7 +92,19 @@ def measure(model, sizes: tuple[int, ...] = PROBE_SIZES) -> PassCost:
         seconds.append(target.clock() - started)
         target.keep(prefix, [0])  # the root stays, as after a rejected draft
         prefix += 1
-    return PassCost(tuple(sizes), tuple(seconds[1:]))
+    prefill = _prefill_per_token(model, tokens[:PROBE_PROMPT])
+    return PassCost(tuple(sizes), tuple(seconds[1:]), prefill)
+
+
+def _prefill_per_token(model, tokens: list[int]) -> float:
+    """Seconds per token of prefilling `tokens` into an empty cache, as an edit's prompt is
+    (the weights already paged in by the passes before it)."""
+    from specedit.engine.target import open_target
+
+    target = open_target(model, len(tokens), reuse=False)
+    started = target.clock()
+    target.prefill(tokens, False)
+    return (target.clock() - started) / len(tokens)
 
 
 def size(tree: DraftTree, cost: PassCost) -> DraftTree:

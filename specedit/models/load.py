@@ -64,8 +64,9 @@ class LoadedModel:
 
     def pass_cost(self) -> PassCost:
         """What a verify pass costs with this model on this machine, by its width (drafts are
-        sized by it: engine/cost.py). Measured once, in a few seconds, and kept in the cache
-        per model, engine, dtype, threads and host."""
+        sized by it: engine/cost.py), and a prompt token's prefill (the bench's floor).
+        Measured once, in a few seconds, and kept in the cache per model, engine, dtype,
+        threads and host; a file saved before the prefill was timed is measured again."""
         if self._pass_cost is None:
             import torch
 
