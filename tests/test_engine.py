@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import greedy_reference, repeating_prompt, tiny_model
+from conftest import draft_sources, greedy_reference, repeating_prompt, tiny_model
 from transformers import DynamicCache
 
 from specedit.calibrate.preverifier import save
@@ -268,3 +268,22 @@ def test_a_copy_from_the_prompt_stops_at_the_prompt_end():
     memory.extend([7, 8, 9])
     assert add_copy(DraftTree(9), memory, anchor=1, length=10) == [3, 4]
     assert add_copy(DraftTree(9), memory, anchor=4, length=10) == [8, 9]  # within the answer
+
+
+@pytest.mark.parametrize("method", ["ar", "pld", "pool"])
+def test_each_new_token_comes_with_its_probability_and_the_runner_up(qwen_tiny, method):
+    """What a redraw branches on (editing/selection.py): for every token, from whichever node
+    of a chain or tree pass it came, the model's probability of it and its likeliest other
+    token, as one plain forward over the answer gives them; cut where the limit cuts."""
+    prompt = repeating_prompt(5)
+    sources = draft_sources(None, prompt)
+    drafter = make_drafter(method, qwen_tiny, sources)
+    generation = generate(qwen_tiny, prompt, drafter, max_new_tokens=37)
+    tokens = generation.tokens
+    assert len(tokens) == len(generation.probabilities) == len(generation.runners_up) == 37
+    with torch.no_grad():
+        logits = qwen_tiny(torch.tensor([prompt + tokens])).logits[0, len(prompt) - 1 : -1]
+    probabilities = logits.float().softmax(-1)
+    chosen = probabilities.gather(1, torch.tensor(tokens)[:, None])[:, 0]
+    assert torch.allclose(torch.tensor(generation.probabilities), chosen, atol=1e-4)
+    assert generation.runners_up == probabilities.topk(2).indices[:, 1].tolist()  # greedy

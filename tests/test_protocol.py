@@ -22,6 +22,7 @@ EVERYTHING = EditRequest(
     references=("a reference", "another"),
     feedback="the test failed",
     surroundings=Surroundings(before="x = 1\n", after="y = 2\n", first=2, last=3, context=5),
+    forced=(9, 4),
 )
 
 

@@ -123,18 +123,23 @@ def test_bad_bench_selections_are_refused(spec):
 SOURCE = "def add(a, b):\n    return a - b\n"
 
 
-def _answering(monkeypatch, answers: list[str]) -> list:
+def _answering(monkeypatch, answers: list[str], tokenizer) -> list:
     """Edit number k answers answers[k] after two real tokens; returns the prepared edits, so
-    that a test sees how each candidate was asked for (its sampling)."""
+    that a test sees how each candidate was asked for (its sampling, its forced start). The
+    answer is recorded as the tokens of "xy", the `y` unsure with `z` a close second (the only
+    branch point: the `x` has no other)."""
     from dataclasses import replace
 
     from specedit.editing import editor
 
     calls = []
+    x, y, z = (tokenizer.encode(letter, add_special_tokens=False)[0] for letter in "xyz")
 
     def execute(lm, prepared, on_step=None, stop=None):
         calls.append(prepared)
         generation = editor.generate_edit(lm, replace(prepared, max_new_tokens=2), on_step)
+        recorded = {"tokens": [x, y], "probabilities": [0.9, 0.4], "runners_up": [x, z]}
+        generation = replace(generation, **recorded)
         return editor.EditResult(answers[len(calls) - 1], generation, prepared.prompt)
 
     monkeypatch.setattr(editor, "execute", execute)
@@ -154,32 +159,61 @@ def _fix(tmp_path, tiny_model_dir, *options: str):
 
 
 def test_an_unchanged_fix_draws_another_candidate(tmp_path, tiny_model_dir, tokenizer, monkeypatch):
+    """The unchanged fix is redrawn from where it was least sure (its `y`, taking the `z`),
+    greedy, with the same prompt; that answer is unsafe, so the next is sampled and told why;
+    and an unchanged redraw, with no branch point left, is sampled and told it was unchanged."""
     fixed = SOURCE.replace("a - b", "a + b")
-    calls = _answering(monkeypatch, [SOURCE, "def add(a, b):\n    return (a\n", fixed, SOURCE])
+    unsafe = "def add(a, b):\n    return (a\n"
+    calls = _answering(monkeypatch, [SOURCE, unsafe, SOURCE, fixed], tokenizer)
     result, _ = _fix(tmp_path, tiny_model_dir, "--samples", "4")
     assert result.exit_code == 0, result.stderr
     assert result.stdout == fixed
-    assert [p.request.sampling.temperature for p in calls] == [0.0, 0.2, 0.2]
-    assert calls[0].request.feedback == ""
-    assert "returned the file unchanged" in calls[1].request.feedback
+    x, z = (tokenizer.encode(letter, add_special_tokens=False)[0] for letter in "xz")
+    assert [p.request.forced for p in calls] == [(), (x, z), (), ()]
+    assert [p.request.sampling.temperature for p in calls] == [0.0, 0.0, 0.2, 0.2]
+    assert calls[0].request.feedback == calls[1].request.feedback == ""
+    assert calls[1].prompt.ids == calls[0].prompt.ids  # the same prompt: its cache is reused
     assert "could not be used: " in calls[2].request.feedback
+    assert "returned the file unchanged" in calls[3].request.feedback
     # the model reads it after the instruction
-    assert "returned the file unchanged" in tokenizer.decode(calls[1].prompt.ids)
-    assert "3 candidates drawn (refused: unchanged, but a fix was asked for;" in result.stderr
+    assert "returned the file unchanged" in tokenizer.decode(calls[3].prompt.ids)
+    assert "4 candidates drawn (refused: unchanged, but a fix was asked for;" in result.stderr
 
 
-def test_voting_keeps_the_change_the_candidates_agree_on(tmp_path, tiny_model_dir, monkeypatch):
+def test_branch_points_take_the_second_choice_where_the_answer_was_least_sure():
+    """Least sure first; an other token that writes the same characters (`ab` for `a` then
+    `b`), only other spaces, or nothing (a special token) is passed over."""
+    from specedit.editing.selection import branch_points
+
+    pieces = ["a", "b", "ab", " c", "c", "d", "", "e"]  # id -> text; id 6 is special
+
+    def decode(tokens: list[int]) -> str:
+        return "".join(pieces[t] for t in tokens)
+
+    tokens = [0, 1, 4, 5]  # "abcd"
+    probabilities = [0.5, 0.95, 0.6, 0.7]
+    runners_up = [2, 5, 3, 6]  # "ab" (same text), "d", " c" (spaces only), special
+    assert branch_points(tokens, probabilities, runners_up, decode, 3) == [(0, 5)]
+    probabilities[1] = 0.4
+    runners_up[2] = 7
+    assert branch_points(tokens, probabilities, runners_up, decode, 3) == [(0, 5), (0, 1, 7)]
+    assert branch_points(tokens, probabilities, runners_up, decode, 1) == [(0, 5)]
+
+
+def test_voting_keeps_the_change_the_candidates_agree_on(
+    tmp_path, tiny_model_dir, tokenizer, monkeypatch
+):
     plus, times = SOURCE.replace("a - b", "a + b"), SOURCE.replace("a - b", "a * b")
-    calls = _answering(monkeypatch, [times, plus, plus.replace("a + b", "a  +  b")])
+    calls = _answering(monkeypatch, [times, plus, plus.replace("a + b", "a  +  b")], tokenizer)
     result, file = _fix(tmp_path, tiny_model_dir, "--samples", "3", "--vote", "-i")
     assert result.exit_code == 0, result.stderr
     assert file.read_text() == plus and len(calls) == 3
 
 
 def test_one_sample_is_one_greedy_edit_and_bad_sample_options_are_refused(
-    tmp_path, tiny_model_dir, monkeypatch
+    tmp_path, tiny_model_dir, tokenizer, monkeypatch
 ):
-    calls = _answering(monkeypatch, [SOURCE])
+    calls = _answering(monkeypatch, [SOURCE], tokenizer)
     result, _ = _fix(tmp_path, tiny_model_dir)
     assert result.exit_code == 0 and len(calls) == 1 and "candidates" not in result.stderr
     for options, message in [
@@ -192,7 +226,7 @@ def test_one_sample_is_one_greedy_edit_and_bad_sample_options_are_refused(
 
 
 def test_the_bench_runs_a_samples_setup_and_scores_the_chosen_candidate(
-    tiny_model_dir, tmp_path, monkeypatch
+    tiny_model_dir, tokenizer, tmp_path, monkeypatch
 ):
     """`specedit bench --samples 3`: candidates drawn while unacceptable, the chosen one is
     checked with the task's tests, and the row counts every candidate."""
@@ -202,7 +236,7 @@ def test_the_bench_runs_a_samples_setup_and_scores_the_chosen_candidate(
     from specedit.models.load import load
 
     fixed = SOURCE.replace("a - b", "a + b")
-    calls = _answering(monkeypatch, [SOURCE, fixed])
+    calls = _answering(monkeypatch, [SOURCE, fixed], tokenizer)
     task = {
         "id": "add",
         "kind": "fix",
@@ -216,4 +250,37 @@ def test_the_bench_runs_a_samples_setup_and_scores_the_chosen_candidate(
     lm = load(str(tiny_model_dir), dtype="fp32")
     (row,) = run_bench(lm, ["pld"], tasks_file=tasks, selections=["3"])
     assert row.method == "pld~s3" and row.passed and row.attempts == 2 and len(calls) == 2
-    assert row.unchanged is False and calls[1].request.sampling.temperature == 0.2
+    assert row.unchanged is False and calls[1].request.forced  # redrawn where it was unsure
+
+
+def test_a_forced_start_begins_the_answer_and_the_model_goes_on_from_it(tiny_model_dir):
+    """A redraw's forced tokens are the answer's first, and what follows is the model's own
+    greedy continuation of the prompt and them; tokens outside the vocabulary, or as many as
+    the token limit, are refused."""
+    from dataclasses import replace
+
+    from specedit.drafting.registry import make_drafter
+    from specedit.editing.editor import EditError, EditRequest, generate_edit, prepare
+    from specedit.engine.session import generate
+    from specedit.models.load import load
+
+    lm = load(str(tiny_model_dir), dtype="fp32")
+    request = EditRequest(SOURCE, "add subtracts", prompt="fix", method="pld", max_new_tokens=12)
+    prepared = prepare(lm, request)
+    plain = generate_edit(lm, prepared)
+    forced = (plain.tokens[0], plain.runners_up[1])
+    redrawn = generate_edit(lm, prepare(lm, replace(request, forced=forced)))
+    assert tuple(redrawn.tokens[:2]) == forced and redrawn.probabilities[:2] == [1.0, 1.0]
+    own = generate(
+        lm.model,
+        prepared.prompt.ids + list(forced),
+        make_drafter("ar", lm.model),
+        max_new_tokens=10,
+        eos_token_ids=lm.eos_token_ids,
+    )
+    assert redrawn.tokens[2:] == own.tokens[: len(redrawn.tokens) - 2]
+    assert len(redrawn.tokens) <= 12
+    vocabulary = lm.model.config.vocab_size
+    for forced, message in [((vocabulary,), "vocabulary"), ((1,) * 12, "token limit")]:
+        with pytest.raises(EditError, match=message):
+            prepare(lm, replace(request, forced=forced))

@@ -318,9 +318,8 @@ def _run_samples(
         drawn.append(editor.edit(request))
         return drawn[-1]
 
-    chosen = selection.draw_edits(
-        run, request, whole, selection.Samples(*parse_selection(setup.selection))
-    ).chosen
+    samples = selection.Samples(*parse_selection(setup.selection))
+    chosen = selection.draw_edits(run, request, whole, samples, editor.decode).chosen
     row = _candidates_row(task, setup, drawn, time.perf_counter() - start, len(drawn), chosen)
     text = whole(chosen.text) if chosen else None
     score_row(row, text, task, check_task(task, text))

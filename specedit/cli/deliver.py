@@ -154,7 +154,9 @@ def edit_file(
             return keep_conventions(text, whole(answer))
 
         if test is None:
-            result = choose_candidate(run, request, written, samples, name, delivery.quiet)
+            result = choose_candidate(
+                run, request, written, samples, name, delivery.quiet, editor.decode
+            )
             tries = None
         else:
 
@@ -195,11 +197,12 @@ def choose_candidate(
     samples: Samples,
     name: str,
     quiet: bool,
+    decode: Callable[[list[int]], str],
 ) -> EditResult:
     """One edit, or the candidate `samples` chooses; EditError when every candidate failed."""
     if samples.count == 1:
         return run(request)
-    drawn = draw_edits(run, request, whole, samples)
+    drawn = draw_edits(run, request, whole, samples, decode)
     if drawn.chosen is None:
         raise drawn.failures[-1]
     count = len(drawn.verdicts) + len(drawn.failures)

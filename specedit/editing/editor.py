@@ -51,6 +51,9 @@ class EditRequest:
     references: tuple[str, ...] = ()  # texts that feed only the draft pool
     feedback: str = ""  # what the model is told of an earlier attempt, after the instruction
     surroundings: Surroundings | None = None  # a region edit: `text` is the region (--lines)
+    # The answer's first tokens, given: a redraw that takes another token where the last answer
+    # was least sure (editing/selection.py) goes on from there.
+    forced: tuple[int, ...] = ()
 
 
 @dataclass
@@ -125,6 +128,9 @@ def prepare(lm: LoadedModel, request: EditRequest) -> PreparedEdit:
         raise EditError("the instruction is empty")
     if not request.text.strip():
         raise EditError("the input is empty")
+    vocabulary = int(getattr(lm.model.config, "vocab_size", 0) or 0)
+    if any(not 0 <= token < vocabulary for token in request.forced):
+        raise EditError("a forced answer token is not in the model's vocabulary")
     template = prompts.load_template(request.prompt)
     instruction = request.instruction.strip()
     if request.feedback:
@@ -163,6 +169,8 @@ def prepare(lm: LoadedModel, request: EditRequest) -> PreparedEdit:
         request.max_new_tokens or default_token_limit(input_tokens),
         lm.context_length - len(prompt.ids),
     )
+    if len(request.forced) >= limit:
+        raise EditError(f"the forced answer start is over the token limit ({limit})")
     return PreparedEdit(request, prompt, limit, statement, time.perf_counter() - started)
 
 
@@ -191,17 +199,30 @@ def generate_edit(
     drafter = make_drafter(request.method, lm.model, sources)
     if timings is not None:
         timings["drafter"] = time.perf_counter() - started
-    return generate(
+    forced = list(request.forced)
+    for token in forced:  # the stops read the answer from its first token
+        fence(token), guard(token)
+    if forced and on_step:
+        on_step(Step(forced, [None] * len(forced), [None] * len(forced), 0, [False] * len(forced)))
+    generation = generate(
         lm.model,
-        prompt.ids,
+        prompt.ids + forced,
         drafter,
-        max_new_tokens=prepared.max_new_tokens,
+        max_new_tokens=prepared.max_new_tokens - len(forced),
         sampling=request.sampling,
         verification=request.verification,
         eos_token_ids=lm.eos_token_ids,
         stop=lambda token: fence(token) or guard(token) or (stop(token) if stop else None),
         on_step=on_step,
         pass_cost=lm.pass_cost(),
+    )
+    if not forced:
+        return generation
+    return replace(
+        generation,
+        tokens=forced + generation.tokens,
+        probabilities=[1.0] * len(forced) + generation.probabilities,  # given, not chosen
+        runners_up=forced + generation.runners_up,
     )
 
 

@@ -12,6 +12,13 @@ can be known without running anything:
 `draw` is the loop (the first candidate as the request asks, greedy by default; the others
 sampled as the editing benchmarks sample); `choose` is the pick, on texts alone, so that it can
 be tested on recorded candidates.
+
+An unchanged answer to a fix is redrawn where it was least sure (`branch_points`): the model
+copied the bug, but the token it copied there often had a close second, and that second is
+often the fix. The redraw takes that second token and goes on as the request asks; its prompt
+and the answer up to the branch are those of the first candidate, so an engine that keeps its
+cache (llama.cpp) computes only what follows the branch. Sampling again rarely helps there: a
+model that copied the bug at temperature 0 mostly copies it at 0.2 too.
 """
 
 from __future__ import annotations
@@ -112,6 +119,31 @@ def sampled(sampling: Sampling, number: int) -> Sampling:
     return replace(sampling, seed=(sampling.seed or 0) + number)
 
 
+def branch_points(
+    tokens: list[int],
+    probabilities: list[float],
+    runners_up: list[int],
+    decode: Callable[[list[int]], str],
+    limit: int,
+) -> list[tuple[int, ...]]:
+    """Up to `limit` starts for a redraw of an answer: its tokens up to one it was unsure of,
+    then the likeliest other token there; the least sure first. An other token that writes the
+    same characters (another split of them, or a special token that writes none) or differs
+    only in its spaces and line breaks changes nothing a test could see, and is passed over."""
+    text = decode(tokens)
+    points: list[tuple[int, ...]] = []
+    for position in sorted(range(len(tokens)), key=lambda i: probabilities[i]):
+        if len(points) == limit:
+            break
+        mine, other = tokens[position], runners_up[position]
+        if other == mine or decode([other]).split() == decode([mine]).split():
+            continue
+        start = (*tokens[:position], other)
+        if not text.startswith(decode(list(start))):
+            points.append(start)
+    return points
+
+
 def asks_for_fix(prompt: str) -> bool:
     """Whether a request's template (a shipped name or a .toml path) is the fix template."""
     return Path(prompt).stem == "fix"
@@ -184,19 +216,36 @@ def draw_edits(
     request: EditRequest,
     whole: Callable[[str], str],
     samples: Samples,
+    decode: Callable[[list[int]], str],
 ) -> Drawn:
     """Up to `samples.count` edits of `request` by `run`, one chosen (`draw`); `whole` turns an
-    answer into the whole text as it would be written (a region's answer into the file)."""
+    answer into the whole text as it would be written (a region's answer into the file). An
+    unchanged fix is redrawn from its branch points while it has any (`decode` reads them),
+    else sampled and told why."""
     failures: list[EditError] = []
+    results: list[EditResult] = []
+    branches: list[tuple[int, ...]] | None = None  # the first candidate's, once it is unchanged
 
     def candidate(number: int, problem: str | None) -> EditResult | None:
-        sampling = sampled(request.sampling, number)
-        feedback = redraw_feedback(problem) if problem else request.feedback
+        nonlocal branches
+        if problem == UNCHANGED_FIX and results and branches is None:
+            first = results[0].generation
+            limit = samples.count - 1
+            branches = branch_points(
+                first.tokens, first.probabilities, first.runners_up, decode, limit
+            )
+        if problem == UNCHANGED_FIX and branches:
+            redraw = replace(request, forced=branches.pop(0))
+        else:
+            sampling = sampled(request.sampling, number)
+            feedback = redraw_feedback(problem) if problem else request.feedback
+            redraw = replace(request, sampling=sampling, feedback=feedback)
         try:
-            return run(replace(request, sampling=sampling, feedback=feedback))
+            results.append(run(redraw))
         except EditError as exc:
             failures.append(exc)
             return None
+        return results[-1]
 
     original, fix = whole(request.text), asks_for_fix(request.prompt)
 

@@ -100,6 +100,10 @@ class Generation:
     tokens: list[int]  # new tokens, including a final EOS if the model produced one
     stop_reason: str  # "eos", "length", or the caller's stop condition's reason ("stop" for True)
     stats: Stats
+    # Per new token: the probability the model gave it, and its likeliest other token there.
+    # Where an answer was least sure is where a redraw branches (editing/selection.py).
+    probabilities: list[float] = field(default_factory=list)
+    runners_up: list[int] = field(default_factory=list)
 
 
 # Sees each committed token; a truthy result stops after it: a string names the reason.

@@ -58,6 +58,8 @@ def generate(
     stats.prefill_seconds = target.clock() - started
 
     new_tokens: list[int] = []
+    probabilities: list[float] = []
+    runners_up: list[int] = []
     stop_reason: str | None = "length"
     while len(new_tokens) < max_new_tokens:
         prefix_length = len(memory) - 1
@@ -89,7 +91,10 @@ def generate(
             drafted=len(tree) - 1,
             relaxed=[*acceptance.relaxed, False],
         )
+        chances, others = _second_choices(out.logits, kept, step.tokens)
         stop_reason = _commit(step, new_tokens, max_new_tokens, eos_token_ids, stop)
+        probabilities += chances[: len(step.tokens)]
+        runners_up += others[: len(step.tokens)]
         memory.extend(step.tokens)
         stats.accepted_tokens += min(len(acceptance.path), len(step.tokens))
         stats.relaxed_tokens += sum(step.relaxed[: len(step.tokens)])
@@ -103,7 +108,19 @@ def generate(
     stats.new_tokens = len(new_tokens)
     stats.drafting = drafter.report()
     stats.total_seconds = target.clock() - started
-    return Generation(new_tokens, stop_reason or "length", stats)
+    return Generation(new_tokens, stop_reason or "length", stats, probabilities, runners_up)
+
+
+def _second_choices(
+    logits: torch.Tensor, rows: list[int], tokens: list[int]
+) -> tuple[list[float], list[int]]:
+    """For each token a pass committed (token k follows tree node rows[k]), the probability
+    the model gave it and the likeliest other token there."""
+    probabilities = logits[rows].float().softmax(-1)
+    chosen = torch.tensor(tokens, device=probabilities.device)
+    top = probabilities.topk(2, dim=-1).indices
+    others = torch.where(top[:, 0] == chosen, top[:, 1], top[:, 0])
+    return probabilities.gather(1, chosen[:, None])[:, 0].tolist(), others.tolist()
 
 
 def _path_kind(tree: DraftTree, path: list[int]) -> str:

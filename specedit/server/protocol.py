@@ -51,6 +51,7 @@ class EditBody(BaseModel):
     references: list[str] = []
     feedback: str = ""
     surroundings: SurroundingsBody | None = None
+    forced: list[int] = []  # the answer's first tokens, given (a redraw's branch)
     stream: bool = False
 
 
@@ -75,6 +76,7 @@ def to_body(request: EditRequest, stream: bool = False) -> EditBody:
         references=list(request.references),
         feedback=request.feedback,
         surroundings=SurroundingsBody.model_construct(**asdict(around)) if around else None,
+        forced=list(request.forced),
         stream=stream,
     )
 
@@ -95,6 +97,7 @@ def from_body(body: EditBody, default_method: str) -> EditRequest:
         references=tuple(body.references),
         feedback=body.feedback,
         surroundings=Surroundings(**around.model_dump()) if around else None,
+        forced=tuple(body.forced),
     )
 
 
@@ -117,6 +120,8 @@ class EditAnswer(BaseModel):
     timings: dict[str, float]
     stop_reason: str
     tokens: list[int]
+    probabilities: list[float] = []  # per token: the model's (Generation.probabilities)
+    runners_up: list[int] = []
     stats: dict
     prompt: dict
     attribution: dict | None = None  # left out of the answer where there is none
@@ -131,6 +136,8 @@ class EditAnswer(BaseModel):
             timings=result.timings,
             stop_reason=result.generation.stop_reason,
             tokens=result.generation.tokens,
+            probabilities=result.generation.probabilities,
+            runners_up=result.generation.runners_up,
             stats=result.generation.stats.as_dict(),
             prompt=prompt_data(result.prompt),
             attribution=json.loads(attribution_json) if attribution_json is not None else None,
@@ -141,7 +148,10 @@ class EditAnswer(BaseModel):
 
     def result(self, prompt: EditPrompt | None = None) -> EditResult:
         """The result it describes (`prompt`: the one a stream's start event sent)."""
-        generation = Generation(self.tokens, self.stop_reason, Stats.from_dict(self.stats))
+        stats = Stats.from_dict(self.stats)
+        generation = Generation(
+            self.tokens, self.stop_reason, stats, self.probabilities, self.runners_up
+        )
         prompt = prompt or prompt_from(self.prompt)
         return EditResult(self.text, generation, prompt, self.statement, self.timings)
 
