@@ -278,7 +278,7 @@ def test_each_new_token_comes_with_its_probability_and_the_runner_up(qwen_tiny, 
     prompt = repeating_prompt(5)
     sources = draft_sources(None, prompt)
     drafter = make_drafter(method, qwen_tiny, sources)
-    generation = generate(qwen_tiny, prompt, drafter, max_new_tokens=37)
+    generation = generate(qwen_tiny, prompt, drafter, max_new_tokens=37, choices=True)
     tokens = generation.tokens
     assert len(tokens) == len(generation.probabilities) == len(generation.runners_up) == 37
     with torch.no_grad():
@@ -287,3 +287,7 @@ def test_each_new_token_comes_with_its_probability_and_the_runner_up(qwen_tiny, 
     chosen = probabilities.gather(1, torch.tensor(tokens)[:, None])[:, 0]
     assert torch.allclose(torch.tensor(generation.probabilities), chosen, atol=1e-4)
     assert generation.runners_up == probabilities.topk(2).indices[:, 1].tolist()  # greedy
+    unasked = generate(
+        qwen_tiny, prompt, make_drafter(method, qwen_tiny, sources), max_new_tokens=9
+    )
+    assert unasked.probabilities == unasked.runners_up == []  # a pass over the vocabulary each

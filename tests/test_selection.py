@@ -170,6 +170,7 @@ def test_an_unchanged_fix_draws_another_candidate(tmp_path, tiny_model_dir, toke
     assert result.stdout == fixed
     x, z = (tokenizer.encode(letter, add_special_tokens=False)[0] for letter in "xz")
     assert [p.request.forced for p in calls] == [(), (x, z), (), ()]
+    assert calls[0].request.choices  # what the redraws branch on
     assert [p.request.sampling.temperature for p in calls] == [0.0, 0.0, 0.2, 0.2]
     assert calls[0].request.feedback == calls[1].request.feedback == ""
     assert calls[1].prompt.ids == calls[0].prompt.ids  # the same prompt: its cache is reused
@@ -265,7 +266,9 @@ def test_a_forced_start_begins_the_answer_and_the_model_goes_on_from_it(tiny_mod
     from specedit.models.load import load
 
     lm = load(str(tiny_model_dir), dtype="fp32")
-    request = EditRequest(SOURCE, "add subtracts", prompt="fix", method="pld", max_new_tokens=12)
+    request = EditRequest(
+        SOURCE, "add subtracts", prompt="fix", method="pld", max_new_tokens=12, choices=True
+    )
     prepared = prepare(lm, request)
     plain = generate_edit(lm, prepared)
     forced = (plain.tokens[0], plain.runners_up[1])

@@ -54,6 +54,7 @@ class EditRequest:
     # The answer's first tokens, given: a redraw that takes another token where the last answer
     # was least sure (editing/selection.py) goes on from there.
     forced: tuple[int, ...] = ()
+    choices: bool = False  # report each answer token's probability and runner-up (Generation)
 
 
 @dataclass
@@ -215,14 +216,16 @@ def generate_edit(
         stop=lambda token: fence(token) or guard(token) or (stop(token) if stop else None),
         on_step=on_step,
         pass_cost=lm.pass_cost(),
+        choices=request.choices,
     )
     if not forced:
         return generation
     return replace(
         generation,
         tokens=forced + generation.tokens,
-        probabilities=[1.0] * len(forced) + generation.probabilities,  # given, not chosen
-        runners_up=forced + generation.runners_up,
+        # given, not chosen: certain, with no other token
+        probabilities=[1.0] * len(forced) + generation.probabilities if request.choices else [],
+        runners_up=forced + generation.runners_up if request.choices else [],
     )
 
 

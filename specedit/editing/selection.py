@@ -225,6 +225,7 @@ def draw_edits(
     failures: list[EditError] = []
     results: list[EditResult] = []
     branches: list[tuple[int, ...]] | None = None  # the first candidate's, once it is unchanged
+    fix = asks_for_fix(request.prompt)
 
     def candidate(number: int, problem: str | None) -> EditResult | None:
         nonlocal branches
@@ -234,7 +235,9 @@ def draw_edits(
             branches = branch_points(
                 first.tokens, first.probabilities, first.runners_up, decode, limit
             )
-        if problem == UNCHANGED_FIX and branches:
+        if number == 0:  # a fix keeps what its redraws may branch on
+            redraw = replace(request, choices=fix and not samples.vote)
+        elif problem == UNCHANGED_FIX and branches:
             redraw = replace(request, forced=branches.pop(0))
         else:
             sampling = sampled(request.sampling, number)
@@ -247,7 +250,7 @@ def draw_edits(
             return None
         return results[-1]
 
-    original, fix = whole(request.text), asks_for_fix(request.prompt)
+    original = whole(request.text)
 
     def judge_text(answer: str) -> Verdict:
         return judge(original, answer, request.instruction, request.language, fix)

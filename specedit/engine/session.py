@@ -35,11 +35,14 @@ def generate(
     stop: StopCondition | None = None,
     on_step: Callable[[Step], None] | None = None,
     pass_cost: PassCost | None = None,
+    choices: bool = False,
 ) -> Generation:
     """Generate up to `max_new_tokens` after `prompt` with `model` (a transformers model or a
     GGUF model), exactly as its plain decoding would (unless `verification` is conditional,
     which is lossy on purpose). With the machine's `pass_cost`, each draft is cut to the nodes
-    worth verifying (engine/cost.py)."""
+    worth verifying (engine/cost.py). With `choices`, each new token comes with its probability
+    and the likeliest other token (Generation: what a redraw branches on); a pass over the
+    vocabulary per token, so only when asked."""
     if not prompt:
         raise ValueError("the prompt is empty")
     target = open_target(model, len(prompt) + max_new_tokens + max_draft + 1)
@@ -91,10 +94,12 @@ def generate(
             drafted=len(tree) - 1,
             relaxed=[*acceptance.relaxed, False],
         )
-        chances, others = _second_choices(out.logits, kept, step.tokens)
+        if choices:
+            chances, others = _second_choices(out.logits, kept, step.tokens)
         stop_reason = _commit(step, new_tokens, max_new_tokens, eos_token_ids, stop)
-        probabilities += chances[: len(step.tokens)]
-        runners_up += others[: len(step.tokens)]
+        if choices:
+            probabilities += chances[: len(step.tokens)]
+            runners_up += others[: len(step.tokens)]
         memory.extend(step.tokens)
         stats.accepted_tokens += min(len(acceptance.path), len(step.tokens))
         stats.relaxed_tokens += sum(step.relaxed[: len(step.tokens)])
@@ -116,11 +121,12 @@ def _second_choices(
 ) -> tuple[list[float], list[int]]:
     """For each token a pass committed (token k follows tree node rows[k]), the probability
     the model gave it and the likeliest other token there."""
-    probabilities = logits[rows].float().softmax(-1)
-    chosen = torch.tensor(tokens, device=probabilities.device)
-    top = probabilities.topk(2, dim=-1).indices
+    rows_logits = logits[rows].float()
+    chosen = torch.tensor(tokens, device=rows_logits.device)
+    top = rows_logits.topk(2, dim=-1).indices
     others = torch.where(top[:, 0] == chosen, top[:, 1], top[:, 0])
-    return probabilities.gather(1, chosen[:, None])[:, 0].tolist(), others.tolist()
+    logs = rows_logits.gather(1, chosen[:, None])[:, 0] - rows_logits.logsumexp(-1)
+    return logs.exp().tolist(), others.tolist()
 
 
 def _path_kind(tree: DraftTree, path: list[int]) -> str:

@@ -52,6 +52,7 @@ class EditBody(BaseModel):
     feedback: str = ""
     surroundings: SurroundingsBody | None = None
     forced: list[int] = []  # the answer's first tokens, given (a redraw's branch)
+    choices: bool = False  # the answer's probabilities and runners-up, for a redraw
     stream: bool = False
 
 
@@ -77,6 +78,7 @@ def to_body(request: EditRequest, stream: bool = False) -> EditBody:
         feedback=request.feedback,
         surroundings=SurroundingsBody.model_construct(**asdict(around)) if around else None,
         forced=list(request.forced),
+        choices=request.choices,
         stream=stream,
     )
 
@@ -98,6 +100,7 @@ def from_body(body: EditBody, default_method: str) -> EditRequest:
         feedback=body.feedback,
         surroundings=Surroundings(**around.model_dump()) if around else None,
         forced=tuple(body.forced),
+        choices=body.choices,
     )
 
 
