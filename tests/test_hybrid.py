@@ -14,10 +14,17 @@ from conftest import IdTokenizer, draft_sources, greedy_reference, repeating_pro
 
 from specedit.drafting import DrafterUnavailable, cooccurrence
 from specedit.drafting.arc import ARC
-from specedit.drafting.draft_model import MAX_INSERTED, ActiveVocabulary, DraftModel
-from specedit.drafting.hybrid import Hybrid
+from specedit.drafting.draft_model import (
+    MAX_INSERTED,
+    ActiveVocabulary,
+    DraftModel,
+    LlamaCppDraftModel,
+)
+from specedit.drafting.hybrid import Hybrid, Payoff
 from specedit.drafting.kinds import MAIN
-from specedit.drafting.registry import DRAFT_MODEL_METHODS, make_drafter
+from specedit.drafting.registry import DRAFT_MODEL_METHODS, DraftSources, make_drafter
+from specedit.engine.cost import PassCost
+from specedit.engine.memory import Memory
 from specedit.engine.session import generate
 
 VOCAB = 96
@@ -137,7 +144,7 @@ def test_active_vocabulary_argmax_is_the_restricted_argmax():
     statistics = cooccurrence.TokenStatistics(
         np.ones(50, dtype=np.int64), np.arange(51), np.arange(1, 51) % 50
     )  # token t is followed by t + 1
-    active = ActiveVocabulary(head, np.array([0, 1, 2]), [10, 11], statistics, budget=4)
+    active = ActiveVocabulary(50, np.array([0, 1, 2]), [10, 11], statistics, budget=4, head=head)
     assert 10 in active and 30 not in active
     hidden = torch.randn(8)
     allowed = torch.tensor([0, 1, 2, 10, 11])
@@ -173,3 +180,107 @@ def test_a_far_behind_draft_model_waits_for_a_second_rejection(target, stranger,
     assert result.tokens == greedy_reference(target, prompt, 48)
     report = drafter.report()
     assert report["second_chances"] > 0 and report["model_passes"] > 0
+
+
+def test_the_active_vocabulary_restricts_the_argmax_over_logits_and_a_miss_expands_it():
+    """llama.cpp gives the whole head's logits: the argmax is taken over the active ids, the
+    same token the torch path's sliced head chooses; a miss admits the token and its
+    successor, which can then win."""
+    torch.manual_seed(1)
+    head = torch.randn(50, 8)
+    statistics = cooccurrence.TokenStatistics(
+        np.ones(50, dtype=np.int64), np.arange(51), np.arange(1, 51) % 50
+    )  # token t is followed by t + 1
+    core, document = np.array([0, 1, 2]), [10, 11]
+    active = ActiveVocabulary(50, core, document, statistics, budget=4)
+    sliced = ActiveVocabulary(50, core, document, statistics, budget=4, head=head)
+    hidden = torch.randn(8)
+    logits = head @ hidden
+    logits[30] = logits[31] = float(logits.max()) + 1  # the best tokens are outside
+    allowed = torch.tensor([0, 1, 2, 10, 11])
+    assert active.argmax_logits(logits) == int(allowed[logits[allowed].argmax()])
+    assert active.argmax_logits(head @ hidden) == sliced.argmax(hidden)
+    active.expand([30])  # the miss and its successor 31
+    assert 30 in active and 31 in active
+    assert active.argmax_logits(logits) == 30  # a tie: the first of the best
+    assert int(logits.argmax()) == 30
+
+
+def _pass_cost(one: float, per_token: float = 0.0) -> PassCost:
+    """A fabricated pass-cost curve: `one` second for a one-token pass, `per_token` more for
+    each further token."""
+    return PassCost((1, 64), (one, one + 63 * per_token), 0.0)
+
+
+def test_the_draft_model_is_asked_only_where_its_chains_pay():
+    target = _pass_cost(1.0, 0.01)
+    # A draft step as costly as a target pass: tried while its acceptance is unknown (it
+    # starts as if every token were accepted), not asked once its chains keep failing.
+    costly = Payoff(target, _pass_cost(1.0), horizon=6)
+    assert costly.pays(17, 6)
+    for _ in range(3):
+        costly.observe(copied=0, modelled=1)
+    assert not costly.pays(17, 6)
+    # A cheap draft step whose chains are accepted: asked, and still asked after a pass that
+    # took nothing of its chain.
+    cheap = Payoff(target, _pass_cost(0.05), horizon=6)
+    for _ in range(3):
+        cheap.observe(copied=0, modelled=5)
+    cheap.observe(copied=0, modelled=0)
+    assert cheap.pays(17, 6)
+    # Copies that hold beside it make its chain not worth its steps.
+    for _ in range(5):
+        cheap.observe(copied=12, modelled=5)
+    assert not cheap.pays(17, 6)
+
+
+@pytest.mark.parametrize("step,asked", [(3.0, False), (0.01, True)])
+def test_the_hybrid_asks_its_draft_model_by_the_measured_costs(target, step, asked):
+    """Through the registry, with the target's and the draft model's measured pass costs: a
+    draft step that costs three target passes is never worth a chain, a cheap one is asked
+    after the copies fail. Either way the tokens are plain greedy decoding's."""
+    prompt = repeating_prompt(0) + torch.randint(0, VOCAB, (9,)).tolist()
+    draft = SimpleNamespace(
+        model=copy.deepcopy(target), tokenizer=IdTokenizer(), pass_cost=lambda: _pass_cost(step)
+    )
+    sources = DraftSources(0, prompt[:24], draft=draft, pass_cost=_pass_cost(1.0, 0.01))
+    drafter = make_drafter("evospec", target, sources)
+    result = generate(target, prompt, drafter, max_new_tokens=48)
+    assert result.tokens == greedy_reference(target, prompt, 48)
+    report = drafter.report()
+    if asked:
+        assert report["model_passes"] > 0 and report["model_tokens_accepted"] > 0
+    else:
+        assert report["model_not_paying"] > 0 and report["draft_model_steps"] == 0
+
+
+def test_on_llama_cpp_the_hybrid_copies_tokens_only_and_a_miss_seeds_the_token(tmp_path):
+    """A target that gives no hidden states nor weights: the copier is token-only AdaPLD, the
+    draft model a llama.cpp one (its context opens only when a chain is asked for), and a
+    committed token outside the active vocabulary brings in itself and its bigram successors
+    (no target top tokens nor embedding neighbours to read)."""
+    from specedit.engine.llamacpp import GgufModel
+
+    config = SimpleNamespace(num_hidden_layers=2, vocab_size=VOCAB)
+    models = []
+    for name in ("target.gguf", "draft.gguf"):
+        (tmp_path / name).write_bytes(b"")
+        models.append(GgufModel(tmp_path / name, config, None, threads=1))
+    prompt = repeating_prompt(0)
+    draft = SimpleNamespace(model=models[1], tokenizer=IdTokenizer())
+    drafter = Hybrid(models[0], draft, prompt, core_size=4)
+    assert drafter.copier.tokens_only and drafter.hidden_layers == ()
+    assert drafter.vocabulary is None and isinstance(drafter.draft, LlamaCppDraftModel)
+    active = drafter.active
+
+    def outside(token: int) -> list[int]:
+        return [t for t in [token, *active.statistics.followers(token)] if t not in active]
+
+    missed = next(t for t in range(VOCAB) if t not in active and len(outside(t)) > 1)
+    seeds = outside(missed)
+    memory = Memory(prompt)
+    drafter.propose(memory, 16)  # a copy: copies are trusted at first
+    memory.extend([missed])
+    drafter.propose(memory, 16)
+    assert all(token in active for token in seeds)
+    assert drafter.report()["vocabulary_misses"] == 1 and drafter.draft.steps == 0

@@ -61,18 +61,13 @@ def test_the_llama_cpp_engine_says_how_to_get_it_when_it_is_missing(tmp_path, mo
     assert path.read_text() == "def add(a, b):\n    return a - b\n"
 
 
-@pytest.mark.parametrize(
-    "extra,message",
-    [
-        (["--method", "pldplus"], "--method pldplus reads the model's hidden states"),
-        (["--draft-model", "qwen2.5-coder-0.5b"], "--draft-model runs on the torch engine"),
-    ],
-)
-def test_the_llama_cpp_engine_refuses_what_it_cannot_run_before_loading(tmp_path, extra, message):
+def test_the_llama_cpp_engine_refuses_what_it_cannot_run_before_loading(tmp_path):
     path = tmp_path / "code.py"
     path.write_text("x = 1\n")
-    result = CliRunner().invoke(app, ["fix", str(path), "fix", "--engine", "llama.cpp", *extra])
-    assert result.exit_code == 2 and message in result.stderr
+    command = ["fix", str(path), "fix", "--engine", "llama.cpp", "--method", "pldplus"]
+    result = CliRunner().invoke(app, command)
+    assert result.exit_code == 2
+    assert "--method pldplus reads the model's hidden states" in result.stderr
 
 
 @pytest.mark.parametrize(
@@ -82,7 +77,8 @@ def test_the_llama_cpp_engine_refuses_what_it_cannot_run_before_loading(tmp_path
         ("model.gguf", {"method": "adapld"}, True, "llama.cpp"),
         ("qwen2.5-coder-1.5b", {}, False, "torch"),  # llama-cpp-python is not installed
         ("a/model/folder", {}, True, "torch"),  # no GGUF file to run
-        ("qwen2.5-coder-1.5b", {"draft_model": "qwen2.5-coder-0.5b"}, True, "torch"),
+        ("qwen2.5-coder-1.5b", {"draft_model": "qwen2.5-coder-0.5b"}, True, "llama.cpp"),
+        ("qwen2.5-coder-1.5b", {"draft_model": "a/draft/folder"}, True, "torch"),  # no GGUF
         ("qwen2.5-coder-1.5b", {"device": "cuda"}, True, "torch"),
         ("qwen2.5-coder-1.5b", {"dtype": "fp32"}, True, "torch"),
         ("qwen2.5-coder-1.5b", {"method": "pldplus"}, True, "torch"),  # reads hidden states
@@ -136,14 +132,15 @@ def test_the_default_engine_is_llama_cpp_where_it_is_installed(
     assert json.loads(stats.read_text())["engine"] == "llama.cpp"
 
 
-def test_on_llama_cpp_only_token_methods_draft_and_pld_is_the_default():
+def test_on_llama_cpp_token_methods_and_the_hybrid_draft_and_pld_is_the_default_alone():
     from types import SimpleNamespace
 
     from specedit.drafting import DrafterUnavailable
     from specedit.drafting.registry import TOKEN_METHODS, default_method, make_drafter
     from specedit.engine.llamacpp import GgufModel
 
-    assert default_method(False, "llama.cpp") == default_method(True, "llama.cpp") == "pld"
+    assert default_method(False, "llama.cpp") == "pld"
+    assert default_method(True, "llama.cpp") == default_method(True) == "evospec"
     assert default_method(False) == "adapld"
     config = SimpleNamespace(num_hidden_layers=2)
     gguf = GgufModel(Path("model.gguf"), config=config, generation_config=None, threads=1)
@@ -154,6 +151,8 @@ def test_on_llama_cpp_only_token_methods_draft_and_pld_is_the_default():
     for method in ("pldplus", "adapld-no-semantic", "adapld-trained-length"):
         with pytest.raises(DrafterUnavailable, match="hidden states"):
             make_drafter(method, gguf)
+    with pytest.raises(DrafterUnavailable, match="trains the draft model's weights"):
+        make_drafter("evospec-lora", gguf)
 
 
 def test_token_only_adapld_anchors_by_the_tokens_before_and_branches_to_other_followers():
@@ -772,3 +771,76 @@ def test_tree_drafts_on_llama_cpp_are_exact_against_its_own_plain_decoding(bundl
             assert _margin(lm, prompt.ids + plain.tokens[:differs]) < NEAR_TIE
         else:
             assert tokens == plain.tokens
+
+
+# An edit that writes new text, where copies fail and the draft model's chains are what drafts.
+DOCSTRINGS = {
+    "instruction": "add a one-line docstring to each function",
+    "input": "def double(x):\n    return x * 2\n\n\ndef halve(x):\n    return x / 2\n",
+}
+
+
+@pytest.mark.e2e
+@pytest.mark.llamacpp
+@pytest.mark.skipif(not HAS_LLAMA_CPP, reason="needs llama-cpp-python (the llamacpp extra)")
+def test_the_hybrid_with_a_llama_cpp_draft_model_is_exact_against_plain_decoding(
+    bundled_model_dir,
+):
+    """evospec on llama.cpp, its draft model the same GGUF file in a context of its own, its
+    dynamic vocabulary applied to its logits: the draft model is asked, its tokens are
+    accepted, and the tokens are plain decoding's on llama.cpp (up to a near-tie, see
+    NEAR_TIE)."""
+    from specedit.drafting.registry import DraftSources, make_drafter
+    from specedit.editing.editor import EditRequest, prepare
+    from specedit.engine.session import generate
+    from specedit.models.load import load, with_draft
+
+    lm = with_draft(load(TEST_MODEL, engine="llama.cpp", threads=1), TEST_MODEL)
+    lm.ready()
+    assert lm.draft.model is not lm.model  # a context of its own
+    prompt = prepare(lm, EditRequest(DOCSTRINGS["input"], DOCSTRINGS["instruction"])).prompt
+    lm.model.reuse_prefix = False  # every run from an empty cache, as plain decoding's
+    try:
+
+        def run(drafter):
+            return generate(
+                lm.model, prompt.ids, drafter, max_new_tokens=120, eos_token_ids=lm.eos_token_ids
+            )
+
+        plain = run(make_drafter("ar", lm.model))
+        start, end = prompt.input_start, prompt.input_end
+        drafter = make_drafter(
+            "evospec", lm.model, DraftSources(start, prompt.ids[start:end], draft=lm.draft)
+        )
+        hybrid = run(drafter)
+    finally:
+        lm.model.reuse_prefix = True
+    report = hybrid.stats.drafting
+    assert report["draft_model_steps"] > 0 and report["model_tokens_accepted"] > 0
+    assert hybrid.stats.forward_passes < len(plain.tokens) / 2
+    differs = _first_difference(plain.tokens, hybrid.tokens)
+    if differs is not None:
+        assert _margin(lm, prompt.ids + plain.tokens[:differs]) < NEAR_TIE
+    else:
+        assert hybrid.tokens == plain.tokens
+
+
+@pytest.mark.e2e
+@pytest.mark.llamacpp
+@pytest.mark.skipif(not HAS_LLAMA_CPP, reason="needs llama-cpp-python (the llamacpp extra)")
+def test_the_cli_edits_on_llama_cpp_with_a_draft_model(bundled_model_dir, tmp_path):
+    """`--engine llama.cpp --draft-model` loads both GGUF files and edits with the hybrid,
+    which is the default method there with a draft model."""
+    path, stats = tmp_path / "code.py", tmp_path / "stats.json"
+    path.write_text(DOCSTRINGS["input"])
+    command = [
+        *("edit", str(path), DOCSTRINGS["instruction"], "--engine", "llama.cpp"),
+        *("--model", TEST_MODEL, "--draft-model", TEST_MODEL, "--threads", "1"),
+        *("--max-new-tokens", "200", "--stats-file", str(stats)),
+    ]
+    result = CliRunner().invoke(app, command)
+    assert result.exit_code == 0, result.stderr
+    assert "def double(x):" in result.stdout and '"""' in result.stdout
+    recorded = json.loads(stats.read_text())
+    assert recorded["engine"] == "llama.cpp" and recorded["method"] == "evospec"
+    assert "draft_model_steps" in recorded["drafting"]

@@ -60,7 +60,7 @@ from specedit.engine.events import Stats
 from specedit.engine.options import Verification
 from specedit.engine.session import generate
 from specedit.models.bundled import ModelError
-from specedit.models.load import ENGINES, LoadedModel, load
+from specedit.models.load import ENGINES, LoadedModel, load, with_draft
 
 
 class BenchError(Exception):
@@ -87,7 +87,8 @@ def run_bench(
     """Run every setup (method x verification x prompt set x engine) on every task. The
     baselines run strict, on the shipped prompts, once; `ar` on each engine is the reference for
     speed and exactness of that engine's setups when it is among the methods. On llama.cpp only
-    the methods that read nothing but tokens run."""
+    the methods that read nothing but tokens run, and the hybrid (its draft model is loaded on
+    each engine)."""
     known = [*BASELINES, *LLAMA_CPP_METHODS, *METHODS, MERGE, *ABLATIONS]
     unknown = [m for m in methods if m not in known]
     if unknown:
@@ -120,13 +121,13 @@ def run_bench(
     models = {lm.engine: lm}
     for engine in engines:
         try:
-            models[engine] = models.get(engine) or load(
-                lm.name, engine=engine, threads=torch.get_num_threads()
-            )
+            models[engine] = models.get(engine) or _on_engine(lm, engine)
         except ModelError as exc:
             raise BenchError(str(exc)) from None
         if engine == "llama.cpp":  # every run starts cold, as every other setup does
-            models[engine].model.reuse_prefix = False
+            for loaded in (models[engine], models[engine].draft):
+                if loaded is not None:
+                    loaded.model.reuse_prefix = False
     llama = None
     if any(m in LLAMA_CPP_METHODS for m in methods):
         try:
@@ -193,6 +194,12 @@ def run_bench(
     if json_file:
         json_file.write_text(json.dumps(report(lm, rows, summary), indent=2) + "\n")
     return rows
+
+
+def _on_engine(lm: LoadedModel, engine: str) -> LoadedModel:
+    """`lm`'s model, and its draft model if it has one, loaded on another engine."""
+    other = load(lm.name, engine=engine, threads=torch.get_num_threads())
+    return other if lm.draft is None else with_draft(other, lm.draft.name)
 
 
 def _floor(row: Row, setup: Setup, models: dict[str, LoadedModel]) -> float | None:

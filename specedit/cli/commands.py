@@ -108,11 +108,9 @@ def _run_edits(
         options["dtype"],
         options["method"],
     )
-    if options["engine"] == "llama.cpp" and not options["server"]:
-        if options["draft_model"]:
-            problems.append("--draft-model runs on the torch engine, not on llama.cpp")
-        elif options["method"] and (why := refusal(options["method"], "llama.cpp")):
-            problems.append(why)
+    local_llama_cpp = options["engine"] == "llama.cpp" and not options["server"]
+    if local_llama_cpp and options["method"] and (why := refusal(options["method"], "llama.cpp")):
+        problems.append(why)
     if options["method"] in DRAFT_MODEL_METHODS and not (
         options["draft_model"] or options["server"]
     ):

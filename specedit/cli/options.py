@@ -47,8 +47,9 @@ EngineOption = Annotated[
     opt(
         "--engine",
         help="Where the model runs: torch (transformers), or llama.cpp (its GGUF file as it is, "
-        "quantized; faster on most CPUs; methods pld, pool, adapld, ar; needs the llamacpp "
-        "extra); auto: llama.cpp where it is installed and runs what was asked, else torch.",
+        "quantized; faster on most CPUs; methods pld, pool, adapld, ar, and evospec with a GGUF "
+        "--draft-model; needs the llamacpp extra); auto: llama.cpp where it is installed and "
+        "runs what was asked, else torch.",
         env="ENGINE",
     ),
 ]

@@ -39,16 +39,16 @@ def choose_engine(
     method: str | None = None,
 ) -> str:
     """The engine `--engine auto` stands for: llama.cpp wherever llama-cpp-python is installed
-    and can run the edit as asked (the model is a GGUF file, on the CPU, with no --dtype, no
-    draft model and a method that reads only tokens), since its quantized kernels are the
-    faster ones on a CPU; torch otherwise. An engine named outright is kept."""
+    and can run the edit as asked (the model and any draft model are GGUF files, on the CPU,
+    with no --dtype and a method that runs there), since its quantized kernels are the faster
+    ones on a CPU; torch otherwise. An engine named outright is kept."""
     if engine != AUTO:
         return engine
     from specedit.drafting.registry import refusal
 
     fits = (
         has_gguf(model)
-        and draft_model is None
+        and (draft_model is None or has_gguf(draft_model))
         and device == "cpu"
         and dtype == "auto"
         and not (method and refusal(method, "llama.cpp"))
@@ -89,9 +89,9 @@ def load_model(
                 import transformers  # noqa: F401  (timed here, so the load below is the load alone)
             imported = time.perf_counter()
             lm = early or load(model, dtype, device, engine)
+            if draft:  # on llama.cpp its weights load while the model's still do
+                lm = with_draft(lm, draft, dtype, device, context)
             lm.ready()
-            if draft:
-                lm = with_draft(lm, draft, dtype, device)
         except ModelError as exc:
             error(str(exc))
             raise typer.Exit(Exit.MODEL) from None

@@ -82,7 +82,8 @@ def bench(
         str,
         typer.Option(
             help="Comma-separated engines the methods run on: torch, llama.cpp (there: pld, "
-            "pool, ar and a token-only adapld; labelled method/llama.cpp)."
+            "pool, ar, a token-only adapld, and evospec with the draft model on llama.cpp too; "
+            "labelled method/llama.cpp)."
         ),
     ] = "torch",
     regions: Annotated[

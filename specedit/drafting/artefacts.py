@@ -26,7 +26,13 @@ def weights_key(matrix: torch.Tensor) -> str:
 
 def artefact_path(folder: str, stem: str, matrix: torch.Tensor, suffix: str) -> Path:
     """cache/<folder>/<stem>-<weights key of matrix><suffix>."""
-    return cache_dir() / folder / f"{stem}-{weights_key(matrix)}{suffix}"
+    return keyed_path(folder, stem, weights_key(matrix), suffix)
+
+
+def keyed_path(folder: str, stem: str, key: str, suffix: str) -> Path:
+    """cache/<folder>/<stem>-<key><suffix>: an artefact of the model that `key` names, for a
+    model whose weights are not at hand (a GGUF file's on llama.cpp)."""
+    return cache_dir() / folder / f"{stem}-{key}{suffix}"
 
 
 def save_artefact(path: Path, write: Callable[[Path], None]) -> Path:

@@ -12,15 +12,11 @@ import sysconfig
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from specedit.console import progress
-from specedit.drafting.artefacts import artefact_path, save_artefact
-
-if TYPE_CHECKING:
-    import torch
+from specedit.drafting.artefacts import keyed_path, save_artefact
 
 CORPUS_CHARS = 3_000_000  # ~1M tokens: enough for stable frequencies, quick to count
 MIN_COUNT = 5  # a bigram seen fewer times is noise (the paper's threshold)
@@ -90,11 +86,10 @@ def _save(path: Path, stats: TokenStatistics) -> None:
         )
 
 
-def token_statistics(tokenizer, head: torch.Tensor) -> TokenStatistics:
-    """The statistics of the model whose LM head is `head`: counted over `corpus()` once, saved
-    beside its indexes, then loaded."""
-    path = artefact_path("indexes", "tokens", head, ".npz")
-    vocab = head.shape[0]
+def token_statistics(tokenizer, vocab: int, key: str) -> TokenStatistics:
+    """The statistics of a model's `vocab` tokens (`key` names the model: its weights' key, or
+    its GGUF file's): counted over `corpus()` once, saved beside its indexes, then loaded."""
+    path = keyed_path("indexes", "tokens", key, ".npz")
     if not path.exists():
         text = corpus()
         lines = text.splitlines(keepends=True)

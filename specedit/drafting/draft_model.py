@@ -2,45 +2,63 @@
 
 The draft model shares the target's tokenizer and runs beside it: before each draft it catches
 its cache up with the committed tokens (dropping its own rejected drafts), then proposes a greedy
-chain. Its LM head can be restricted to an active vocabulary, because on a small model the head
-is a large share of each step (151k x 896 of the 0.5B's ~494M parameters):
+chain. One class per engine behind the same calls (`catch_up`, `chain`, `lag`, `steps`): a
+transformers model (`DraftModel`) and a GGUF file on llama.cpp (`LlamaCppDraftModel`, a second
+context run through the engine's own target contract).
+
+Its choices may be restricted to an active vocabulary:
 
 - a static core: the most frequent tokens of the standard library's sources;
 - the document's own tokens (the prompt holds the input);
 - a dynamic set of at most `budget` tokens kept by ARC, filled when a committed token fell
-  outside the active vocabulary: the target's top tokens at that position (its LM-head HNSW
-  index), the missed token's embedding neighbours, and the bigram successors of all of them.
+  outside the active vocabulary: the missed token, on torch the target's top tokens at that
+  position (its LM-head HNSW index) and the missed token's embedding neighbours, and the bigram
+  successors of all of them.
+
+On torch the LM head is sliced to the active tokens, because on a small model the head is a
+large share of each step (151k x 896 of the 0.5B's ~494M parameters). llama.cpp gives no
+weights, only the whole head's logits: there the argmax is taken over the active tokens' logits.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
-from transformers import DynamicCache
 
 from specedit.drafting.arc import ARC
 from specedit.drafting.cooccurrence import TokenStatistics
+from specedit.engine.options import MAX_DRAFT
+from specedit.engine.target import open_target
+from specedit.engine.tree import DraftTree
+
+if TYPE_CHECKING:
+    from specedit.engine.llamacpp import LlamaCppTarget
 
 MAX_INSERTED = 32  # tokens one miss may add (the paper's cap per failure event)
 
 
 class ActiveVocabulary:
-    """The tokens a draft model may propose, and its LM head sliced to them."""
+    """The tokens a draft model may propose out of `size`, and with a `head` (torch) the LM head
+    sliced to them."""
 
     def __init__(
         self,
-        head: torch.Tensor,
+        size: int,
         core: np.ndarray,
         document: Iterable[int],
         statistics: TokenStatistics | None,
         budget: int,
+        head: torch.Tensor | None = None,
     ) -> None:
         fixed = np.union1d(core, np.fromiter(document, dtype=np.int64))
-        fixed = fixed[fixed < head.shape[0]]
-        self.fixed_ids = torch.from_numpy(fixed).to(head.device)
-        self.fixed_head = head[self.fixed_ids].contiguous()
+        fixed = fixed[fixed < size]
+        self.device = head.device if head is not None else torch.device("cpu")
+        self.fixed_ids = torch.from_numpy(fixed).to(self.device)
+        self.fixed_head = head[self.fixed_ids].contiguous() if head is not None else None
         self._fixed = set(fixed.tolist())
         self.statistics = statistics
         self.dynamic = ARC(budget) if budget else None
@@ -74,31 +92,79 @@ class ActiveVocabulary:
 
     def argmax(self, hidden: torch.Tensor) -> int:
         """The most likely active token after `hidden` (the draft model's final state)."""
-        scores = self.fixed_head @ hidden
-        best = int(scores.argmax())
-        token, score = int(self.fixed_ids[best]), float(scores[best])
+        return self._best(lambda ids, rows: rows @ hidden)
+
+    def argmax_logits(self, logits: torch.Tensor) -> int:
+        """The active token with the largest of `logits` (the whole head's)."""
+        return self._best(lambda ids, rows: logits[ids])
+
+    def _best(self, scores: Callable[[torch.Tensor, torch.Tensor | None], torch.Tensor]) -> int:
+        """The best-scoring active token: the fixed set's best, unless a dynamic one beats it."""
+        values = scores(self.fixed_ids, self.fixed_head)
+        best = int(values.argmax())
+        token, score = int(self.fixed_ids[best]), float(values[best])
         if self.dynamic is not None and len(self.dynamic):
             if self._dynamic_ids is None:
-                ids = torch.tensor(list(self.dynamic), dtype=torch.long, device=self.head.device)
-                self._dynamic_ids, self._dynamic_head = ids, self.head[ids]
-            dynamic = self._dynamic_head @ hidden
-            if float(dynamic.max()) > score:
-                token = int(self._dynamic_ids[int(dynamic.argmax())])
+                ids = torch.tensor(list(self.dynamic), dtype=torch.long, device=self.device)
+                self._dynamic_ids = ids
+                self._dynamic_head = self.head[ids] if self.head is not None else None
+            values = scores(self._dynamic_ids, self._dynamic_head)
+            if float(values.max()) > score:
+                token = int(self._dynamic_ids[int(values.argmax())])
         return token
 
 
-class DraftModel:
-    """A causal LM that drafts greedy chains, its KV cache in step with the committed tokens."""
+class ChainDrafter(ABC):
+    """What both engines' draft models share: greedy chains from what the model gives after
+    the committed tokens and after each drafted one. Each engine's class catches its cache up,
+    takes one step, and chooses a token from what a step gave."""
+
+    def __init__(self) -> None:
+        self.synced = 0  # committed tokens at the last catch-up (all of them were fed)
+        self.steps = 0  # forward passes of the draft model
+
+    @abstractmethod
+    def catch_up(self, tokens: list[int]) -> torch.Tensor:
+        """Make the cache hold `tokens`, which extend the tokens of the last catch-up (cropping
+        drafts the target rejected), and return what the model gives after the last one."""
+
+    @abstractmethod
+    def _step(self, token: int) -> torch.Tensor:
+        """Feed one drafted token; what the model gives after it."""
+
+    @abstractmethod
+    def _choose(self, scores: torch.Tensor) -> int:
+        """The token to draft, given what a step gave."""
+
+    def lag(self, tokens: list[int]) -> int:
+        """Committed tokens a draft would first have to read."""
+        return len(tokens) - self.synced
+
+    def chain(self, tokens: list[int], length: int) -> list[int]:
+        """The draft model's greedy continuation of `tokens`, `length` tokens long."""
+        scores = self.catch_up(tokens)
+        drafted: list[int] = []
+        while True:
+            drafted.append(self._choose(scores))
+            if len(drafted) == length:
+                return drafted
+            scores = self._step(drafted[-1])
+
+
+class DraftModel(ChainDrafter):
+    """A transformers causal LM that drafts greedy chains, its DynamicCache in step with the
+    committed tokens; its steps give final states, scored by the (sliced) LM head."""
 
     def __init__(self, model, vocabulary: ActiveVocabulary | None = None) -> None:
+        from transformers import DynamicCache  # here: the llama.cpp engine never imports it
+
+        super().__init__()
         self.model = model
         self.decoder = model.get_decoder()
         self.head = model.get_output_embeddings().weight
         self.vocabulary = vocabulary
         self.cache = DynamicCache(config=model.config)
         self.fed: list[int] = []  # the tokens whose keys and values the cache holds
-        self.synced = 0  # committed tokens at the last catch-up (all of them were fed)
-        self.steps = 0  # forward passes of the draft model
 
     def _feed(self, tokens: list[int]) -> torch.Tensor:
         """Run the decoder over `tokens` after the cache; the final state of the last one."""
@@ -111,14 +177,15 @@ class DraftModel:
         self.steps += 1
         return out.last_hidden_state[0, -1]
 
+    def _step(self, token: int) -> torch.Tensor:
+        return self._feed([token])
+
     def _choose(self, hidden: torch.Tensor) -> int:
         if self.vocabulary is not None:
             return self.vocabulary.argmax(hidden)
         return int((self.head @ hidden).argmax())
 
     def catch_up(self, tokens: list[int]) -> torch.Tensor:
-        """Make the cache hold `tokens`, which extend the tokens of the last catch-up (cropping
-        drafts the target rejected), and return the state after the last one."""
         # Committed tokens only grow, so the ones fed by the last catch-up still match.
         limit = min(len(self.fed), len(tokens) - 1)  # the last token is always fed again
         common = min(self.synced, limit)
@@ -130,16 +197,46 @@ class DraftModel:
         self.synced = len(tokens)
         return self._feed(tokens[common:])
 
-    def lag(self, tokens: list[int]) -> int:
-        """Committed tokens a draft would first have to read."""
-        return len(tokens) - self.synced
 
-    def chain(self, tokens: list[int], length: int) -> list[int]:
-        """The draft model's greedy continuation of `tokens`, `length` tokens long."""
-        hidden = self.catch_up(tokens)
-        drafted: list[int] = []
-        while True:
-            drafted.append(self._choose(hidden))
-            if len(drafted) == length:
-                return drafted
-            hidden = self._feed(drafted[-1:])
+class LlamaCppDraftModel(ChainDrafter):
+    """A GGUF model (engine/llamacpp.py's GgufModel, its own context) that drafts greedy chains
+    through the engine's target contract: the committed tokens are prefilled (the target keeps
+    what its cache shares with them and drops the rest, rejected drafts included), and each
+    step is a one-node tree verified and kept. Its steps give the whole head's logits."""
+
+    def __init__(self, model, vocabulary: ActiveVocabulary | None = None) -> None:
+        super().__init__()
+        self.model = model
+        self.vocabulary = vocabulary
+        self.target: LlamaCppTarget | None = None
+        self.fed = 0  # tokens the target's cache holds
+
+    def catch_up(self, tokens: list[int]) -> torch.Tensor:
+        needed = len(tokens) + MAX_DRAFT  # and a chain after them
+        if self.target is None:  # the model's context, and what it holds, where large enough
+            self.target = open_target(self.model, needed)
+        elif needed > self.target.capacity:  # a larger context, seldom outgrown again
+            self.target = open_target(self.model, 2 * needed)
+        self.target.prefill(tokens[:-1], False)
+        self.fed = len(tokens) - 1
+        self.synced = len(tokens)
+        return self._step(tokens[-1])
+
+    def _step(self, token: int) -> torch.Tensor:
+        logits = self.target.forward(DraftTree(token), self.fed, False).logits[0]
+        self.target.keep(self.fed, [0])
+        self.fed += 1
+        self.steps += 1
+        return logits
+
+    def _choose(self, logits: torch.Tensor) -> int:
+        if self.vocabulary is not None:
+            return self.vocabulary.argmax_logits(logits)
+        return int(logits.argmax())
+
+
+def draft_model_for(model, vocabulary: ActiveVocabulary | None = None) -> ChainDrafter:
+    """The draft model class for `model`'s engine (a GGUF model says it is llama.cpp's)."""
+    if getattr(model, "engine", "torch") == "llama.cpp":
+        return LlamaCppDraftModel(model, vocabulary)
+    return DraftModel(model, vocabulary)

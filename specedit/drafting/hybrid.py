@@ -9,23 +9,40 @@ chain beside a short copy, until a copy is accepted again. A draft model that is
 row: the copy gets a second chance first. Verification is unchanged, so greedy output
 is exactly the target's.
 
-The draft model's LM head may be restricted to an active vocabulary (draft_model.py) that grows
-when the target commits a token outside it: the miss's seeds are the target's own top tokens at
-that position, read from its LM-head HNSW index with the stored final state.
+A chain is asked for only where it pays on this machine (`Payoff`): where the draft model's
+steps cost as much as the target's passes they save (a bf16 target whose narrow passes are
+cheap next to a draft step), copies alone draft faster.
+
+The draft model's choices may be restricted to an active vocabulary (draft_model.py) that grows
+when the target commits a token outside it: the missed token, its bigram successors and, on
+torch, the target's own top tokens at that position, read from its LM-head HNSW index with the
+stored final state, and the missed token's embedding neighbours.
+
+On llama.cpp the target gives no hidden states nor weights: the copier is AdaPLD's token-only
+mode, the draft model a GGUF file in a second llama.cpp context, and its active vocabulary
+restricts the argmax over its logits; online alignment (`lora`) trains weights: torch only.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from typing import TYPE_CHECKING
 
 from specedit.drafting.adapld import AdaPLD
+from specedit.drafting.artefacts import weights_key
 from specedit.drafting.cooccurrence import token_statistics
-from specedit.drafting.draft_model import ActiveVocabulary, DraftModel
+from specedit.drafting.draft_model import ActiveVocabulary, draft_model_for
 from specedit.drafting.kinds import MAIN, MODEL
 from specedit.drafting.vocabulary import vocabulary_index
 from specedit.engine.drafter import Drafter
 from specedit.engine.memory import Memory
 from specedit.engine.tree import DraftTree
+from specedit.models.bundled import file_key
+
+if TYPE_CHECKING:
+    import torch
+
+    from specedit.engine.cost import PassCost
 
 VOCABULARIES = ("dynamic", "core", "full")  # EvoSpec's, its static core alone, the whole head
 TRUST_AFTER = 4  # main-copy tokens one pass must accept for copies to be trusted again
@@ -34,6 +51,7 @@ TRUST_AFTER = 4  # main-copy tokens one pass must accept for copies to be truste
 # rejection is usually followed by copies that hold again.
 COLD_LAG = 256
 SEEDS = 10  # target top tokens and embedding neighbours of a missed token (the paper's 10 + 10)
+RECENT = 0.3  # the weight of the latest pass in Payoff's averages of accepted tokens
 
 
 def active_vocabulary(draft, document: list[int], kind: str, core_size: int, budget: int):
@@ -42,16 +60,67 @@ def active_vocabulary(draft, document: list[int], kind: str, core_size: int, bud
         raise ValueError(f"unknown vocabulary {kind!r}: choose one of {', '.join(VOCABULARIES)}")
     if kind == "full":
         return None
-    head = draft.model.get_output_embeddings().weight.detach()
-    statistics = token_statistics(draft.tokenizer, head)
+    size, key, head = _vocabulary_of(draft.model)
+    statistics = token_statistics(draft.tokenizer, size, key)
     core = statistics.most_frequent(core_size)
-    return ActiveVocabulary(head, core, document, statistics, budget if kind == "dynamic" else 0)
+    dynamic = budget if kind == "dynamic" else 0
+    return ActiveVocabulary(size, core, document, statistics, dynamic, head)
+
+
+def _vocabulary_of(model) -> tuple[int, str, torch.Tensor | None]:
+    """A draft model's vocabulary size, the key its artefacts are named by, and its LM head.
+    llama.cpp gives no weights: there the config's size, the GGUF file's key and no head."""
+    if _tokens_only(model):
+        return int(model.config.vocab_size), file_key(model.path), None
+    head = model.get_output_embeddings().weight.detach()
+    return head.shape[0], weights_key(head), head
+
+
+def _tokens_only(model) -> bool:
+    """Whether `model` gives neither hidden states nor weights (a GGUF model on llama.cpp)."""
+    return getattr(model, "engine", "torch") == "llama.cpp"
+
+
+class Payoff:
+    """Whether asking the draft model for a chain pays on this machine, by measured costs and
+    recent acceptance.
+
+    A pass while copies are unsure verifies a copy tree of w tokens (root included): alone it
+    costs the target's pass T(w) and yields 1 + c tokens. Asking for a chain of h tokens adds h
+    draft steps of d seconds each and widens the pass to w + h; it yields 1 + m. The chain is
+    asked for when (1 + m) / (h d + T(w + h)) > (1 + c) / T(w): more tokens per second. T is
+    the target's pass-cost curve and d the draft model's one-token pass, both measured
+    (engine/cost.py); c is a moving average of the copy's tokens accepted per unsure pass, m of
+    the chain's tokens accepted per pass that asked for one (each at most what its draft
+    holds). m starts at the horizon (every token accepted), so that the draft model is tried;
+    it moves only when the draft model is asked, so one whose chains kept failing stays unasked
+    for the rest of the edit.
+    """
+
+    def __init__(self, pass_cost: PassCost, draft_cost: PassCost, horizon: int) -> None:
+        self.pass_cost, self.step = pass_cost, draft_cost(1)
+        self.copied = 0.0  # c: unsure copies are, at first, rejected ones
+        self.modelled = float(horizon)  # m: optimistic
+
+    def pays(self, width: int, horizon: int) -> bool:
+        """Whether a chain of `horizon` tokens beside a copy tree of `width` tokens pays."""
+        alone = (1 + min(self.copied, width - 1)) / self.pass_cost(width)
+        asked = 1 + min(self.modelled, horizon)
+        return asked / (horizon * self.step + self.pass_cost(width + horizon)) > alone
+
+    def observe(self, copied: int, modelled: int | None) -> None:
+        """An unsure pass accepted `copied` copy tokens and, where a chain was asked for,
+        `modelled` of its tokens."""
+        self.copied += RECENT * (copied - self.copied)
+        if modelled is not None:
+            self.modelled += RECENT * (modelled - self.modelled)
 
 
 class Hybrid(Drafter):
     """AdaPLD's copies plus a draft model's chains; `copy=False` is plain draft-model drafting
     (no copier, and no hidden states asked of the target unless the vocabulary or the
-    alignment learns from them)."""
+    alignment learns from them). With the target's `pass_cost` and the draft model's
+    `draft_cost`, chains are asked for only where they pay (`Payoff`); without, always."""
 
     name = "evospec"
 
@@ -68,12 +137,17 @@ class Hybrid(Drafter):
         core_size: int = 32768,
         budget: int = 256,
         lora: bool = False,
+        pass_cost: PassCost | None = None,
+        draft_cost: PassCost | None = None,
     ) -> None:
-        self.copier = AdaPLD(model) if copy else None
+        reads_model = not _tokens_only(model)  # its hidden states and weights
+        if lora and not reads_model:
+            raise ValueError("online alignment trains the draft model's weights: torch only")
+        self.copier = AdaPLD(model, tokens_only=not reads_model) if copy else None
         self.final = model.config.num_hidden_layers  # the normed state the target's head reads
-        learns = vocabulary == "dynamic" or lora  # from the target's final states
+        learns = reads_model and (vocabulary == "dynamic" or lora)  # from its final states
         # The target's LM-head index (the copier's own): the target's top tokens at a position.
-        self.vocabulary = vocabulary_index(model) if learns or copy else None
+        self.vocabulary = vocabulary_index(model) if learns or (copy and reads_model) else None
         self.hidden_layers = (
             self.copier.hidden_layers if copy else (self.final,) if learns else ()
         )  # the copier's last entry is the final layer
@@ -84,9 +158,13 @@ class Hybrid(Drafter):
 
             self.alignment = OnlineAlignment(draft.model, self.vocabulary, self.final)
         drafting_model = self.alignment.model if self.alignment else draft.model
-        self.draft = DraftModel(drafting_model, self.active)
+        self.draft = draft_model_for(drafting_model, self.active)
         self.copy, self.horizon, self.unsure_copy = copy, horizon, unsure_copy
+        costs = pass_cost is not None and draft_cost is not None
+        self.payoff = Payoff(pass_cost, draft_cost, horizon) if costs else None
         self.rejections = 0 if copy else 2  # copy passes rejected in a row (edits start copying)
+        self.unsure = False  # whether the last draft was made with copies unsure
+        self.chain: list[int] | None = None  # the draft model's chain in the last draft
         self.checked = 0  # committed tokens already learnt from
         self.counts: Counter[str] = Counter()
 
@@ -99,9 +177,12 @@ class Hybrid(Drafter):
             if token in self.active:
                 continue
             self.counts["vocabulary_misses"] += 1
-            target_top = self.vocabulary.top_tokens(memory.hidden(self.final)[position - 1], SEEDS)
-            similar = self.vocabulary.similar_tokens(token, 0.0, SEEDS)
-            self.active.expand([token, *target_top, *similar])
+            seeds = [token]
+            if self.vocabulary is not None:  # the target's top tokens there, and neighbours
+                final = memory.hidden(self.final)[position - 1]
+                seeds += self.vocabulary.top_tokens(final, SEEDS)
+                seeds += self.vocabulary.similar_tokens(token, 0.0, SEEDS)
+            self.active.expand(seeds)
 
     def propose(self, memory: Memory, budget: int) -> DraftTree:
         # The tokens committed since the last draft (none before the first: the prompt is the
@@ -112,7 +193,8 @@ class Hybrid(Drafter):
         if self.alignment is not None:
             self.alignment.learn(memory, fresh)
         cold = self.rejections == 1 and self.draft.lag(memory.tokens) > COLD_LAG
-        if self.rejections == 0 or cold:
+        self.unsure, self.chain = not (self.rejections == 0 or cold), None
+        if not self.unsure:
             self.counts["second_chances" if cold else "copy_passes"] += 1
             return self.copier.propose(memory, budget)
         horizon = min(self.horizon, budget)
@@ -122,9 +204,12 @@ class Hybrid(Drafter):
             if copy_room > 0
             else DraftTree(root=memory.tokens[-1])
         )
-        chain = self.draft.chain(memory.tokens, horizon)
+        if self.payoff is not None and not self.payoff.pays(len(tree), horizon):
+            self.counts["model_not_paying"] += 1
+            return tree
+        self.chain = self.draft.chain(memory.tokens, horizon)
         self.counts["model_passes"] += 1
-        _merge_chain(tree, chain)
+        _merge_chain(tree, self.chain)
         return tree
 
     def observe(self, tree: DraftTree, accepted: list[int]) -> None:
@@ -135,6 +220,10 @@ class Hybrid(Drafter):
             for node in accepted:
                 self.active.hit(tree.token(node))
         self.counts["model_tokens_accepted"] += kinds.count(MODEL)
+        if self.payoff is not None and self.unsure:
+            path = [tree.token(node) for node in accepted]
+            along = None if self.chain is None else _shared_length(self.chain, path)
+            self.payoff.observe(len(kinds) - kinds.count(MODEL), along)
         if self.copy:  # copies are trusted while the verifier keeps accepting them
             main = tree.kinds.count(MAIN)
             held = main > 0 and kinds.count(MAIN) >= min(TRUST_AFTER, main)
@@ -149,6 +238,13 @@ class Hybrid(Drafter):
         if self.alignment is not None:
             report.update(self.alignment.report())
         return report
+
+
+def _shared_length(chain: list[int], path: list[int]) -> int:
+    """How many of `chain`'s tokens the accepted `path` begins with: the chain's accepted ones
+    (some may sit on copy nodes that drafted the same tokens)."""
+    pairs = enumerate(zip(chain, path, strict=False))
+    return next((i for i, (a, b) in pairs if a != b), min(len(chain), len(path)))
 
 
 def _merge_chain(tree: DraftTree, chain: list[int]) -> None:

@@ -12,6 +12,7 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from specedit.engine.cost import PassCost
     from specedit.engine.drafter import Drafter
     from specedit.models.load import LoadedModel
 
@@ -19,13 +20,16 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class DraftSources:
     """What a drafter may draw on besides memory: where the input lies in the prompt, reference
-    documents that feed only the draft pool (never the prompt), and a small draft model with the
-    target's tokenizer (`--draft-model`)."""
+    documents that feed only the draft pool (never the prompt), a small draft model with the
+    target's tokenizer (`--draft-model`), and what a verify pass of the target costs on this
+    machine (`LoadedModel.pass_cost`), against which the hybrid weighs its draft model's steps
+    (None: it asks the draft model wherever copies fail)."""
 
     input_start: int = 0
     input_tokens: list[int] = field(default_factory=list)
     references: list[list[int]] = field(default_factory=list)
     draft: LoadedModel | None = None
+    pass_cost: PassCost | None = None
 
 
 def _ar(model, sources: DraftSources) -> Drafter:
@@ -77,6 +81,11 @@ def _evospec(model, sources: DraftSources, **options) -> Drafter:
             "this method drafts with a second model: add --draft-model "
             "(e.g. --draft-model qwen2.5-coder-0.5b for the 1.5B)"
         )
+    # The draft model is asked only where it pays, beside copies; the draft-model ablation
+    # (no copier) measures its chains alone, so it always asks.
+    if sources.pass_cost is not None and options.get("copy", True):
+        options = {**options, "pass_cost": sources.pass_cost}
+        options["draft_cost"] = sources.draft.pass_cost()
     return Hybrid(model, sources.draft, sources.input_tokens, **options)
 
 
@@ -109,9 +118,9 @@ ABLATIONS: dict[str, Factory] = {
 }
 DEFAULT_METHOD = "adapld"
 HYBRID_METHOD = "evospec"  # the default instead when a draft model is configured (README)
-# The methods that read nothing but tokens: the only ones a model that gives no hidden states or
-# weights (llama.cpp's) can run; the first is the default there. adapld runs there without the
-# parts that read the model (adapld.py: `tokens_only`).
+# The methods that read nothing but tokens: the ones a model that gives no hidden states or
+# weights (llama.cpp's) can run without a draft model; the first is the default there. adapld
+# runs there without the parts that read the model (adapld.py: `tokens_only`).
 TOKEN_METHODS = ("pld", "pool", "adapld", "ar")
 
 
@@ -124,33 +133,42 @@ def _made_by(factories: tuple[Factory, ...]) -> tuple[str, ...]:
     )
 
 
-# What those methods' factories make, ablations included (not adapld's: they switch off or swap
-# parts that read the model): what may run on llama.cpp.
-TOKEN_DRAFTERS = (
-    *_made_by(tuple(METHODS[name] for name in TOKEN_METHODS if name != "adapld")),
-    "adapld",
-)
 # The methods that need `--draft-model`: every one made by the hybrid's factory.
 DRAFT_MODEL_METHODS = _made_by((_evospec,))
+TRAINS_DRAFT_MODEL = "evospec-lora"  # the hybrid's ablation that needs the draft's weights
+# What may run on llama.cpp: what the token methods' factories make, ablations included (not
+# adapld's: they switch off or swap parts that read the model), and the hybrid with a llama.cpp
+# draft model (hybrid.py), but for the ablation that trains it.
+LLAMA_CPP_DRAFTERS = (
+    *_made_by(tuple(METHODS[name] for name in TOKEN_METHODS if name != "adapld")),
+    "adapld",
+    *(name for name in DRAFT_MODEL_METHODS if name != TRAINS_DRAFT_MODEL),
+)
 
 
 def default_method(has_draft_model: bool, engine: str = "torch") -> str:
     """The method an edit uses unless told: the hybrid wherever a draft model is at hand (it
-    wins where the input cannot draft and copies like adapld where it can); on llama.cpp, which
-    gives no hidden states, plain copying."""
-    if engine == "llama.cpp":
-        return TOKEN_METHODS[0]
-    return HYBRID_METHOD if has_draft_model else DEFAULT_METHOD
+    wins where the input cannot draft and copies like adapld where it can); without one, on
+    llama.cpp, which gives no hidden states, plain copying."""
+    if has_draft_model:
+        return HYBRID_METHOD
+    return TOKEN_METHODS[0] if engine == "llama.cpp" else DEFAULT_METHOD
 
 
 def refusal(method: str, engine: str) -> str | None:
     """Why `method` cannot draft on `engine`, or None when it can."""
-    if engine == "llama.cpp" and method not in TOKEN_DRAFTERS:
+    if engine != "llama.cpp" or method in LLAMA_CPP_DRAFTERS:
+        return None
+    if method == TRAINS_DRAFT_MODEL:
         return (
-            f"--method {method} reads the model's hidden states or weights, which the llama.cpp "
-            f"engine does not give: choose {', '.join(TOKEN_METHODS)}"
+            f"--method {method} trains the draft model's weights, which the llama.cpp engine "
+            "does not give: run it on --engine torch"
         )
-    return None
+    return (
+        f"--method {method} reads the model's hidden states or weights, which the llama.cpp "
+        f"engine does not give: choose {', '.join(TOKEN_METHODS)}, or {HYBRID_METHOD} with "
+        "--draft-model"
+    )
 
 
 def method_for(lm: LoadedModel) -> str:
@@ -162,17 +180,18 @@ def build_artefacts(lm: LoadedModel, methods: tuple[str, ...] | None = None) -> 
     """Build (or read) what edits with `lm` need once per model and machine, so that no edit
     nor timing pays for it: the drafters' artefacts of `methods` (the default method unless
     told: AdaPLD's vocabulary indexes on torch; a method that cannot run here is skipped) and
-    the pass-cost curve. The exported tokenizer is written by `load` itself."""
+    the pass-cost curves (the draft model's too, which the hybrid weighs). The exported
+    tokenizer is written by `load` itself."""
     from specedit.drafting import DrafterUnavailable
 
+    sources = DraftSources(draft=lm.draft, pass_cost=lm.pass_cost())  # the draft's cost too
     for method in methods or (method_for(lm),):
         if method in DRAFT_MODEL_METHODS and lm.draft is None:
             continue
         try:
-            make_drafter(method, lm.model, DraftSources(draft=lm.draft))
+            make_drafter(method, lm.model, sources)
         except DrafterUnavailable:
             continue
-    lm.pass_cost()
 
 
 def make_drafter(method: str, model, sources: DraftSources | None = None) -> Drafter:

@@ -195,6 +195,7 @@ def generate_edit(
         prompt.ids[prompt.input_start : prompt.input_end],
         [lm.tokenizer(text, add_special_tokens=False)["input_ids"] for text in request.references],
         lm.draft,
+        lm.pass_cost(),
     )
     started = time.perf_counter()
     drafter = make_drafter(request.method, lm.model, sources)
@@ -215,7 +216,7 @@ def generate_edit(
         eos_token_ids=lm.eos_token_ids,
         stop=lambda token: fence(token) or guard(token) or (stop(token) if stop else None),
         on_step=on_step,
-        pass_cost=lm.pass_cost(),
+        pass_cost=sources.pass_cost,
         choices=request.choices,
     )
     if not forced:

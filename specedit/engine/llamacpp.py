@@ -203,6 +203,7 @@ class LlamaCppTarget:
         self.llm, self.held, self.store = llm, held, store
         self.trees = llm.context_params.n_seq_max >= SEQUENCES  # see _context_params
         self.vocabulary = llm.n_vocab()
+        self.capacity = llm.n_ctx()  # the tokens its cache has room for
         self.reused = 0  # prompt tokens whose K/V were already there
         self._tree: tuple[DraftTree, list[list[int]]] | None = None  # last pass: sequences
 

@@ -88,14 +88,16 @@ class LoadedModel:
         return self._pass_cost
 
     def ready(self) -> None:
-        """Wait for weights still loading in the background (llama.cpp's); a load that failed
-        there is a ModelError here."""
+        """Wait for weights still loading in the background (llama.cpp's, the draft model's
+        too); a load that failed there is a ModelError here."""
         wait = getattr(self.model, "ready", None)
         if wait is not None:
             try:
                 wait()
             except (OSError, ValueError, RuntimeError) as exc:  # what llama-cpp-python raises
                 raise ModelError(f"cannot load model {self.name!r}: {exc}") from exc
+        if self.draft is not None:
+            self.draft.ready()
 
     @property
     def eos_token_ids(self) -> set[int]:
@@ -244,10 +246,17 @@ def _json_namespace(path: Path, missing_ok: bool = False) -> SimpleNamespace | N
         raise ModelError(f"cannot read {path}: {exc}") from exc
 
 
-def with_draft(lm: LoadedModel, draft_model: str, dtype: str = "auto", device: str = "cpu"):
-    """`lm` with a draft model beside it; the draft must tokenize exactly as `lm` does, since
-    its tokens are verified as `lm`'s own."""
-    draft = load(draft_model, dtype, device)
+def with_draft(
+    lm: LoadedModel, draft_model: str, dtype: str = "auto", device: str = "cpu", context: int = 0
+) -> LoadedModel:
+    """`lm` with a draft model beside it, on `lm`'s engine; the draft must tokenize exactly as
+    `lm` does, since its tokens are verified as `lm`'s own. On llama.cpp the draft model is a
+    GGUF file with a context of its own, even where it is `lm`'s own file (a context holds one
+    model's cache), opening in the background for `context` tokens (`ready` waits for it)."""
+    if lm.engine == "llama.cpp":
+        draft = _load_gguf(draft_model, lm.model.threads, context)
+    else:
+        draft = load(draft_model, dtype, device)
     if draft.tokenizer.get_vocab() != lm.tokenizer.get_vocab():
         raise ModelError(
             f"draft model {draft_model!r} has another tokenizer than {lm.name!r}: a draft model "

@@ -145,7 +145,7 @@ def _chat_run(lm: LoadedModel, body: ChatRequest) -> Run:
     stops = [body.stop] if isinstance(body.stop, str) else list(body.stop or [])
     in_prompt = bool(prediction) and any(prediction in m["content"] for m in messages)
     method = "pool" if prediction and not in_prompt else method_for(lm)
-    sources = DraftSources(references=[predicted] if method == "pool" else [], draft=lm.draft)
+    references = [predicted] if method == "pool" else []
     sampling = Sampling(body.temperature, 0, body.top_p, body.seed)
 
     def start(job: Job) -> dict:
@@ -171,6 +171,7 @@ def _chat_run(lm: LoadedModel, body: ChatRequest) -> Run:
                 answer.add(step.tokens)
             emit_new()
 
+        sources = DraftSources(references=references, draft=lm.draft, pass_cost=lm.pass_cost())
         generation = generate(
             lm.model,
             prompt,
@@ -180,7 +181,7 @@ def _chat_run(lm: LoadedModel, body: ChatRequest) -> Run:
             eos_token_ids=lm.eos_token_ids,
             stop=job_stop(job, stop_strings),
             on_step=on_step,
-            pass_cost=lm.pass_cost(),
+            pass_cost=sources.pass_cost,
         )
         emit_new(final=True)
         return {
