@@ -320,13 +320,22 @@ def _run_samples(
     and only that one checked with the task's tests."""
     editor = LocalEditor(lm)
     drawn: list[EditResult] = []  # every candidate's result, for the tokens and passes
+    warm = hasattr(lm.model, "reuse_prefix")  # llama.cpp: a warm cache is its own to keep
 
     def run(request: EditRequest) -> EditResult:
+        # The first candidate starts cold, as every setup does; the next ones keep the cache it
+        # left, as the CLI's do: a redraw shares its prompt, and a branch its answer up to there.
+        if warm:
+            lm.model.reuse_prefix = bool(drawn)
         drawn.append(editor.edit(request))
         return drawn[-1]
 
     samples = selection.Samples(*parse_selection(setup.selection))
-    chosen = selection.draw_edits(run, request, whole, samples, editor.decode).chosen
+    try:
+        chosen = selection.draw_edits(run, request, whole, samples, editor.decode).chosen
+    finally:
+        if warm:
+            lm.model.reuse_prefix = False
     row = _candidates_row(task, setup, drawn, time.perf_counter() - start, len(drawn), chosen)
     text = whole(chosen.text) if chosen else None
     score_row(row, text, task, check_task(task, text))
