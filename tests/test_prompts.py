@@ -153,3 +153,16 @@ def test_the_examples_variant_shows_fixes_that_change_one_line():
         before, after = example.input.splitlines(), example.output.splitlines()
         changed = [line for line in difflib.ndiff(before, after) if line[:1] in "+-"]
         assert len(changed) == 2, changed
+
+
+@pytest.mark.parametrize("name", ["fix", "edit", "rewrite", "apply"])
+def test_every_shipped_template_puts_the_file_first_and_the_instruction_after(tokenizer, name):
+    """The shipped layout (docs/quality.md, "Prompt layout"): the file in its code block, then
+    the instruction next to the answer, whose code block is opened for it."""
+    text, instruction = "def f():\n    return 1\n", "return two instead of one"
+    built = prompts.build(tokenizer, prompts.load_template(name), text, instruction, "python")
+    rendered = tokenizer.decode(built.ids)
+    user = rendered[rendered.rindex("<|im_start|>user") :]
+    assert user.index("```python\n" + text + "```") < user.index(instruction)
+    assert rendered.endswith("<|im_start|>assistant\n```python\n")
+    assert tokenizer.decode(built.ids[built.input_start : built.input_end]) == text
