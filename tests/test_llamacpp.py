@@ -273,6 +273,30 @@ def _margin(lm, tokens: list[int]) -> float:
     return float(top.values[0] - top.values[1])
 
 
+def _assert_plain_up_to_a_near_tie(lm, ids: list[int], plain: list[int], tokens: list[int]):
+    """`tokens` are plain decoding's `plain` after `ids`, or part from them at a near-tie."""
+    differs = _first_difference(plain, tokens)
+    if differs is not None:
+        assert _margin(lm, ids + plain[:differs]) < NEAR_TIE
+    else:
+        assert tokens == plain
+
+
+def _cold_runs(lm, ids: list[int], limit: int):
+    """Runs a drafter's generation after `ids`, each from an empty cache, as plain decoding's."""
+    from specedit.engine.session import generate
+
+    def run(drafter):
+        lm.model.reuse_prefix = False
+        try:
+            eos = lm.eos_token_ids
+            return generate(lm.model, ids, drafter, max_new_tokens=limit, eos_token_ids=eos)
+        finally:
+            lm.model.reuse_prefix = True
+
+    return run
+
+
 @pytest.mark.e2e
 @pytest.mark.llamacpp
 @pytest.mark.skipif(not HAS_LLAMA_CPP, reason="needs llama-cpp-python (the llamacpp extra)")
@@ -741,36 +765,21 @@ def test_tree_drafts_on_llama_cpp_are_exact_against_its_own_plain_decoding(bundl
     copies are never the first child, the draft pool's own trees and token-only AdaPLD's."""
     from specedit.drafting.registry import DraftSources, make_drafter
     from specedit.editing.editor import EditRequest, prepare
-    from specedit.engine.session import generate
     from specedit.models.load import load
 
     lm = load(TEST_MODEL, engine="llama.cpp", threads=1)  # quicker on shared cores
     prepared = prepare(lm, EditRequest(TASK["input"], TASK["instruction"], prompt=LAYOUT))
     prompt = prepared.prompt
-    lm.model.reuse_prefix = False  # every run from an empty cache, as plain decoding's
-    try:
-
-        def run(drafter):
-            return generate(
-                lm.model, prompt.ids, drafter, max_new_tokens=300, eos_token_ids=lm.eos_token_ids
-            )
-
-        plain = run(make_drafter("ar", lm.model))
-        start, end = prompt.input_start, prompt.input_end
-        pool = run(make_drafter("pool", lm.model, DraftSources(start, prompt.ids[start:end])))
-        decoy = run(_DecoyFirst(lm.model, lm.model.config.vocab_size))
-        adapld = run(make_drafter("adapld", lm.model))
-    finally:
-        lm.model.reuse_prefix = True
+    run = _cold_runs(lm, prompt.ids, 300)
+    plain = run(make_drafter("ar", lm.model))
+    start, end = prompt.input_start, prompt.input_end
+    pool = run(make_drafter("pool", lm.model, DraftSources(start, prompt.ids[start:end])))
+    decoy = run(_DecoyFirst(lm.model, lm.model.config.vocab_size))
+    adapld = run(make_drafter("adapld", lm.model))
     assert decoy.stats.accepted_paths["copy"] > 5  # copies taken through sequences 1 and up
     for run_ in (decoy, pool, adapld):
         assert run_.stats.forward_passes < len(plain.tokens) / 4
-    for tokens in (decoy.tokens, pool.tokens, adapld.tokens):
-        differs = _first_difference(plain.tokens, tokens)
-        if differs is not None:
-            assert _margin(lm, prompt.ids + plain.tokens[:differs]) < NEAR_TIE
-        else:
-            assert tokens == plain.tokens
+        _assert_plain_up_to_a_near_tie(lm, prompt.ids, plain.tokens, run_.tokens)
 
 
 # An edit that writes new text, where copies fail and the draft model's chains are what drafts.
@@ -792,37 +801,21 @@ def test_the_hybrid_with_a_llama_cpp_draft_model_is_exact_against_plain_decoding
     NEAR_TIE)."""
     from specedit.drafting.registry import DraftSources, make_drafter
     from specedit.editing.editor import EditRequest, prepare
-    from specedit.engine.session import generate
     from specedit.models.load import load, with_draft
 
     lm = with_draft(load(TEST_MODEL, engine="llama.cpp", threads=1), TEST_MODEL)
     lm.ready()
     assert lm.draft.model is not lm.model  # a context of its own
     prompt = prepare(lm, EditRequest(DOCSTRINGS["input"], DOCSTRINGS["instruction"])).prompt
-    lm.model.reuse_prefix = False  # every run from an empty cache, as plain decoding's
-    try:
-
-        def run(drafter):
-            return generate(
-                lm.model, prompt.ids, drafter, max_new_tokens=120, eos_token_ids=lm.eos_token_ids
-            )
-
-        plain = run(make_drafter("ar", lm.model))
-        start, end = prompt.input_start, prompt.input_end
-        drafter = make_drafter(
-            "evospec", lm.model, DraftSources(start, prompt.ids[start:end], draft=lm.draft)
-        )
-        hybrid = run(drafter)
-    finally:
-        lm.model.reuse_prefix = True
+    run = _cold_runs(lm, prompt.ids, 120)
+    plain = run(make_drafter("ar", lm.model))
+    start, end = prompt.input_start, prompt.input_end
+    sources = DraftSources(start, prompt.ids[start:end], draft=lm.draft)
+    hybrid = run(make_drafter("evospec", lm.model, sources))
     report = hybrid.stats.drafting
     assert report["draft_model_steps"] > 0 and report["model_tokens_accepted"] > 0
     assert hybrid.stats.forward_passes < len(plain.tokens) / 2
-    differs = _first_difference(plain.tokens, hybrid.tokens)
-    if differs is not None:
-        assert _margin(lm, prompt.ids + plain.tokens[:differs]) < NEAR_TIE
-    else:
-        assert hybrid.tokens == plain.tokens
+    _assert_plain_up_to_a_near_tie(lm, prompt.ids, plain.tokens, hybrid.tokens)
 
 
 @pytest.mark.e2e
