@@ -86,6 +86,7 @@ class ScriptedEditor:
 
     def __init__(self) -> None:
         self.startup: dict[str, float] = {}
+        self.engine = "scripted"
         self.requests: list[EditRequest] = []
 
     def decode(self, tokens: list[int]) -> str:

@@ -201,6 +201,31 @@ def test_branch_points_take_the_second_choice_where_the_answer_was_least_sure():
     assert branch_points(tokens, probabilities, runners_up, decode, 1) == [(0, 5)]
 
 
+def test_branch_points_on_the_lines_the_instruction_names_come_first():
+    from specedit.editing.region import named_lines
+    from specedit.editing.selection import branch_points
+
+    source = "def first():\n    return 1\n\n\ndef second():\n    return 2\n"
+    assert named_lines("`second()` returns 2; `first` is fine; `nothing` here", source) == {
+        1,
+        2,
+        5,
+        6,
+    }
+    assert named_lines("`second` is wrong", source) == {5, 6}
+    assert named_lines("`second` is wrong", "not python (") == set()
+    pieces = ["a\n", "b\n", "c\n", "x", "y"]  # three lines, then the others' texts
+
+    def decode(tokens: list[int]) -> str:
+        return "".join(pieces[t] for t in tokens)
+
+    tokens, runners_up = [0, 1, 2], [3, 4, 3]
+    probabilities = [0.5, 0.9, 0.6]
+    assert branch_points(tokens, probabilities, runners_up, decode, 3) == [(3,), (0, 1, 3), (0, 4)]
+    ranked = branch_points(tokens, probabilities, runners_up, decode, 3, {2, 3})
+    assert ranked == [(0, 1, 3), (0, 4), (3,)]  # lines 2-3 first, however sure
+
+
 def test_voting_keeps_the_change_the_candidates_agree_on(
     tmp_path, tiny_model_dir, tokenizer, monkeypatch
 ):

@@ -3,7 +3,6 @@ region, selection), the baselines, and which plain-decoding setup each is measur
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,7 +13,7 @@ from specedit.editing.editor import (
     EditRequest,
     in_region,
 )
-from specedit.editing.region import Region
+from specedit.editing.region import NAME_IN_BACKTICKS, Region
 from specedit.engine.options import STRICT, Verification
 
 BASELINES = {"ar": None, "hf-pld": 10}  # method -> transformers' prompt_lookup_num_tokens
@@ -35,9 +34,6 @@ WHOLE, NAMED = "whole", "named"
 
 
 REGIONS = (WHOLE, NAMED)
-
-
-NAME_IN_BACKTICKS = re.compile(r"`([^\W\d]\w*(?:\.[^\W\d]\w*)*)")
 
 
 def named_region(task: Task, request: EditRequest) -> tuple[EditRequest, Callable[[str], str]]:

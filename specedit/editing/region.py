@@ -19,6 +19,8 @@ from dataclasses import dataclass
 SPEC = re.compile(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?")
 LONE_CR = re.compile(r"\r(?!\n)")
 DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+# A name an instruction writes in backticks, as `name` or `Class.method` (what `--lines` takes).
+NAME_IN_BACKTICKS = re.compile(r"`([^\W\d]\w*(?:\.[^\W\d]\w*)*)")
 
 
 @dataclass(frozen=True)
@@ -108,7 +110,7 @@ class Region:
         Lines end at "\\n" only (not at the other characters `str.splitlines` breaks on, such
         as a form feed), so that the pieces join back into exactly `text`.
         """
-        first, last = (self.first, self.last) if self.symbol is None else self._find(text)
+        first, last = (self.first, self.last) if self.symbol is None else self.span(text)
         lines = _lines(text)
         if last > len(lines):
             raise ValueError(f"--lines {self}: the file has {len(lines)} lines")
@@ -118,7 +120,7 @@ class Region:
             before, after, first, last, self.context
         )
 
-    def _find(self, text: str) -> tuple[int, int]:
+    def span(self, text: str) -> tuple[int, int]:
         """The first and last lines of the definition named `symbol`: each dotted part is a
         definition inside the one before (a method, a nested function), the least nested one
         where several have the name (`wrap` is the module's function, not a method)."""
@@ -151,6 +153,19 @@ class Region:
 
     def __str__(self) -> str:
         return self.symbol or f"{self.first}-{self.last}"
+
+
+def named_lines(instruction: str, text: str) -> set[int]:
+    """The lines (1-based) of the Python functions and classes that `instruction` names in
+    backticks and `text` defines: where a user who describes a symptom says it shows."""
+    lines: set[int] = set()
+    for name in NAME_IN_BACKTICKS.findall(instruction):
+        try:
+            first, last = Region(symbol=name).span(text)
+        except ValueError:  # not defined here (a value, a parameter), or not Python
+            continue
+        lines.update(range(first, last + 1))
+    return lines
 
 
 def _definitions(node: ast.AST, depth: int = 0) -> Iterator[tuple[int, ast.AST]]:

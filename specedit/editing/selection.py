@@ -15,15 +15,18 @@ be tested on recorded candidates.
 
 An unchanged answer to a fix is redrawn where it was least sure (`branch_points`): the model
 copied the bug, but the token it copied there often had a close second, and that second is
-often the fix. The redraw takes that second token and goes on as the request asks; its prompt
-and the answer up to the branch are those of the first candidate, so an engine that keeps its
-cache (llama.cpp) computes only what follows the branch. Sampling again rarely helps there: a
-model that copied the bug at temperature 0 mostly copies it at 0.2 too.
+often the fix. The functions the instruction names come first: a symptom is described where
+it shows, and that is mostly where the bug is. The redraw takes that second token and goes on
+as the request asks; its prompt and the answer up to the branch are those of the first
+candidate, so an engine that keeps its cache (llama.cpp) computes only what follows the
+branch. Sampling again rarely helps there: a model that copied the bug at temperature 0
+mostly copies it at 0.2 too.
 """
 
 from __future__ import annotations
 
 import difflib
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -31,6 +34,7 @@ from typing import TypeVar
 
 from specedit.editing import safety
 from specedit.editing.editor import EditError, EditRequest, EditResult
+from specedit.editing.region import named_lines
 from specedit.engine.options import Sampling
 
 # How the extra candidates sample: the temperature and nucleus of published editing benchmarks.
@@ -125,14 +129,23 @@ def branch_points(
     runners_up: list[int],
     decode: Callable[[list[int]], str],
     limit: int,
+    named: set[int] | frozenset[int] = frozenset(),
 ) -> list[tuple[int, ...]]:
     """Up to `limit` starts for a redraw of an answer: its tokens up to one it was unsure of,
-    then the likeliest other token there; the least sure first. An other token that writes the
-    same characters (another split of them, or a special token that writes none) or differs
-    only in its spaces and line breaks changes nothing a test could see, and is passed over."""
+    then the likeliest other token there; the least sure first, those on the `named` lines
+    (1-based, the definitions the instruction names) before the others. An other token that
+    writes the same characters (another split of them, or a special token that writes none) or
+    differs only in its spaces and line breaks changes nothing a test could see, and is passed
+    over."""
     text = decode(tokens)
+    breaks = itertools.accumulate((decode([token]).count("\n") for token in tokens), initial=0)
+    line = [1 + count for count in breaks]  # of each token: the line it starts on
+
+    def order(position: int) -> tuple[bool, float]:
+        return line[position] not in named if named else False, probabilities[position]
+
     points: list[tuple[int, ...]] = []
-    for position in sorted(range(len(tokens)), key=lambda i: probabilities[i]):
+    for position in sorted(range(len(tokens)), key=order):
         if len(points) == limit:
             break
         mine, other = tokens[position], runners_up[position]
@@ -232,8 +245,9 @@ def draw_edits(
         if problem == UNCHANGED_FIX and results and branches is None:
             first = results[0].generation
             limit = samples.count - 1
+            named = named_lines(request.instruction, request.text)
             branches = branch_points(
-                first.tokens, first.probabilities, first.runners_up, decode, limit
+                first.tokens, first.probabilities, first.runners_up, decode, limit, named
             )
         if number == 0:  # a fix keeps what its redraws may branch on
             redraw = replace(request, choices=fix and not samples.vote)
