@@ -229,3 +229,38 @@ def test_the_curve_is_measured_once_per_model_and_machine(qwen_tiny, tmp_path, m
     saved.write_text('{"sizes": [1, 64], "seconds": [0.05, 1.3]}')
     assert LoadedModel("tiny", qwen_tiny, tokenizer=None).pass_cost() == measured
     assert len(calls) == 4 and PassCost.load(saved) == measured
+
+
+def test_a_slow_sample_does_not_make_the_curve(monkeypatch):
+    """Another process taking the cores only adds time: each size keeps its fastest pass (the
+    first one-token pass here takes 5 s more), and no size costs more than a wider one (every
+    4-token pass here takes 1 s more)."""
+    from types import SimpleNamespace
+
+    from specedit.engine import target as targets
+
+    class ScriptedTarget:
+        def __init__(self) -> None:
+            self.now, self.passes = 0.0, 0
+
+        def prefill(self, tokens, hidden) -> None:
+            self.now += 0.001 * len(tokens)
+
+        def forward(self, tree, prefix, hidden) -> None:
+            self.passes += 1
+            self.now += 0.01 * len(tree) + (5.0 if self.passes == 2 else 0.0)
+            self.now += 1.0 if len(tree) == 4 else 0.0
+
+        def keep(self, prefix, nodes) -> None:
+            pass
+
+        def clock(self) -> float:
+            return self.now
+
+    scripted = ScriptedTarget()
+    monkeypatch.setattr(targets, "open_target", lambda model, capacity, reuse=True: scripted)
+    measured = measure(SimpleNamespace(config=SimpleNamespace(vocab_size=100)))
+    assert measured.seconds[0] == pytest.approx(0.01)  # not the 5 s sample
+    assert measured.seconds[2] == pytest.approx(0.08)  # 4 tokens: no more than 8
+    assert list(measured.seconds) == sorted(measured.seconds)
+    assert measured.prefill_per_token == pytest.approx(0.001)

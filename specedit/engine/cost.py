@@ -27,6 +27,7 @@ from specedit.engine.tree import DraftTree
 PROBE_SIZES = (1, 2, 4, 8, 16, 32, 64)  # wider passes follow the last segment
 PROBE_CONTEXT = 128  # tokens in the cache while the probe runs
 PROBE_PROMPT = 512  # tokens of the timed prefill: one of llama.cpp's prefill batches
+PROBE_SAMPLES = 3  # passes timed per size; the fastest counts
 
 
 @dataclass(frozen=True)
@@ -68,32 +69,43 @@ class PassCost:
 
 
 def measure(model, sizes: tuple[int, ...] = PROBE_SIZES) -> PassCost:
-    """Time one verify pass of each size on `model` over a short context, as the engine runs
+    """Time verify passes of each size on `model` over a short context, as the engine runs
     them, after a warm-up pass of the widest (it pages the weights in and sizes the buffers).
-    A few seconds; one sample each: only the curve's shape matters (the rule compares tokens
-    per second of passes measured alike), so a longer context or a busy machine, which slow
-    every pass alike, do not change the choice much. Then a prompt of PROBE_PROMPT tokens is
-    prefilled on an empty cache, as an edit's prompt is, for its cost per token."""
+    A few seconds. Each size keeps the fastest of PROBE_SAMPLES passes, and no size costs more
+    than a wider one: another process taking the cores only ever adds time, and one slow
+    sample, kept in the cache for good, would skew every draft sized by it. Only the curve's
+    shape matters (the rule compares tokens per second of passes measured alike), so a longer
+    context, which slows every pass alike, does not change the choice much. Then a prompt of
+    PROBE_PROMPT tokens is prefilled on an empty cache, as an edit's prompt is, for its cost
+    per token."""
     from specedit.engine.target import open_target
 
     widest = max(sizes)
     vocabulary = min(int(model.config.vocab_size), 32000)
     length = max(PROBE_CONTEXT + widest, PROBE_PROMPT)
     tokens = [(7919 * i) % vocabulary for i in range(1, length + 1)]
+    passes = 1 + len(sizes) * PROBE_SAMPLES
     # A root is kept each pass; the probe's tokens are no prompt to keep for later edits.
-    target = open_target(model, PROBE_CONTEXT + len(sizes) + 1 + widest, reuse=False)
+    target = open_target(model, PROBE_CONTEXT + passes + widest, reuse=False)
     target.prefill(tokens[:PROBE_CONTEXT], False)
-    prefix, seconds = PROBE_CONTEXT, []
-    for size in (widest, *sizes):
+    prefix = PROBE_CONTEXT
+
+    def timed(size: int) -> float:
+        nonlocal prefix
         chain = DraftTree(tokens[PROBE_CONTEXT])
         chain.add_chain(tokens[PROBE_CONTEXT + 1 : PROBE_CONTEXT + size])
         started = target.clock()
         target.forward(chain, prefix, False)
-        seconds.append(target.clock() - started)
+        seconds = target.clock() - started
         target.keep(prefix, [0])  # the root stays, as after a rejected draft
         prefix += 1
+        return seconds
+
+    timed(widest)
+    fastest = [min(timed(size) for _ in range(PROBE_SAMPLES)) for size in sizes]
+    curve = [min(fastest[i:]) for i in range(len(fastest))]  # never above a wider pass
     prefill = _prefill_per_token(model, tokens[:PROBE_PROMPT])
-    return PassCost(tuple(sizes), tuple(seconds[1:]), prefill)
+    return PassCost(tuple(sizes), tuple(curve), prefill)
 
 
 def _prefill_per_token(model, tokens: list[int]) -> float:
