@@ -132,16 +132,14 @@ def test_the_default_engine_is_llama_cpp_where_it_is_installed(
     assert json.loads(stats.read_text())["engine"] == "llama.cpp"
 
 
-def test_on_llama_cpp_token_methods_and_the_hybrid_draft_and_pld_is_the_default_alone():
+def test_on_llama_cpp_token_methods_and_the_hybrid_draft_with_the_torch_engine_s_defaults():
     from types import SimpleNamespace
 
     from specedit.drafting import DrafterUnavailable
     from specedit.drafting.registry import TOKEN_METHODS, default_method, make_drafter
     from specedit.engine.llamacpp import GgufModel
 
-    assert default_method(False, "llama.cpp") == "pld"
-    assert default_method(True, "llama.cpp") == default_method(True) == "evospec"
-    assert default_method(False) == "adapld"
+    assert (default_method(False), default_method(True)) == ("adapld", "evospec")
     config = SimpleNamespace(num_hidden_layers=2)
     gguf = GgufModel(Path("model.gguf"), config=config, generation_config=None, threads=1)
     assert {make_drafter(method, gguf).name for method in TOKEN_METHODS} == set(TOKEN_METHODS)

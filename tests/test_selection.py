@@ -22,6 +22,11 @@ def verdicts(*texts: str, fix: bool = True) -> list[selection.Verdict]:
 def test_an_unchanged_answer_is_wrong_for_a_fix_only():
     assert verdicts(ORIGINAL)[0].problem == "unchanged, but a fix was asked for"
     assert verdicts(ORIGINAL, fix=False)[0].acceptable
+    spaced = ORIGINAL.replace("sum(values) * len", "sum(values)  *  len") + "\n\n"
+    assert verdicts(spaced)[0].problem == "unchanged, but a fix was asked for"  # blanks only
+    assert verdicts(spaced, fix=False)[0].acceptable
+    indented = ORIGINAL.replace("\nprint(", "\n    print(")  # indentation is code
+    assert verdicts(indented)[0].problem != "unchanged, but a fix was asked for"
     assert verdicts(RIGHT)[0].acceptable
 
 
@@ -224,6 +229,20 @@ def test_branch_points_on_the_lines_the_instruction_names_come_first():
     assert branch_points(tokens, probabilities, runners_up, decode, 3) == [(3,), (0, 1, 3), (0, 4)]
     ranked = branch_points(tokens, probabilities, runners_up, decode, 3, {2, 3})
     assert ranked == [(0, 1, 3), (0, 4), (3,)]  # lines 2-3 first, however sure
+
+
+def test_branch_points_in_python_comments_come_after_the_code_s():
+    from specedit.editing.selection import branch_points
+
+    pieces = ["x = 1  ", "# one", "\n", "y", "z"]
+
+    def decode(tokens: list[int]) -> str:
+        return "".join(pieces[t] for t in tokens)
+
+    tokens, probabilities, runners_up = [0, 1, 2], [0.9, 0.2, 0.99], [3, 4, 3]
+    assert branch_points(tokens, probabilities, runners_up, decode, 3) == [(0, 4), (3,), (0, 1, 3)]
+    code_first = branch_points(tokens, probabilities, runners_up, decode, 3, language="python")
+    assert code_first == [(3,), (0, 1, 3), (0, 4)]
 
 
 def test_voting_keeps_the_change_the_candidates_agree_on(

@@ -146,13 +146,12 @@ LLAMA_CPP_DRAFTERS = (
 )
 
 
-def default_method(has_draft_model: bool, engine: str = "torch") -> str:
-    """The method an edit uses unless told: the hybrid wherever a draft model is at hand (it
-    wins where the input cannot draft and copies like adapld where it can); without one, on
-    llama.cpp, which gives no hidden states, plain copying."""
-    if has_draft_model:
-        return HYBRID_METHOD
-    return TOKEN_METHODS[0] if engine == "llama.cpp" else DEFAULT_METHOD
+def default_method(has_draft_model: bool) -> str:
+    """The method an edit uses unless told, on either engine: the hybrid wherever a draft model
+    is at hand (it wins where the input cannot draft and copies like adapld where it can),
+    else adapld (on llama.cpp its token-only parts, as fast as plain copying there: see
+    docs/engines.md)."""
+    return HYBRID_METHOD if has_draft_model else DEFAULT_METHOD
 
 
 def refusal(method: str, engine: str) -> str | None:
@@ -172,8 +171,8 @@ def refusal(method: str, engine: str) -> str | None:
 
 
 def method_for(lm: LoadedModel) -> str:
-    """The method an edit with `lm` uses unless told (its draft model and engine decide)."""
-    return default_method(lm.draft is not None, lm.engine)
+    """The method an edit with `lm` uses unless told (whether it has a draft model decides)."""
+    return default_method(lm.draft is not None)
 
 
 def build_artefacts(lm: LoadedModel, methods: tuple[str, ...] | None = None) -> None:

@@ -26,7 +26,9 @@ mostly copies it at 0.2 too.
 from __future__ import annotations
 
 import difflib
+import io
 import itertools
+import tokenize
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -69,11 +71,27 @@ class Verdict:
 
 
 def judge(original: str, text: str, instruction: str, language: str, fix: bool) -> Verdict:
-    """What is wrong with `text` as an answer, knowable without tests."""
-    if text == original:
+    """What is wrong with `text` as an answer, knowable without tests. For a fix, an answer
+    that changed only blanks (spaces inside a line, blank lines) is as unchanged as the input:
+    a redraw that took a space for the runner-up at its branch point fixed nothing."""
+    if text == original or (fix and _blanks_only(original, text)):
         return Verdict(text, UNCHANGED_FIX if fix else None)
     problems = safety.problems(original, text, instruction, language)
     return Verdict(text, problems[0] if problems else None)
+
+
+def _blanks_only(original: str, text: str) -> bool:
+    """Whether `text` differs from `original` in blank lines and runs of spaces inside lines
+    alone (indentation counts: in Python it is code)."""
+
+    def lines(of: str) -> list[str]:
+        return [
+            line[: len(line) - len(line.lstrip())] + " ".join(line.split())
+            for line in of.splitlines()
+            if line.strip()
+        ]
+
+    return lines(original) == lines(text)
 
 
 def change_of(original: str, text: str) -> frozenset[tuple[str, str]]:
@@ -130,19 +148,24 @@ def branch_points(
     decode: Callable[[list[int]], str],
     limit: int,
     named: set[int] | frozenset[int] = frozenset(),
+    language: str = "",
 ) -> list[tuple[int, ...]]:
     """Up to `limit` starts for a redraw of an answer: its tokens up to one it was unsure of,
     then the likeliest other token there; the least sure first, those on the `named` lines
-    (1-based, the definitions the instruction names) before the others. An other token that
-    writes the same characters (another split of them, or a special token that writes none) or
-    differs only in its spaces and line breaks changes nothing a test could see, and is passed
-    over."""
+    (1-based, the definitions the instruction names) before the others, and tokens in a
+    comment (Python's) after the code's. An other token that writes the same characters
+    (another split of them, or a special token that writes none) or differs only in its
+    spaces and line breaks changes nothing a test could see, and is passed over."""
     text = decode(tokens)
-    breaks = itertools.accumulate((decode([token]).count("\n") for token in tokens), initial=0)
-    line = [1 + count for count in breaks]  # of each token: the line it starts on
+    pieces = [decode([token]) for token in tokens]
+    line = [1 + count for count in itertools.accumulate((p.count("\n") for p in pieces), initial=0)]
+    offset = list(itertools.accumulate(map(len, pieces), initial=0))  # where each token starts
+    comments = _comments(text) if language == "python" else []
 
-    def order(position: int) -> tuple[bool, float]:
-        return line[position] not in named if named else False, probabilities[position]
+    def order(position: int) -> tuple[bool, bool, float]:
+        commented = any(start <= offset[position] < end for start, end in comments)
+        outside = line[position] not in named if named else False
+        return outside, commented, probabilities[position]
 
     points: list[tuple[int, ...]] = []
     for position in sorted(range(len(tokens)), key=order):
@@ -155,6 +178,21 @@ def branch_points(
         if not text.startswith(decode(list(start))):
             points.append(start)
     return points
+
+
+def _comments(source: str) -> list[tuple[int, int]]:
+    """The character spans of the comments in Python `source` (none where it does not
+    tokenize, such as an answer cut short)."""
+    starts = [0, *(i + 1 for i, character in enumerate(source) if character == "\n")]
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
+    except (tokenize.TokenError, SyntaxError):
+        return []
+    return [
+        (starts[t.start[0] - 1] + t.start[1], starts[t.end[0] - 1] + t.end[1])
+        for t in tokens
+        if t.type == tokenize.COMMENT
+    ]
 
 
 def asks_for_fix(prompt: str) -> bool:
@@ -247,7 +285,13 @@ def draw_edits(
             limit = samples.count - 1
             named = named_lines(request.instruction, request.text)
             branches = branch_points(
-                first.tokens, first.probabilities, first.runners_up, decode, limit, named
+                first.tokens,
+                first.probabilities,
+                first.runners_up,
+                decode,
+                limit,
+                named,
+                request.language,
             )
         if number == 0:  # a fix keeps what its redraws may branch on
             redraw = replace(request, choices=fix and not samples.vote)
