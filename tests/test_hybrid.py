@@ -206,10 +206,10 @@ def test_the_active_vocabulary_restricts_the_argmax_over_logits_and_a_miss_expan
     assert int(logits.argmax()) == 30
 
 
-def _pass_cost(one: float, per_token: float = 0.0) -> PassCost:
+def _pass_cost(one: float, per_token: float = 0.0, prefill: float = 0.0) -> PassCost:
     """A fabricated pass-cost curve: `one` second for a one-token pass, `per_token` more for
-    each further token."""
-    return PassCost((1, 64), (one, one + 63 * per_token), 0.0)
+    each further token, `prefill` seconds a prompt token."""
+    return PassCost((1, 64), (one, one + 63 * per_token), prefill)
 
 
 def test_the_draft_model_is_asked_only_where_its_chains_pay():
@@ -232,6 +232,14 @@ def test_the_draft_model_is_asked_only_where_its_chains_pay():
     for _ in range(5):
         cheap.observe(copied=12, modelled=5)
     assert not cheap.pays(17, 6)
+
+
+def test_the_chain_that_makes_the_draft_model_read_the_prompt_must_pay_for_it():
+    """A cheap draft step, but 2,000 committed tokens to read first at 5 ms each: 10 s, more
+    than the chain saves; once read (a lag of one), asked."""
+    payoff = Payoff(_pass_cost(1.0, 0.01), _pass_cost(0.05, prefill=0.005), horizon=6)
+    assert not payoff.pays(17, 6, lag=2000)
+    assert payoff.pays(17, 6, lag=1)
 
 
 @pytest.mark.parametrize("step,asked", [(3.0, False), (0.01, True)])

@@ -88,25 +88,30 @@ class Payoff:
     A pass while copies are unsure verifies a copy tree of w tokens (root included): alone it
     costs the target's pass T(w) and yields 1 + c tokens. Asking for a chain of h tokens adds h
     draft steps of d seconds each and widens the pass to w + h; it yields 1 + m. The chain is
-    asked for when (1 + m) / (h d + T(w + h)) > (1 + c) / T(w): more tokens per second. T is
-    the target's pass-cost curve and d the draft model's one-token pass, both measured
-    (engine/cost.py); c is a moving average of the copy's tokens accepted per unsure pass, m of
-    the chain's tokens accepted per pass that asked for one (each at most what its draft
-    holds). m starts at the horizon (every token accepted), so that the draft model is tried;
-    it moves only when the draft model is asked, so one whose chains kept failing stays unasked
-    for the rest of the edit.
+    asked for when (1 + m) / (L p + h d + T(w + h)) > (1 + c) / T(w): more tokens per second,
+    where L p is what the draft model must first read, L committed tokens it has not seen
+    (the whole prompt, the first time) at its prefill cost p per token: the chain that makes it
+    read them must pay for them alone. T is the target's pass-cost curve, d the draft model's
+    one-token pass and p its prefill, all measured (engine/cost.py); c is a moving average of
+    the copy's tokens accepted per unsure pass, m of the chain's tokens accepted per pass that
+    asked for one (each at most what its draft holds). m starts at the horizon (every token
+    accepted), so that the draft model is tried; it moves only when the draft model is asked,
+    so one whose chains kept failing stays unasked for the rest of the edit.
     """
 
     def __init__(self, pass_cost: PassCost, draft_cost: PassCost, horizon: int) -> None:
         self.pass_cost, self.step = pass_cost, draft_cost(1)
+        self.reading = draft_cost.prefill_per_token
         self.copied = 0.0  # c: unsure copies are, at first, rejected ones
         self.modelled = float(horizon)  # m: optimistic
 
-    def pays(self, width: int, horizon: int) -> bool:
-        """Whether a chain of `horizon` tokens beside a copy tree of `width` tokens pays."""
+    def pays(self, width: int, horizon: int, lag: int = 0) -> bool:
+        """Whether a chain of `horizon` tokens beside a copy tree of `width` tokens pays, the
+        draft model `lag` tokens behind."""
         alone = (1 + min(self.copied, width - 1)) / self.pass_cost(width)
         asked = 1 + min(self.modelled, horizon)
-        return asked / (horizon * self.step + self.pass_cost(width + horizon)) > alone
+        cost = lag * self.reading + horizon * self.step + self.pass_cost(width + horizon)
+        return asked / cost > alone
 
     def observe(self, copied: int, modelled: int | None) -> None:
         """An unsure pass accepted `copied` copy tokens and, where a chain was asked for,
@@ -204,7 +209,8 @@ class Hybrid(Drafter):
             if copy_room > 0
             else DraftTree(root=memory.tokens[-1])
         )
-        if self.payoff is not None and not self.payoff.pays(len(tree), horizon):
+        lag = self.draft.lag(memory.tokens)
+        if self.payoff is not None and not self.payoff.pays(len(tree), horizon, lag):
             self.counts["model_not_paying"] += 1
             return tree
         self.chain = self.draft.chain(memory.tokens, horizon)
