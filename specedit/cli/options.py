@@ -118,9 +118,10 @@ def edit_options(
         int,
         opt(
             "--samples",
-            help="Candidates an edit may draw without --test: after the first, another is "
-            "sampled (temperature 0.2, top-p 0.95) while the answer is unchanged for a fix or "
-            "fails the safety checks.",
+            help="Candidates an edit may draw without --test, while the answer is unchanged "
+            "for a fix or fails the safety checks: an unchanged fix is redrawn with the "
+            "runner-up token where it was least sure (in the functions the instruction names "
+            "first), the rest sampled (temperature 0.2, top-p 0.95).",
         ),
     ] = 1,
     vote: Annotated[
