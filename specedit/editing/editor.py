@@ -203,7 +203,8 @@ def generate_edit(
         timings["drafter"] = time.perf_counter() - started
     forced = list(request.forced)
     for token in forced:  # the stops read the answer from its first token
-        fence(token), guard(token)
+        fence(token)
+        guard(token)
     if forced and on_step:
         on_step(Step(forced, [None] * len(forced), [None] * len(forced), 0, [False] * len(forced)))
     generation = generate(
@@ -221,12 +222,13 @@ def generate_edit(
     )
     if not forced:
         return generation
-    return replace(
+    if not request.choices:
+        return replace(generation, tokens=forced + generation.tokens)
+    return replace(  # the forced tokens are given, not chosen: certain, with no other token
         generation,
         tokens=forced + generation.tokens,
-        # given, not chosen: certain, with no other token
-        probabilities=[1.0] * len(forced) + generation.probabilities if request.choices else [],
-        runners_up=forced + generation.runners_up if request.choices else [],
+        probabilities=[1.0] * len(forced) + generation.probabilities,
+        runners_up=forced + generation.runners_up,
     )
 
 
