@@ -119,8 +119,8 @@ ABLATIONS: dict[str, Factory] = {
 DEFAULT_METHOD = "adapld"
 HYBRID_METHOD = "evospec"  # the default instead when a draft model is configured (README)
 # The methods that read nothing but tokens: the ones a model that gives no hidden states or
-# weights (llama.cpp's) can run without a draft model; the first is the default there. adapld
-# runs there without the parts that read the model (adapld.py: `tokens_only`).
+# weights (llama.cpp's) can run without a draft model. adapld runs there without the parts
+# that read the model (adapld.py: `tokens_only`).
 TOKEN_METHODS = ("pld", "pool", "adapld", "ar")
 
 

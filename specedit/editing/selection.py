@@ -278,25 +278,28 @@ def draw_edits(
     branches: list[tuple[int, ...]] | None = None  # the first candidate's, once it is unchanged
     fix = asks_for_fix(request.prompt)
 
-    def candidate(number: int, problem: str | None) -> EditResult | None:
+    def next_branch() -> tuple[int, ...] | None:
+        """The next start for a redraw of the first candidate, its branch points listed once."""
         nonlocal branches
-        if problem == UNCHANGED_FIX and results and branches is None:
+        if branches is None:
             first = results[0].generation
-            limit = samples.count - 1
             named = named_lines(request.instruction, request.text)
             branches = branch_points(
                 first.tokens,
                 first.probabilities,
                 first.runners_up,
                 decode,
-                limit,
+                samples.count - 1,
                 named,
                 request.language,
             )
+        return branches.pop(0) if branches else None
+
+    def candidate(number: int, problem: str | None) -> EditResult | None:
         if number == 0:  # a fix keeps what its redraws may branch on
             redraw = replace(request, choices=fix and not samples.vote)
-        elif problem == UNCHANGED_FIX and branches:
-            redraw = replace(request, forced=branches.pop(0))
+        elif problem == UNCHANGED_FIX and results and (start := next_branch()):
+            redraw = replace(request, forced=start)
         else:
             sampling = sampled(request.sampling, number)
             feedback = redraw_feedback(problem) if problem else request.feedback
