@@ -255,11 +255,18 @@ def test_voting_keeps_the_change_the_candidates_agree_on(
     assert file.read_text() == plus and len(calls) == 3
 
 
-def test_one_sample_is_one_greedy_edit_and_bad_sample_options_are_refused(
+def test_by_default_an_unchanged_fix_is_redrawn_once_and_bad_sample_options_are_refused(
     tmp_path, tiny_model_dir, tokenizer, monkeypatch
 ):
-    calls = _answering(monkeypatch, [SOURCE], tokenizer)
+    """The default is two candidates: the unchanged fix gets its branch redraw and no more;
+    `--samples 1` is one greedy edit."""
+    fixed = SOURCE.replace("a - b", "a + b")
+    calls = _answering(monkeypatch, [SOURCE, SOURCE, fixed], tokenizer)
     result, _ = _fix(tmp_path, tiny_model_dir)
+    assert result.exit_code == 0 and len(calls) == 2 and calls[1].request.forced
+    assert "2 candidates drawn" in result.stderr
+    calls = _answering(monkeypatch, [SOURCE, fixed], tokenizer)
+    result, _ = _fix(tmp_path, tiny_model_dir, "--samples", "1")
     assert result.exit_code == 0 and len(calls) == 1 and "candidates" not in result.stderr
     for options, message in [
         (("--samples", "0"), "--samples must be at least 1"),

@@ -18,7 +18,7 @@ import typer
 
 from specedit import __version__
 from specedit.cli.exits import Exit
-from specedit.cli.options import edit_options
+from specedit.cli.options import DEFAULT_SAMPLES, edit_options
 from specedit.cli.startup import choose_engine, interruptible, load_model
 from specedit.cli.tools import bench, calibrate, models_app, serve
 from specedit.console import error
@@ -92,11 +92,14 @@ def _run_edits(
             problems.append("--attempts must be at least 1")
         if options["test_timeout"] <= 0:
             problems.append("--test-timeout must be above 0 seconds")
-        if options["samples"] > 1:
+        if (options["samples"] or 1) > 1:
             problems.append("--samples chooses without tests; with --test, use --attempts")
+        options["samples"] = 1
+    elif options["samples"] is None:
+        options["samples"] = DEFAULT_SAMPLES
     if options["samples"] < 1:
         problems.append("--samples must be at least 1")
-    if options["vote"] and options["samples"] < 2:
+    if options["vote"] and options["samples"] < 3:
         problems.append("--vote chooses among --samples candidates: add --samples 3 or more")
     if options["reference"] and options["method"] != "pool":
         problems.append("--reference feeds the draft pool: add --method pool")

@@ -14,6 +14,10 @@ from specedit.engine.options import VERIFY_MODES
 from specedit.models.bundled import DEFAULT_MODEL
 from specedit.models.load import DTYPES, ENGINES
 
+# Candidates an edit may draw unless told: a second one only where the first cannot be right
+# (an unchanged fix, an unsafe answer), which wins on the suite (docs/quality.md, "--samples").
+DEFAULT_SAMPLES = 2
+
 
 def opt(*names: str, help: str, env: str | None = None, **extra) -> typer.Option:
     return typer.Option(*names, help=help, envvar=env and f"SPECEDIT_{env}", **extra)
@@ -115,15 +119,17 @@ def edit_options(
         float, opt("--test-timeout", help="Seconds each --test run may take.")
     ] = 120.0,
     samples: Annotated[
-        int,
+        int | None,
         opt(
             "--samples",
             help="Candidates an edit may draw without --test, while the answer is unchanged "
             "for a fix or fails the safety checks: an unchanged fix is redrawn with the "
             "runner-up token where it was least sure (in the functions the instruction names "
-            "first), the rest sampled (temperature 0.2, top-p 0.95).",
+            f"first), the rest sampled (temperature 0.2, top-p 0.95). [default: {DEFAULT_SAMPLES}; "
+            "1 with --test]",
+            show_default=False,
         ),
-    ] = 1,
+    ] = None,
     vote: Annotated[
         bool,
         opt(
