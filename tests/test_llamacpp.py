@@ -861,6 +861,31 @@ def test_held_tokens_are_reused_for_states_only_with_their_states(bundled_model_
     assert torch.equal(got[1], states)  # as in the warm context: the same batches
 
 
+@pytest.mark.e2e
+def test_the_gguf_file_s_vocabulary_is_the_torch_engine_s_and_so_are_its_indexes(
+    bundled_model_dir,
+):
+    """The token embeddings and LM head read from the bundled GGUF file (which has both: not
+    tied) are the torch engine's matrices of the same file, equal, and keyed alike: the
+    vocabulary indexes either engine builds are the other's."""
+    import torch
+
+    from specedit.drafting.artefacts import weights_key
+    from specedit.models.bundled import gguf_file
+    from specedit.models.gguf_weights import gguf_vocabulary
+    from specedit.models.load import load
+
+    model = load(TEST_MODEL, "fp32").model
+    read = gguf_vocabulary(gguf_file(TEST_MODEL))
+    held = (model.get_input_embeddings().weight, model.get_output_embeddings().weight)
+    assert read[0] is not read[1]
+    for matrix, weights in zip(read, held, strict=True):
+        assert torch.equal(matrix[:], weights)
+        assert weights_key(matrix) == weights_key(weights)
+        bf16 = weights.to(torch.bfloat16)
+        assert weights_key(matrix.held_as(torch.bfloat16)) == weights_key(bf16)
+
+
 class _DecoyFirst:
     """pld's copy drafted as the second child of the root, under a wrong first child with a
     chain of its own, and with a wrong leaf beside the copy's second token: every accepted
