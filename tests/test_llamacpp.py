@@ -65,10 +65,10 @@ def test_the_llama_cpp_engine_says_how_to_get_it_when_it_is_missing(tmp_path, mo
 def test_the_llama_cpp_engine_refuses_what_it_cannot_run_before_loading(tmp_path):
     path = tmp_path / "code.py"
     path.write_text("x = 1\n")
-    command = ["fix", str(path), "fix", "--engine", "llama.cpp", "--method", "pldplus"]
+    command = ["fix", str(path), "fix", "--engine", "llama.cpp", "--method", "pldplus-attn"]
     result = CliRunner().invoke(app, command)
     assert result.exit_code == 2
-    assert "--method pldplus reads the model's hidden states" in result.stderr
+    assert "--method pldplus-attn ranks copies by the induction heads' attention" in result.stderr
 
 
 @pytest.mark.parametrize(
@@ -82,7 +82,8 @@ def test_the_llama_cpp_engine_refuses_what_it_cannot_run_before_loading(tmp_path
         ("qwen2.5-coder-1.5b", {"draft_model": "a/draft/folder"}, True, "torch"),  # no GGUF
         ("qwen2.5-coder-1.5b", {"device": "cuda"}, True, "torch"),
         ("qwen2.5-coder-1.5b", {"dtype": "fp32"}, True, "torch"),
-        ("qwen2.5-coder-1.5b", {"method": "pldplus"}, True, "torch"),  # reads hidden states
+        ("qwen2.5-coder-1.5b", {"method": "pldplus"}, True, "llama.cpp"),  # its final states
+        ("qwen2.5-coder-1.5b", {"method": "pldplus-attn"}, True, "torch"),  # attention weights
     ],
 )
 def test_engine_auto_is_llama_cpp_wherever_it_runs_what_was_asked(
@@ -133,25 +134,42 @@ def test_the_default_engine_is_llama_cpp_where_it_is_installed(
     assert json.loads(stats.read_text())["engine"] == "llama.cpp"
 
 
-def test_on_llama_cpp_token_methods_and_the_hybrid_draft_with_the_torch_engine_s_defaults():
+def test_on_llama_cpp_every_method_drafts_but_those_that_read_what_it_does_not_give():
+    """The refusal matrix: llama.cpp returns the final hidden state and the GGUF file gives the
+    vocabulary matrices, so every method and ablation runs there (the hidden-state ones at the
+    final layer) but for attention weights, an early layer's states and training weights."""
     from types import SimpleNamespace
 
     from specedit.drafting import DrafterUnavailable
-    from specedit.drafting.registry import TOKEN_METHODS, default_method, make_drafter
+    from specedit.drafting.registry import (
+        ABLATIONS,
+        LLAMA_CPP_DRAFTERS,
+        METHODS,
+        default_method,
+        make_drafter,
+        refusal,
+    )
     from specedit.engine.llamacpp import GgufModel
 
     assert (default_method(False), default_method(True)) == ("adapld", "evospec")
-    config = SimpleNamespace(num_hidden_layers=2)
+    refused = {
+        "pldplus-attn": "induction heads' attention weights",
+        "adapld-trained-length": "early layer's hidden states",
+        "evospec-lora": "trains the draft model's weights",
+    }
+    assert set(LLAMA_CPP_DRAFTERS) == {*METHODS, *ABLATIONS} - set(refused)
+    for method, why in refused.items():
+        assert why in refusal(method, "llama.cpp") and refusal(method, "torch") is None
+    config = SimpleNamespace(num_hidden_layers=4)
     gguf = GgufModel(Path("model.gguf"), config=config, generation_config=None, threads=1)
-    assert {make_drafter(method, gguf).name for method in TOKEN_METHODS} == set(TOKEN_METHODS)
+    for method in ("ar", "pld", "pool", "pld-fixed"):
+        assert make_drafter(method, gguf).hidden_layers == ()
     assert make_drafter("pld-fixed", gguf).confidence is None  # the bench's unsized ablation
-    adapld = make_drafter("adapld", gguf)  # its token-only parts: no states, no index
-    assert adapld.hidden_layers == () and adapld.vocabulary is None
-    for method in ("pldplus", "adapld-no-semantic", "adapld-trained-length"):
-        with pytest.raises(DrafterUnavailable, match="hidden states"):
+    pldplus = make_drafter("pldplus", gguf)
+    assert pldplus.hidden_layers == (4,)  # the final state: the only one llama.cpp returns
+    for method, why in refused.items():
+        with pytest.raises(DrafterUnavailable, match=why):
             make_drafter(method, gguf)
-    with pytest.raises(DrafterUnavailable, match="trains the draft model's weights"):
-        make_drafter("evospec-lora", gguf)
 
 
 def test_token_only_adapld_anchors_by_the_tokens_before_and_branches_to_other_followers():
@@ -928,12 +946,18 @@ class _DecoyFirst:
 def test_tree_drafts_on_llama_cpp_are_exact_against_its_own_plain_decoding(bundled_model_dir):
     """Trees verified in one llama.cpp batch, their accepted branch kept as sequence 0, give the
     tokens of plain decoding on llama.cpp (up to a near-tie, see NEAR_TIE): a drafter whose
-    copies are never the first child, the draft pool's own trees and token-only AdaPLD's."""
+    copies are never the first child, the draft pool's own trees, AdaPLD's (the whole method:
+    its rerank on llama.cpp's final states, its branch tokens from the GGUF file's LM head) and
+    its token-only variant's (the hybrid's copier there); and pldplus's chains, reranked on the
+    final states."""
+    from specedit.drafting.adapld import AdaPLD
+    from specedit.drafting.kinds import BRANCH
     from specedit.drafting.registry import DraftSources, make_drafter
     from specedit.editing.editor import EditRequest, prepare
     from specedit.models.load import load
 
     lm = load(TEST_MODEL, engine="llama.cpp", threads=1)  # quicker on shared cores
+    final = lm.model.config.num_hidden_layers
     prepared = prepare(lm, EditRequest(TASK["input"], TASK["instruction"], prompt=LAYOUT))
     prompt = prepared.prompt
     run = _cold_runs(lm, prompt.ids, 300)
@@ -941,9 +965,17 @@ def test_tree_drafts_on_llama_cpp_are_exact_against_its_own_plain_decoding(bundl
     start, end = prompt.input_start, prompt.input_end
     pool = run(make_drafter("pool", lm.model, DraftSources(start, prompt.ids[start:end])))
     decoy = run(_DecoyFirst(lm.model, lm.model.config.vocab_size))
-    adapld = run(make_drafter("adapld", lm.model))
+    adapld, trees = make_drafter("adapld", lm.model), []
+    propose = adapld.propose
+    adapld.propose = lambda *args: trees.append(propose(*args)) or trees[-1]
+    assert adapld.hidden_layers == (final,) and adapld.vocabulary is not None
+    full = run(adapld)
+    token_only = run(AdaPLD(lm.model, tokens_only=True))
+    pldplus = run(make_drafter("pldplus", lm.model))
     assert decoy.stats.accepted_paths["copy"] > 5  # copies taken through sequences 1 and up
-    for run_ in (decoy, pool, adapld):
+    head_branches = [n for tree in trees for n in range(len(tree)) if tree.kind(n) == BRANCH]
+    assert head_branches and full.stats.accepted_paths["branch"] > 0  # the LM head's top-K
+    for run_ in (decoy, pool, full, token_only, pldplus):
         assert run_.stats.forward_passes < len(plain.tokens) / 4
         _assert_plain_up_to_a_near_tie(lm, prompt.ids, plain.tokens, run_.tokens)
 
