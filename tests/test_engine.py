@@ -250,7 +250,7 @@ def test_a_drafter_that_reads_hidden_states_is_refused_by_a_target_without_them(
     class NoStates(ChainsOnly):
         def open_target(self, capacity: int, reuse: bool = True) -> TransformersTarget:
             target = super().open_target(capacity, reuse)
-            target.hidden_states = False
+            target.state_layers = ()
             return target
 
     with pytest.raises(ValueError, match="hidden states"):

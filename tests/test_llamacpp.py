@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 
 from specedit.cli import app
 from specedit.editing import prompts
+from specedit.engine.tree import DraftTree
 
 HAS_LLAMA_CPP = importlib.util.find_spec("llama_cpp") is not None
 # llama-cpp-python's OpenAI-compatible server (its `server` extra), llama-server's stand-in here.
@@ -64,10 +65,10 @@ def test_the_llama_cpp_engine_says_how_to_get_it_when_it_is_missing(tmp_path, mo
 def test_the_llama_cpp_engine_refuses_what_it_cannot_run_before_loading(tmp_path):
     path = tmp_path / "code.py"
     path.write_text("x = 1\n")
-    command = ["fix", str(path), "fix", "--engine", "llama.cpp", "--method", "pldplus"]
+    command = ["fix", str(path), "fix", "--engine", "llama.cpp", "--method", "pldplus-attn"]
     result = CliRunner().invoke(app, command)
     assert result.exit_code == 2
-    assert "--method pldplus reads the model's hidden states" in result.stderr
+    assert "--method pldplus-attn ranks copies by the induction heads' attention" in result.stderr
 
 
 @pytest.mark.parametrize(
@@ -81,7 +82,8 @@ def test_the_llama_cpp_engine_refuses_what_it_cannot_run_before_loading(tmp_path
         ("qwen2.5-coder-1.5b", {"draft_model": "a/draft/folder"}, True, "torch"),  # no GGUF
         ("qwen2.5-coder-1.5b", {"device": "cuda"}, True, "torch"),
         ("qwen2.5-coder-1.5b", {"dtype": "fp32"}, True, "torch"),
-        ("qwen2.5-coder-1.5b", {"method": "pldplus"}, True, "torch"),  # reads hidden states
+        ("qwen2.5-coder-1.5b", {"method": "pldplus"}, True, "llama.cpp"),  # its final states
+        ("qwen2.5-coder-1.5b", {"method": "pldplus-attn"}, True, "torch"),  # attention weights
     ],
 )
 def test_engine_auto_is_llama_cpp_wherever_it_runs_what_was_asked(
@@ -132,25 +134,42 @@ def test_the_default_engine_is_llama_cpp_where_it_is_installed(
     assert json.loads(stats.read_text())["engine"] == "llama.cpp"
 
 
-def test_on_llama_cpp_token_methods_and_the_hybrid_draft_with_the_torch_engine_s_defaults():
+def test_on_llama_cpp_every_method_drafts_but_those_that_read_what_it_does_not_give():
+    """The refusal matrix: llama.cpp returns the final hidden state and the GGUF file gives the
+    vocabulary matrices, so every method and ablation runs there (the hidden-state ones at the
+    final layer) but for attention weights, an early layer's states and training weights."""
     from types import SimpleNamespace
 
     from specedit.drafting import DrafterUnavailable
-    from specedit.drafting.registry import TOKEN_METHODS, default_method, make_drafter
+    from specedit.drafting.registry import (
+        ABLATIONS,
+        LLAMA_CPP_DRAFTERS,
+        METHODS,
+        default_method,
+        make_drafter,
+        refusal,
+    )
     from specedit.engine.llamacpp import GgufModel
 
     assert (default_method(False), default_method(True)) == ("adapld", "evospec")
-    config = SimpleNamespace(num_hidden_layers=2)
+    refused = {
+        "pldplus-attn": "induction heads' attention weights",
+        "adapld-trained-length": "early layer's hidden states",
+        "evospec-lora": "trains the draft model's weights",
+    }
+    assert set(LLAMA_CPP_DRAFTERS) == {*METHODS, *ABLATIONS} - set(refused)
+    for method, why in refused.items():
+        assert why in refusal(method, "llama.cpp") and refusal(method, "torch") is None
+    config = SimpleNamespace(num_hidden_layers=4)
     gguf = GgufModel(Path("model.gguf"), config=config, generation_config=None, threads=1)
-    assert {make_drafter(method, gguf).name for method in TOKEN_METHODS} == set(TOKEN_METHODS)
+    for method in ("ar", "pld", "pool", "pld-fixed"):
+        assert make_drafter(method, gguf).hidden_layers == ()
     assert make_drafter("pld-fixed", gguf).confidence is None  # the bench's unsized ablation
-    adapld = make_drafter("adapld", gguf)  # its token-only parts: no states, no index
-    assert adapld.hidden_layers == () and adapld.vocabulary is None
-    for method in ("pldplus", "adapld-no-semantic", "adapld-trained-length"):
-        with pytest.raises(DrafterUnavailable, match="hidden states"):
+    pldplus = make_drafter("pldplus", gguf)
+    assert pldplus.hidden_layers == (4,)  # the final state: the only one llama.cpp returns
+    for method, why in refused.items():
+        with pytest.raises(DrafterUnavailable, match=why):
             make_drafter(method, gguf)
-    with pytest.raises(DrafterUnavailable, match="trains the draft model's weights"):
-        make_drafter("evospec-lora", gguf)
 
 
 def test_token_only_adapld_anchors_by_the_tokens_before_and_branches_to_other_followers():
@@ -652,15 +671,38 @@ def _tree_path(tree, node: int) -> list[int]:
     return path[::-1]
 
 
-def _fresh_target(model, prefix: list[int]):
-    """A target on `model` with only `prefix` prefilled (no head reused or kept)."""
+def _empty_target(model, capacity: int):
+    """A target on `model` with an empty cache (no head reused or kept)."""
     model.reuse_prefix = False
     try:
-        target = model.open_target(len(prefix) + 100)
+        return model.open_target(capacity)
     finally:
         model.reuse_prefix = True
+
+
+def _fresh_target(model, prefix: list[int]):
+    """A target on `model` with only `prefix` prefilled (no head reused or kept)."""
+    target = _empty_target(model, len(prefix) + 100)
     target.prefill(prefix, hidden=False)
     return target
+
+
+CODE = "def double(x):\n    return x * 2\n\n\ndef triple(x):\n    return x * 3\n\n\ndef"
+
+
+def _code_tree(encode) -> tuple[list[int], DraftTree]:
+    """CODE's tokens but the last, and a branching tree after them: the main chain ` quadruple
+    (x):\n    return`, a second child deep in it (`(` after ` quad`), and other children of the
+    root, one with a child of its own."""
+    prompt = encode(CODE)
+    tree = DraftTree(prompt[-1])
+    quad = tree.add(encode(" quad")[0], 0)
+    tree.add_chain(encode("ruple(x):\n    return"), quad)
+    branch = tree.add(encode(" double")[0], 0)
+    tree.add(encode("_")[0], branch)
+    tree.add(encode("(")[0], quad)
+    tree.add(encode(" half")[0], 0)
+    return prompt[:-1], tree
 
 
 @pytest.mark.e2e
@@ -677,16 +719,9 @@ def test_a_tree_pass_on_llama_cpp_gives_each_path_its_own_logits(bundled_model_d
 
     lm = load(TEST_MODEL, engine="llama.cpp", threads=1)  # quicker on shared cores
     encode = lm.tokenizer.encode
-    code = "def double(x):\n    return x * 2\n\n\ndef triple(x):\n    return x * 3\n\n\ndef"
-    prompt = encode(code)
-    prefix, root = prompt[:-1], prompt[-1]
-    tree = DraftTree(root)
-    quad = tree.add(encode(" quad")[0], 0)
-    tree.add_chain(encode("ruple(x):\n    return"), quad)
-    branch = tree.add(encode(" double")[0], 0)
-    tree.add(encode("_")[0], branch)
-    side = tree.add(encode("(")[0], quad)  # a second child deep in the tree
-    tree.add(encode(" half")[0], 0)
+    prefix, tree = _code_tree(encode)
+    quad = tree.children()[0][0]
+    side = tree.children()[quad][-1]  # a second child deep in the tree
     sequences = _sequences(tree)
     assert sequences[0] == [0, 1, 2, 3] and sequences[quad] == [0, 1] and sequences[side] == [1]
 
@@ -716,6 +751,157 @@ def test_a_tree_pass_on_llama_cpp_gives_each_path_its_own_logits(bundled_model_d
     fed = _fresh_target(lm.model, accepted).forward(following, len(accepted), False).logits
     assert float((after - fed).abs().max()) < NEAR_TIE
     assert after.argmax(-1).tolist() == fed.argmax(-1).tolist()
+
+
+# A token's final state from a batch and from a one-token step differ as their logits do, by the
+# kernels' rounding: on the bundled 0.5B by up to 1.35 in an element (elements reach 120; 2-3% of
+# a state's norm, cosine above 0.9996), while consecutive tokens' states differ by 17 or more in
+# some element. The tolerance lies between: 3x the one, a quarter of the other.
+STATE_TOLERANCE = 4.0
+
+
+def _plain_states(path: Path, prefix: list[int], tree: DraftTree):
+    """Each token's final state as llama-cpp-python's own decoding of the file gives it, one
+    token a step with embeddings on: the prefix's, then each node's of `tree` after it (each
+    leaf's path decoded after the prefix)."""
+    import llama_cpp
+    import numpy as np
+    import torch
+
+    llm = llama_cpp.Llama(model_path=str(path), n_ctx=512, n_threads=1, verbose=False)
+    llama_cpp.llama_set_embeddings(llm._ctx.ctx, True)
+
+    def feed(tokens: list[int], start: int) -> list:
+        rows = []
+        for position, token in enumerate(tokens, start):
+            llm._batch.set_batch([token], n_past=position, logits_all=True)
+            llm._ctx.decode(llm._batch)
+            state = llama_cpp.llama_get_embeddings_ith(llm._ctx.ctx, 0)  # reused by the next
+            rows.append(torch.tensor(np.ctypeslib.as_array(state, shape=(llm.n_embd(),))))
+        return rows
+
+    try:
+        before = torch.stack(feed(prefix, 0))
+        nodes = [None] * len(tree)
+        children = tree.children()
+        for leaf in (node for node in range(len(tree)) if not children[node]):
+            llama_cpp.llama_memory_seq_rm(llm._ctx.memory, 0, len(prefix), -1)
+            path = _tree_path(tree, leaf)
+            for node, row in zip(path, feed([tree.token(n) for n in path], len(prefix))):
+                nodes[node] = row
+        return before, torch.stack(nodes)
+    finally:
+        llm.close()
+
+
+def _alike_states(states, plain) -> bool:
+    import torch
+
+    return torch.allclose(states, plain, rtol=0, atol=STATE_TOLERANCE)
+
+
+@pytest.mark.e2e
+@pytest.mark.llamacpp
+@pytest.mark.skipif(not HAS_LLAMA_CPP, reason="needs llama-cpp-python (the llamacpp extra)")
+def test_llama_cpp_gives_each_token_s_final_state_as_its_plain_decoding_does(bundled_model_dir):
+    """Asked for hidden states, a prefill, a chain pass and a tree pass give each token's final
+    normed state, under the final layer's index, as plain one-token decoding gives it (up to
+    the kernels' rounding, STATE_TOLERANCE; another token's state is farther), and the same
+    logits as without states, bit for bit."""
+    import torch
+
+    from specedit.models.load import load
+
+    lm = load(TEST_MODEL, engine="llama.cpp", threads=1)  # quicker on shared cores
+    final = lm.model.config.num_hidden_layers
+    assert lm.model.state_layers == (final,)
+    prefix, tree = _code_tree(lm.tokenizer.encode)
+    for drafted in (tree.main_chain(), tree):
+        plain_prefix, plain = _plain_states(lm.model.path, prefix, drafted)
+        passed = _fresh_target(lm.model, prefix).forward(drafted, len(prefix), True)
+        without = _fresh_target(lm.model, prefix).forward(drafted, len(prefix), False)
+        assert without.hidden_states is None and torch.equal(passed.logits, without.logits)
+        assert set(passed.hidden_states) == {final}
+        assert _alike_states(passed.hidden_states[final][0], plain)
+    target = _empty_target(lm.model, len(prefix) + 100)
+    assert target.state_layers == (final,)
+    states = target.prefill(prefix, hidden=True)[final][0]
+    assert _alike_states(states, plain_prefix)
+    assert not _alike_states(states[1:], plain_prefix[:-1])  # another token's state is not
+
+
+@pytest.mark.e2e
+@pytest.mark.llamacpp
+@pytest.mark.skipif(not HAS_LLAMA_CPP, reason="needs llama-cpp-python (the llamacpp extra)")
+def test_held_tokens_are_reused_for_states_only_with_their_states(bundled_model_dir, tmp_path):
+    """A prefill asked for states reuses held K/V only where the held tokens' states were kept
+    with them: in a warm context after a prefill that computed them, and from a prompt head
+    kept on disk with its states; not after a prefill without states, nor from a head kept
+    without. Reused rows are the states computed before, bit for bit."""
+    import torch
+
+    from specedit.engine.llamacpp import GgufModel
+    from specedit.models.load import load
+    from specedit.models.prefixes import PrefixStore
+
+    lm = load(TEST_MODEL, engine="llama.cpp", threads=1)
+    final = lm.model.config.num_hidden_layers
+    first, second = (lm.tokenizer.encode(CODE + end) for end in (" quadruple(x):", " half(x):"))
+    shared = _first_difference(first, second)
+    assert shared >= PrefixStore.MIN_TOKENS
+
+    def fresh(store: PrefixStore | None = None) -> GgufModel:
+        model = lm.model
+        return GgufModel(model.path, model.config, model.generation_config, 1, store)
+
+    def prefill(model: GgufModel, prompt: list[int], hidden: bool):
+        target = model.open_target(100)
+        states = target.prefill(prompt, hidden)
+        return target.reused, states[final][0] if hidden else None
+
+    warm = fresh()
+    try:
+        assert prefill(warm, first, hidden=False)[0] == 0
+        reused, computed = prefill(warm, second, hidden=True)
+        assert reused == 0  # first's states were not computed: all of it again
+        reused, states = prefill(warm, first, hidden=True)
+        assert reused == shared and torch.equal(states[:shared], computed[:shared])
+    finally:
+        warm.close()
+    store = PrefixStore(tmp_path / "heads")
+    for prompt, hidden, reused in ((first, False, 0), (second, True, 0), (first, True, shared)):
+        cold = fresh(store)
+        try:
+            got = prefill(cold, prompt, hidden)
+        finally:
+            cold.close()
+        assert got[0] == reused  # first's head was kept without states, second's with them
+    assert torch.equal(got[1], states)  # as in the warm context: the same batches
+
+
+@pytest.mark.e2e
+def test_the_gguf_file_s_vocabulary_is_the_torch_engine_s_and_so_are_its_indexes(
+    bundled_model_dir,
+):
+    """The token embeddings and LM head read from the bundled GGUF file (which has both: not
+    tied) are the torch engine's matrices of the same file, equal, and keyed alike: the
+    vocabulary indexes either engine builds are the other's."""
+    import torch
+
+    from specedit.drafting.artefacts import weights_key
+    from specedit.models.bundled import gguf_file
+    from specedit.models.gguf_weights import gguf_vocabulary
+    from specedit.models.load import load
+
+    model = load(TEST_MODEL, "fp32").model
+    read = gguf_vocabulary(gguf_file(TEST_MODEL))
+    held = (model.get_input_embeddings().weight, model.get_output_embeddings().weight)
+    assert read[0] is not read[1]
+    for matrix, weights in zip(read, held, strict=True):
+        assert torch.equal(matrix[:], weights)
+        assert weights_key(matrix) == weights_key(weights)
+        bf16 = weights.to(torch.bfloat16)
+        assert weights_key(matrix.held_as(torch.bfloat16)) == weights_key(bf16)
 
 
 class _DecoyFirst:
@@ -760,12 +946,18 @@ class _DecoyFirst:
 def test_tree_drafts_on_llama_cpp_are_exact_against_its_own_plain_decoding(bundled_model_dir):
     """Trees verified in one llama.cpp batch, their accepted branch kept as sequence 0, give the
     tokens of plain decoding on llama.cpp (up to a near-tie, see NEAR_TIE): a drafter whose
-    copies are never the first child, the draft pool's own trees and token-only AdaPLD's."""
+    copies are never the first child, the draft pool's own trees, AdaPLD's (the whole method:
+    its rerank on llama.cpp's final states, its branch tokens from the GGUF file's LM head) and
+    its token-only variant's (the hybrid's copier there); and pldplus's chains, reranked on the
+    final states."""
+    from specedit.drafting.adapld import AdaPLD
+    from specedit.drafting.kinds import BRANCH
     from specedit.drafting.registry import DraftSources, make_drafter
     from specedit.editing.editor import EditRequest, prepare
     from specedit.models.load import load
 
     lm = load(TEST_MODEL, engine="llama.cpp", threads=1)  # quicker on shared cores
+    final = lm.model.config.num_hidden_layers
     prepared = prepare(lm, EditRequest(TASK["input"], TASK["instruction"], prompt=LAYOUT))
     prompt = prepared.prompt
     run = _cold_runs(lm, prompt.ids, 300)
@@ -773,9 +965,17 @@ def test_tree_drafts_on_llama_cpp_are_exact_against_its_own_plain_decoding(bundl
     start, end = prompt.input_start, prompt.input_end
     pool = run(make_drafter("pool", lm.model, DraftSources(start, prompt.ids[start:end])))
     decoy = run(_DecoyFirst(lm.model, lm.model.config.vocab_size))
-    adapld = run(make_drafter("adapld", lm.model))
+    adapld, trees = make_drafter("adapld", lm.model), []
+    propose = adapld.propose
+    adapld.propose = lambda *args: trees.append(propose(*args)) or trees[-1]
+    assert adapld.hidden_layers == (final,) and adapld.vocabulary is not None
+    full = run(adapld)
+    token_only = run(AdaPLD(lm.model, tokens_only=True))
+    pldplus = run(make_drafter("pldplus", lm.model))
     assert decoy.stats.accepted_paths["copy"] > 5  # copies taken through sequences 1 and up
-    for run_ in (decoy, pool, adapld):
+    head_branches = [n for tree in trees for n in range(len(tree)) if tree.kind(n) == BRANCH]
+    assert head_branches and full.stats.accepted_paths["branch"] > 0  # the LM head's top-K
+    for run_ in (decoy, pool, full, token_only, pldplus):
         assert run_.stats.forward_passes < len(plain.tokens) / 4
         _assert_plain_up_to_a_near_tie(lm, prompt.ids, plain.tokens, run_.tokens)
 

@@ -81,9 +81,9 @@ def bench(
     engines: Annotated[
         str,
         typer.Option(
-            help="Comma-separated engines the methods run on: torch, llama.cpp (there: pld, "
-            "pool, ar, a token-only adapld, and evospec with the draft model on llama.cpp too; "
-            "labelled method/llama.cpp)."
+            help="Comma-separated engines the methods run on: torch, llama.cpp (there: every "
+            "method but pldplus-attn, adapld-trained-length and evospec-lora, evospec with the "
+            "draft model on llama.cpp too; labelled method/llama.cpp)."
         ),
     ] = "torch",
     regions: Annotated[

@@ -7,8 +7,13 @@ The main copy says how sure it is (length.py's AgreementLength), so the engine v
 much of it as pays for its cost on this machine (engine/cost.py); the ablations draft a fixed 64
 (`sized=False`) or let the Pacer-style pre-verifier in length.py choose (`adaptive=True`).
 
-On a model that gives no hidden states nor weights (llama.cpp's, `tokens_only`) it keeps what
-reads only tokens: the lexical copy, with its anchor chosen by the tokens before each
+On llama.cpp, which returns the final hidden state only, the rerank compares final states
+(copy.py's rank_layer); the LM head and the token embeddings are read from the GGUF file
+(vocabulary.py), so every part runs there.
+
+`tokens_only` keeps what reads only tokens, for a drafter that reads neither the target's states
+nor its weights: the hybrid's copier on llama.cpp (hybrid.py), whose dynamic vocabulary reads
+neither there. It keeps the lexical copy, with its anchor chosen by the tokens before each
 occurrence (copy.py's ContextRanker) instead of their hidden states, and branch tokens taken
 from what followed the other occurrences of the last token instead of the LM head's top-K at
 the anchor, each with its successor there. The semantic fallback needs the token embeddings
@@ -25,6 +30,7 @@ from specedit.drafting.copy import (
     add_copy,
     main_copy_outcome,
     occurrences,
+    rank_layer,
 )
 from specedit.drafting.kinds import BRANCH, SUCCESSOR
 from specedit.drafting.length import AdaptiveLength, AgreementLength, CopyLength
@@ -79,8 +85,9 @@ class AdaPLD(Drafter):
             self.hidden_layers = ()
             semantic = False
         else:
-            self.ranker = HiddenStateRanker(num_layers)
-            self.hidden_layers = (self.ranker.layer, self.final) if branch else (self.ranker.layer,)
+            self.ranker = HiddenStateRanker(num_layers, rank_layer(model))
+            layers = (self.ranker.layer, self.final) if branch else (self.ranker.layer,)
+            self.hidden_layers = tuple(dict.fromkeys(layers))  # one on llama.cpp: the final
         self.branches = branches if branch else 0
         self.tau, self.max_copy, self.branch_below = tau, max_copy, branch_below
         self.semantic, self.successor = semantic, successor and branch

@@ -10,21 +10,26 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 
 from specedit.files import replace_atomically
 from specedit.models.bundled import cache_dir
 
+if TYPE_CHECKING:
+    from specedit.models.gguf_weights import GgufMatrix
 
-def weights_key(matrix: torch.Tensor) -> str:
-    """A hash of the matrix's shape, dtype and every 61st row: cheap, and distinct across models."""
+
+def weights_key(matrix: torch.Tensor | GgufMatrix) -> str:
+    """A hash of the matrix's shape, dtype and every 61st row: cheap, and distinct across models.
+    Only those rows are read, so a GGUF file's matrix is keyed without being read whole."""
     digest = hashlib.sha256(str((tuple(matrix.shape), matrix.dtype)).encode())
-    digest.update(matrix.detach()[::61].contiguous().cpu().view(torch.uint8).numpy().tobytes())
+    digest.update(matrix[::61].detach().contiguous().cpu().view(torch.uint8).numpy().tobytes())
     return digest.hexdigest()[:16]
 
 
-def artefact_path(folder: str, stem: str, matrix: torch.Tensor, suffix: str) -> Path:
+def artefact_path(folder: str, stem: str, matrix: torch.Tensor | GgufMatrix, suffix: str) -> Path:
     """cache/<folder>/<stem>-<weights key of matrix><suffix>."""
     return keyed_path(folder, stem, weights_key(matrix), suffix)
 

@@ -6,7 +6,8 @@ Every lookup method is this one step with its own way of choosing the anchor (a 
 - `NgramRanker` (PLD): the occurrence with the longest matching n-gram, the first one at or
   after the cursor (just past the last accepted copy);
 - `HiddenStateRanker` (PLD+ h): the occurrence whose preceding hidden state is most like the
-  current one; AdaPLD chooses its main copy the same way;
+  current one (at an early layer on torch, the final one on llama.cpp: `rank_layer`); AdaPLD
+  chooses its main copy the same way;
 - `AttentionRanker` (PLD+ a, in heads.py): the induction heads' attention on each occurrence.
 """
 
@@ -20,6 +21,7 @@ from specedit.drafting.kinds import MAIN
 from specedit.drafting.length import AgreementLength
 from specedit.engine.drafter import Drafter
 from specedit.engine.memory import Memory
+from specedit.engine.target import state_layers
 from specedit.engine.tree import DraftTree
 
 LAYER_FRACTION = 0.125  # the hidden-state rerank layer, as a share of the model's depth (README)
@@ -28,6 +30,15 @@ LAYER_FRACTION = 0.125  # the hidden-state rerank layer, as a share of the model
 def rerank_layer(num_layers: int) -> int:
     """The layer PLD+ (h), AdaPLD and the pre-verifier compare hidden states at."""
     return max(1, round(num_layers * LAYER_FRACTION))
+
+
+def rank_layer(model) -> int:
+    """The layer `model`'s hidden states are compared at: rerank_layer's where its targets
+    return that layer, else the last one they return (llama.cpp returns only the final normed
+    state, engine/target.py's state_layers)."""
+    wanted = rerank_layer(model.config.num_hidden_layers)
+    given = state_layers(model)
+    return wanted if wanted in given else max(given)
 
 
 def occurrences(memory: Memory, token: int, before: int) -> list[int]:

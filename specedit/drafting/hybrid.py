@@ -18,9 +18,11 @@ when the target commits a token outside it: the missed token, its bigram success
 torch, the target's own top tokens at that position, read from its LM-head HNSW index with the
 stored final state, and the missed token's embedding neighbours.
 
-On llama.cpp the target gives no hidden states nor weights: the copier is AdaPLD's token-only
-mode, the draft model a GGUF file in a second llama.cpp context, and its active vocabulary
-restricts the argmax over its logits; online alignment (`lora`) trains weights: torch only.
+On llama.cpp the hybrid reads neither its target's hidden states nor its weights (not yet: the
+final states and the GGUF file's vocabulary that AdaPLD reads there would serve): the copier is
+AdaPLD's token-only mode, the draft model a GGUF file in a second llama.cpp context, and its
+active vocabulary restricts the argmax over its logits; online alignment (`lora`) trains
+weights: torch only.
 """
 
 from __future__ import annotations
@@ -77,7 +79,8 @@ def _vocabulary_of(model) -> tuple[int, str, torch.Tensor | None]:
 
 
 def _tokens_only(model) -> bool:
-    """Whether `model` gives neither hidden states nor weights (a GGUF model on llama.cpp)."""
+    """Whether the hybrid reads neither `model`'s hidden states nor its weights: a GGUF model on
+    llama.cpp (see the module docstring)."""
     return getattr(model, "engine", "torch") == "llama.cpp"
 
 

@@ -46,9 +46,10 @@ def _pld(model, sources: DraftSources, sized: bool = True) -> Drafter:
 
 
 def _pldplus(model, sources: DraftSources) -> Drafter:
-    from specedit.drafting.copy import CopyDrafter, HiddenStateRanker
+    from specedit.drafting.copy import CopyDrafter, HiddenStateRanker, rank_layer
 
-    return CopyDrafter("pldplus", HiddenStateRanker(model.config.num_hidden_layers))
+    ranker = HiddenStateRanker(model.config.num_hidden_layers, rank_layer(model))
+    return CopyDrafter("pldplus", ranker)
 
 
 def _pldplus_attention(model, sources: DraftSources) -> Drafter:
@@ -61,9 +62,7 @@ def _pldplus_attention(model, sources: DraftSources) -> Drafter:
 def _adapld(model, sources: DraftSources, **options) -> Drafter:
     from specedit.drafting.adapld import AdaPLD
 
-    # llama.cpp gives no hidden states nor weights: AdaPLD's token-only parts (adapld.py)
-    tokens_only = getattr(model, "engine", "torch") == "llama.cpp"
-    return AdaPLD(model, tokens_only=tokens_only, **options)
+    return AdaPLD(model, **options)
 
 
 def _pool(model, sources: DraftSources) -> Drafter:
@@ -118,10 +117,6 @@ ABLATIONS: dict[str, Factory] = {
 }
 DEFAULT_METHOD = "adapld"
 HYBRID_METHOD = "evospec"  # the default instead when a draft model is configured (README)
-# The methods that read nothing but tokens: the ones a model that gives no hidden states or
-# weights (llama.cpp's) can run without a draft model. adapld runs there without the parts
-# that read the model (adapld.py: `tokens_only`).
-TOKEN_METHODS = ("pld", "pool", "adapld", "ar")
 
 
 def _made_by(factories: tuple[Factory, ...]) -> tuple[str, ...]:
@@ -135,22 +130,24 @@ def _made_by(factories: tuple[Factory, ...]) -> tuple[str, ...]:
 
 # The methods that need `--draft-model`: every one made by the hybrid's factory.
 DRAFT_MODEL_METHODS = _made_by((_evospec,))
-TRAINS_DRAFT_MODEL = "evospec-lora"  # the hybrid's ablation that needs the draft's weights
-# What may run on llama.cpp: what the token methods' factories make, ablations included (not
-# adapld's: they switch off or swap parts that read the model), and the hybrid with a llama.cpp
-# draft model (hybrid.py), but for the ablation that trains it.
-LLAMA_CPP_DRAFTERS = (
-    *_made_by(tuple(METHODS[name] for name in TOKEN_METHODS if name != "adapld")),
-    "adapld",
-    *(name for name in DRAFT_MODEL_METHODS if name != TRAINS_DRAFT_MODEL),
-)
+# What llama.cpp cannot run, and why. Everything else runs there: it returns each token's final
+# hidden state, where the hidden-state methods compare states (copy.py's rank_layer), the
+# vocabulary indexes are read from the GGUF file (vocabulary.py), and the hybrid drafts with a
+# llama.cpp draft model (hybrid.py).
+LLAMA_CPP_REFUSED = {
+    "pldplus-attn": "ranks copies by the induction heads' attention weights, which the llama.cpp "
+    "engine does not expose",
+    "adapld-trained-length": "sizes copies with a pre-verifier trained on an early layer's "
+    "hidden states, which the llama.cpp engine does not return (only the final one)",
+    "evospec-lora": "trains the draft model's weights, which the llama.cpp engine does not give",
+}
+LLAMA_CPP_DRAFTERS = tuple(name for name in (*METHODS, *ABLATIONS) if name not in LLAMA_CPP_REFUSED)
 
 
 def default_method(has_draft_model: bool) -> str:
     """The method an edit uses unless told, on either engine: the hybrid wherever a draft model
     is at hand (it wins where the input cannot draft and copies like adapld where it can),
-    else adapld (on llama.cpp its token-only parts, as fast as plain copying there: see
-    docs/engines.md)."""
+    else adapld."""
     return HYBRID_METHOD if has_draft_model else DEFAULT_METHOD
 
 
@@ -158,16 +155,8 @@ def refusal(method: str, engine: str) -> str | None:
     """Why `method` cannot draft on `engine`, or None when it can."""
     if engine != "llama.cpp" or method in LLAMA_CPP_DRAFTERS:
         return None
-    if method == TRAINS_DRAFT_MODEL:
-        return (
-            f"--method {method} trains the draft model's weights, which the llama.cpp engine "
-            "does not give: run it on --engine torch"
-        )
-    return (
-        f"--method {method} reads the model's hidden states or weights, which the llama.cpp "
-        f"engine does not give: choose {', '.join(TOKEN_METHODS)}, or {HYBRID_METHOD} with "
-        "--draft-model"
-    )
+    why = LLAMA_CPP_REFUSED.get(method, "is no drafting method of the llama.cpp engine")
+    return f"--method {method} {why}: run it on --engine torch"
 
 
 def method_for(lm: LoadedModel) -> str:
@@ -178,7 +167,7 @@ def method_for(lm: LoadedModel) -> str:
 def build_artefacts(lm: LoadedModel, methods: tuple[str, ...] | None = None) -> None:
     """Build (or read) what edits with `lm` need once per model and machine, so that no edit
     nor timing pays for it: the drafters' artefacts of `methods` (the default method unless
-    told: AdaPLD's vocabulary indexes on torch; a method that cannot run here is skipped) and
+    told: AdaPLD's vocabulary indexes; a method that cannot run here is skipped) and
     the pass-cost curves (the draft model's too, which the hybrid weighs). The exported
     tokenizer is written by `load` itself."""
     from specedit.drafting import DrafterUnavailable

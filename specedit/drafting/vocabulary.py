@@ -10,6 +10,9 @@ vocabulary matrix) and a fast approximate one (an HNSW graph, as EvoSpec uses):
 MIPS is turned into a nearest-neighbour search by the usual augmentation: every row w gets an
 extra coordinate sqrt(M^2 - |w|^2), the query gets 0, so the L2-nearest rows are the rows with the
 largest inner product. Indexes are keyed by a hash of the weights, so a changed model rebuilds.
+
+On llama.cpp, which gives no weights, both matrices are read from the GGUF file
+(models/gguf_weights.py): the torch engine's values, so either engine finds the other's indexes.
 """
 
 from __future__ import annotations
@@ -24,6 +27,9 @@ import torch
 from specedit.console import progress
 from specedit.drafting.artefacts import artefact_path, save_artefact
 from specedit.engine.drafter import as_numpy
+from specedit.models.gguf_weights import HELD_IN, GgufMatrix, gguf_vocabulary
+
+Matrix = torch.Tensor | GgufMatrix  # indexed by rows
 
 
 def _index(vectors: Callable[[], np.ndarray], dim: int, space: str, path: Path, label: str):
@@ -48,6 +54,19 @@ def _index(vectors: Callable[[], np.ndarray], dim: int, space: str, path: Path, 
     return index
 
 
+def _index_path(stem: str, matrix: Matrix) -> Path:
+    """The index file of `matrix`, keyed by its weights. A GGUF file's matrix holds the values
+    that the torch engine holds in fp32 or bf16, and an index made from either serves it: the
+    one found, else the one of its own dtype."""
+    held = [matrix.held_as(dtype) for dtype in HELD_IN] if isinstance(matrix, GgufMatrix) else []
+    paths = [artefact_path("indexes", stem, m, ".hnsw") for m in held or [matrix]]
+    return next((path for path in paths if path.exists()), paths[0])
+
+
+def _unit(rows: torch.Tensor) -> torch.Tensor:
+    return torch.nn.functional.normalize(rows.float(), dim=-1)
+
+
 def _augmented_head(head: torch.Tensor) -> np.ndarray:
     """LM-head rows with the MIPS-to-L2 coordinate appended (see the module docstring)."""
     rows = as_numpy(head)
@@ -56,38 +75,52 @@ def _augmented_head(head: torch.Tensor) -> np.ndarray:
     return np.hstack([rows, extra]).astype(np.float32)
 
 
+def vocabulary_matrices(model) -> tuple[Matrix, Matrix]:
+    """The model's token embeddings and LM head: a transformers model's own tensors, or on
+    llama.cpp (which gives no weights) its GGUF file's, read a few rows at a time."""
+    if getattr(model, "engine", "torch") == "llama.cpp":
+        return gguf_vocabulary(model.path)
+    embeddings, head = model.get_input_embeddings(), model.get_output_embeddings()
+    return embeddings.weight.detach(), head.weight.detach()
+
+
 class VocabularyIndex:
-    """Embedding neighbours and LM-head top-K for one model, exact or through HNSW."""
+    """Embedding neighbours and LM-head top-K for one model, exact or through HNSW. Through
+    HNSW the matrices are read whole only to build an index (a GGUF file's are dequantized)."""
 
     def __init__(self, model, use_hnsw: bool = True) -> None:
-        self.embeddings = model.get_input_embeddings().weight.detach()
-        self.head = model.get_output_embeddings().weight.detach()
+        self._embeddings, self._head = vocabulary_matrices(model)
         self._embedding_index = self._head_index = None
         if use_hnsw:
-            dim = self.embeddings.shape[1]
+            dim = self._embeddings.shape[1]
             self._embedding_index = _index(
-                lambda: as_numpy(self._unit_embeddings),
+                lambda: as_numpy(_unit(self._embeddings[:])),
                 dim,
                 "cosine",
-                artefact_path("indexes", "embed", self.embeddings, ".hnsw"),
+                _index_path("embed", self._embeddings),
                 "embedding",
             )
             self._head_index = _index(
-                lambda: _augmented_head(self.head),
+                lambda: _augmented_head(self._head[:]),
                 dim + 1,
                 "l2",
-                artefact_path("indexes", "head", self.head, ".hnsw"),
+                _index_path("head", self._head),
                 "LM-head",
             )
 
     @cached_property
+    def head(self) -> torch.Tensor:
+        """The whole LM head, for the exact path (a GGUF file's, dequantized once)."""
+        return self._head[:]
+
+    @cached_property
     def _unit_embeddings(self) -> torch.Tensor:
         """Row-normalised fp32 embeddings, for the exact path only (a large copy)."""
-        return torch.nn.functional.normalize(self.embeddings.float(), dim=-1)
+        return _unit(self._embeddings[:])
 
     def similar_tokens(self, token: int, threshold: float, limit: int = 32) -> list[int]:
         """Tokens (other than `token`) whose embedding cosine with it is at least `threshold`."""
-        query = torch.nn.functional.normalize(self.embeddings[token].float(), dim=-1)
+        query = _unit(self._embeddings[token])
         if self._embedding_index is not None:
             labels, distances = self._embedding_index.knn_query(as_numpy(query), k=limit + 1)
             pairs = zip(labels[0].tolist(), (1 - distances[0]).tolist(), strict=True)

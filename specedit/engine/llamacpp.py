@@ -6,8 +6,10 @@ or bf16 matmuls its 4-bit kernels make both the one-token step and the batched v
 several times cheaper than the dequantized transformers model (README, "Engines").
 
 Exact means here: the tokens of llama.cpp's own greedy decoding of the same file, not those of
-the transformers model (tested). It returns no hidden states, so only drafters that read none run
-on it.
+the transformers model (tested). Of the hidden states it returns the final one only: each token's
+state after the final norm, the one the LM head reads, which llama.cpp gives as the token's
+embedding when a context's embeddings are on (pooling NONE). Drafters that compare states do so
+there (engine/target.py's state_layers); intermediate layers never leave llama.cpp.
 
 A draft tree is verified in one batch as llama.cpp's own speculative examples do: each leaf's
 path is a sequence of the KV cache, a node shared by several paths carries each of their sequence
@@ -25,15 +27,16 @@ import sys
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import numpy as np
 
 if TYPE_CHECKING:
     import torch
 
-    from specedit.engine.target import Pass
+    from specedit.engine.target import HiddenStates, Pass
     from specedit.engine.tree import DraftTree
 
 CONTEXT_STEP = 4096  # contexts are sized in steps of this many tokens, and grown when needed
@@ -58,7 +61,7 @@ class GgufModel:
     This module imports neither torch nor transformers at its top, so that the CLI can start
     llama.cpp's load (`open_in_background`) before it imports them."""
 
-    engine = "llama.cpp"  # no hidden states nor weights: only token drafters run on it
+    engine = "llama.cpp"  # the final hidden state only; the weights are the GGUF file's
 
     def __init__(
         self,
@@ -73,7 +76,12 @@ class GgufModel:
         self.reuse_prefix = True
         self._llm: Any = None
         self._opening: Future | None = None
-        self._held: list[int] = []  # the tokens whose K/V sequence 0 of the context holds
+        self._held = Held()  # what sequence 0 of the context holds
+
+    @property
+    def state_layers(self) -> tuple[int, ...]:
+        """The hidden-state layers its targets return: the final normed state only."""
+        return (self.config.num_hidden_layers,)
 
     @property
     def device(self) -> torch.device:
@@ -116,9 +124,9 @@ class GgufModel:
         if self._llm is None or self._llm.n_ctx() < capacity:
             self._use(self._new_context(capacity))
         if not (reuse and self.reuse_prefix):
-            self._held = []
-            return LlamaCppTarget(self._llm, self._held)
-        return LlamaCppTarget(self._llm, self._held, self.store)
+            self._held = Held()
+            return LlamaCppTarget(self._llm, self._held, self.state_layers)
+        return LlamaCppTarget(self._llm, self._held, self.state_layers, self.store)
 
     def _new_context(self, capacity: int) -> Any:
         from llama_cpp import Llama
@@ -134,7 +142,7 @@ class GgufModel:
 
     def _use(self, llm: Any) -> None:
         self.close()
-        self._llm, self._held = llm, []
+        self._llm, self._held = llm, Held()
 
     def close(self) -> None:
         """Free the context; one still opening in the background is waited for, then freed."""
@@ -172,16 +180,52 @@ def _context_params():
             low.llama_context_default_params = defaults
 
 
+@dataclass
+class Held:
+    """What sequence 0 of a context holds, kept by the model between generations: its tokens,
+    and the final states of the first of them where a prefill computed them, so that a later
+    prompt sharing those tokens takes their states back with their K/V."""
+
+    tokens: list[int] = field(default_factory=list)
+    states: np.ndarray | None = None  # one row for each of the first len(states) tokens
+
+    def known(self) -> int:
+        """How many leading tokens' states it holds."""
+        return 0 if self.states is None else len(self.states)
+
+    def extend(self, tokens: list[int], states: np.ndarray | None = None) -> None:
+        """Append `tokens`, and their `states` where every earlier token's are held."""
+        if states is not None and self.known() == len(self.tokens):
+            self.states = states if self.states is None else np.concatenate([self.states, states])
+        self.tokens.extend(tokens)
+
+    def drop_from(self, position: int) -> None:
+        del self.tokens[position:]
+        if self.states is not None:
+            self.states = self.states[:position]
+
+
+class Head(NamedTuple):
+    """A stored prompt head: its tokens, their K/V as llama.cpp serialises a sequence, and their
+    final states where the head was computed with them."""
+
+    tokens: list[int]
+    state: bytes
+    states: np.ndarray | None = None
+
+
 class HeadStore(Protocol):
     """Prompt heads' K/V kept between processes (specedit/models/prefixes.py). A head is at most one
     prefill batch, so that cutting a prompt there changes no batch."""
 
-    def nearest(self, tokens: list[int]) -> tuple[list[int], bytes] | None:
-        """The stored head sharing the most leading tokens with `tokens`, and its state."""
+    def nearest(self, tokens: list[int], states: bool = False) -> Head | None:
+        """The stored head sharing the most leading tokens with `tokens`; with `states`, only
+        among the heads stored with their final states."""
         ...
 
-    def save(self, head: list[int], state: bytes) -> None:
-        """Keep `head`; a store that cannot write keeps nothing, without raising."""
+    def save(self, head: list[int], state: bytes, states: np.ndarray | None = None) -> None:
+        """Keep `head` (with its final `states`, where given); a store that cannot write keeps
+        nothing, without raising."""
         ...
 
 
@@ -193,55 +237,107 @@ def shared_length(a: list[int], b: list[int]) -> int:
 
 class LlamaCppTarget:
     """One generation on a llama.cpp context: sequence 0 of its KV cache, whose tokens `held`
-    tracks (the model's list, so that the next generation knows what the cache holds). With a
+    tracks (the model's `Held`, so that the next generation knows what the cache holds). With a
     `store`, a cold cache starts from the stored head nearest to the prompt, and a prompt whose
-    head is new leaves it there."""
+    head is new leaves it there.
 
-    hidden_states = False
+    A pass asked for hidden states switches the context's embeddings on for that pass only:
+    llama.cpp then outputs every token of the batch (its logits too) and each one's final
+    state beside its logits, which are the same as without (checked bit for bit). A generation
+    that reads no states decodes as it would without them."""
 
-    def __init__(self, llm: Any, held: list[int], store: HeadStore | None = None) -> None:
-        self.llm, self.held, self.store = llm, held, store
+    def __init__(
+        self,
+        llm: Any,
+        held: Held,
+        state_layers: tuple[int, ...],
+        store: HeadStore | None = None,
+    ) -> None:
+        import llama_cpp
+
+        self.llm, self.sequence, self.store = llm, held, store
+        # A generative model's context pools nothing, so each token has its own state; one that
+        # pools (an embedding model's) would give one state per sequence: none here, then.
+        pooling = llama_cpp.llama_pooling_type(llm._ctx.ctx)
+        self.state_layers = state_layers if pooling == llama_cpp.LLAMA_POOLING_TYPE_NONE else ()
         self.trees = llm.context_params.n_seq_max >= SEQUENCES  # see _context_params
         self.vocabulary = llm.n_vocab()
         self.capacity = llm.n_ctx()  # the tokens its cache has room for
         self.reused = 0  # prompt tokens whose K/V were already there
         self._tree: tuple[DraftTree, list[list[int]]] | None = None  # last pass: sequences
 
+    @property
+    def held(self) -> list[int]:
+        """The tokens whose K/V sequence 0 holds."""
+        return self.sequence.tokens
+
     def _drop_from(self, position: int) -> None:
         self.llm._ctx.kv_cache_seq_rm(0, position, -1)
-        del self.held[position:]
+        self.sequence.drop_from(position)
 
-    def _decode(self, tokens: list[int], start: int, all_logits: bool) -> None:
+    def _embeddings(self, on: bool) -> None:
+        """Whether the next decodes also give each output token's final state."""
+        import llama_cpp
+
+        llama_cpp.llama_set_embeddings(self.llm._ctx.ctx, on)
+
+    def _states(self, rows: int) -> np.ndarray:
+        """The last decode's final states, one row per output token (a copy: llama.cpp reuses
+        its buffer)."""
+        shape = (rows, self.llm.n_embd())
+        return np.ctypeslib.as_array(self.llm._ctx.get_embeddings(), shape=shape).copy()
+
+    def _by_layer(self, states: np.ndarray) -> HiddenStates:
+        import torch
+
+        return {self.state_layers[-1]: torch.from_numpy(states)[None]}
+
+    def _decode(
+        self, tokens: list[int], start: int, all_logits: bool, hidden: bool = False
+    ) -> np.ndarray | None:
         """Feed `tokens` at positions start, start + 1, ... in batches of the context's size;
-        logits are kept for every token (`all_logits`) or for the last one only."""
-        size = self.llm.n_batch
+        logits are kept for every token (`all_logits`) or for the last one only. With `hidden`,
+        every token's final state is returned (every token is an output then: llama.cpp
+        requires it, and says so on stderr where one is not)."""
+        self._embeddings(hidden)
+        size, states = self.llm.n_batch, []
         for offset in range(0, len(tokens), size):
             chunk = tokens[offset : offset + size]
-            self.llm._batch.set_batch(chunk, n_past=start + offset, logits_all=all_logits)
+            self.llm._batch.set_batch(chunk, n_past=start + offset, logits_all=all_logits or hidden)
             self.llm._ctx.decode(self.llm._batch)
+            if hidden:
+                states.append(self._states(len(chunk)))
+        return np.concatenate(states) if states else None
 
-    def prefill(self, tokens: list[int], hidden: bool) -> None:
+    def prefill(self, tokens: list[int], hidden: bool) -> HiddenStates | None:
         # Cold: the cache holds nothing of this prompt (a fresh process, or a probe's tokens).
         # Then a stored head may give it a start, and its own head is kept for the next cold
-        # process; a warm cache (a server's) neither reads nor writes heads.
-        shared = shared_length(self.held, tokens)
+        # process; a warm cache (a server's) neither reads nor writes heads. Held tokens are
+        # reused only where their states are held too, if states are asked for.
+        shared = self._reusable(tokens, hidden)
         cold = self.store is not None and shared == 0
         if cold:
             self._drop_from(0)
-            self._restore(self.store.nearest(tokens))
-            shared = shared_length(self.held, tokens)
+            self._restore(self.store.nearest(tokens, states=hidden))
+            shared = self._reusable(tokens, hidden)
         self._drop_from(shared)
         self.reused = shared
         if cold and shared < len(head := tokens[: self.llm.n_batch]):
-            self._feed(head)
-            self.store.save(head, self._state())
-        self._feed(tokens)
+            self._feed(head, hidden)
+            self.store.save(head, self._state(), self.sequence.states if hidden else None)
+        self._feed(tokens, hidden)
+        return self._by_layer(self.sequence.states) if hidden else None
 
-    def _feed(self, tokens: list[int]) -> None:
+    def _reusable(self, tokens: list[int], hidden: bool) -> int:
+        """How many leading `tokens` the cache holds (with their states, if `hidden`)."""
+        shared = shared_length(self.held, tokens)
+        return min(shared, self.sequence.known()) if hidden else shared
+
+    def _feed(self, tokens: list[int], hidden: bool) -> None:
         """Prefill `tokens` past what the cache holds of them (all of it is theirs)."""
         held = len(self.held)
-        self._decode(tokens[held:], held, all_logits=False)
-        self.held.extend(tokens[held:])
+        states = self._decode(tokens[held:], held, all_logits=False, hidden=hidden)
+        self.sequence.extend(tokens[held:], states)
 
     def _state(self) -> bytes:
         """Sequence 0's K/V as llama.cpp serialises it."""
@@ -252,16 +348,16 @@ class LlamaCppTarget:
         written = llama_cpp.llama_state_seq_get_data(self.llm._ctx.ctx, buffer, size, 0)
         return ctypes.string_at(buffer, written)
 
-    def _restore(self, stored: tuple[list[int], bytes] | None) -> None:
+    def _restore(self, stored: Head | None) -> None:
         """Put a stored head into the empty cache; a state llama.cpp refuses is left out."""
         if stored is None:
             return
         import llama_cpp
 
-        head, state = stored
+        state = stored.state
         buffer = (ctypes.c_uint8 * len(state)).from_buffer_copy(state)
         if llama_cpp.llama_state_seq_set_data(self.llm._ctx.ctx, buffer, len(state), 0):
-            self.held.extend(head)
+            self.sequence.extend(stored.tokens, stored.states)
         else:
             self._drop_from(0)
 
@@ -277,16 +373,18 @@ class LlamaCppTarget:
             self._drop_from(prefix_length)
         if tree.is_chain():
             self._tree = None
-            self._decode(ids, prefix_length, all_logits=True)
+            states = self._decode(ids, prefix_length, all_logits=True, hidden=hidden)
             self.held.extend(ids)
         else:
-            self._decode_tree(tree, prefix_length)
+            states = self._decode_tree(tree, prefix_length, hidden)
         shape = (len(ids), self.vocabulary)
         logits = np.ctypeslib.as_array(self.llm._ctx.get_logits(), shape=shape)
-        return Pass(torch.from_numpy(logits.copy()))  # llama.cpp reuses its buffer next pass
+        by_layer = self._by_layer(states) if hidden else None
+        return Pass(torch.from_numpy(logits.copy()), by_layer)  # llama.cpp reuses its buffer
 
-    def _decode_tree(self, tree: DraftTree, prefix_length: int) -> None:
-        """One batch over every node of `tree`, each in the sequences of the leaves below it."""
+    def _decode_tree(self, tree: DraftTree, prefix_length: int, hidden: bool) -> np.ndarray | None:
+        """One batch over every node of `tree`, each in the sequences of the leaves below it;
+        each node's final state with `hidden`."""
         import llama_cpp
 
         sequences = _sequences(tree)
@@ -307,7 +405,9 @@ class LlamaCppTarget:
                 batch.seq_id[node][k] = s
             batch.logits[node] = True
         self._tree = (tree, sequences)
+        self._embeddings(hidden)
         self.llm._ctx.decode(self.llm._batch)
+        return self._states(len(tree)) if hidden else None
 
     def keep(self, prefix_length: int, nodes: list[int]) -> None:
         if self._tree is None:

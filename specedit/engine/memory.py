@@ -10,6 +10,8 @@ from collections import defaultdict
 
 import torch
 
+from specedit.engine.target import HiddenStates
+
 
 class Memory:
     """Tokens of prompt and output, a token -> positions index, and hidden states per layer."""
@@ -31,11 +33,9 @@ class Memory:
             self.positions[token].append(len(self.tokens))
             self.tokens.append(token)
 
-    def store_hidden(self, hidden_states: tuple[torch.Tensor, ...], rows: list[int]) -> None:
-        """Append rows `rows` of a forward pass's hidden states for the layers drafters use.
-
-        `hidden_states` is the model's output tuple (embeddings first, one entry per layer).
-        """
+    def store_hidden(self, hidden_states: HiddenStates, rows: list[int]) -> None:
+        """Append rows `rows` of a forward pass's hidden states (by layer: engine/target.py)
+        for the layers drafters use."""
         if not self.hidden_layers:
             return
         end = self._filled + len(rows)

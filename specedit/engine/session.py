@@ -47,8 +47,8 @@ def generate(
         raise ValueError("the prompt is empty")
     target = open_target(model, len(prompt) + max_new_tokens + max_draft + 1)
     hidden = bool(drafter.hidden_layers)
-    if hidden and not target.hidden_states:
-        raise ValueError(f"{drafter.name} reads hidden states, which this model does not give")
+    if missing := sorted(set(drafter.hidden_layers) - set(target.state_layers)):
+        raise ValueError(f"{drafter.name} reads hidden states (layers {missing}) the model lacks")
     started = target.clock()
     stats = Stats(prompt_tokens=len(prompt))
     verifier = Verifier(sampling, verification)

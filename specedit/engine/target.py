@@ -2,14 +2,15 @@
 
 One generation opens a target (an empty cache), prefills the prompt, then repeats forward (one
 pass over a draft tree) and keep (only the accepted path stays in the cache). Two kinds exist: a
-transformers model (trees, hidden states, any dtype and device) and a GGUF file run by llama.cpp's
-kernels (engine/llamacpp.py: trees as one batch of several KV-cache sequences, no hidden states,
-its own quantized weights).
+transformers model (trees, every layer's hidden states, any dtype and device) and a GGUF file run
+by llama.cpp's kernels (engine/llamacpp.py: trees as one batch of several KV-cache sequences, the
+final hidden state only, its own quantized weights).
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -18,18 +19,23 @@ import torch
 from specedit.engine.cache import keep_path
 from specedit.engine.tree import DraftTree
 
+# Hidden states by layer, each (1, tokens, hidden): 0 is the embeddings, then each layer's output,
+# num_hidden_layers the final normed state that the LM head reads. A transformers model gives
+# every layer (its output tuple), llama.cpp the final one only (a dict).
+HiddenStates = tuple[torch.Tensor, ...] | dict[int, torch.Tensor]
+
 
 @dataclass
 class Pass:
     logits: torch.Tensor  # (nodes, vocabulary): the model's scores after each tree node
-    hidden_states: tuple[torch.Tensor, ...] | None = None  # embeddings first, then each layer
+    hidden_states: HiddenStates | None = None
 
 
 class Target(Protocol):
     trees: bool  # verifies a branching tree in one pass; if not, drafts are cut to their chain
-    hidden_states: bool  # can return hidden states (drafters that rerank by state need them)
+    state_layers: Collection[int]  # the hidden-state layers it returns (see state_layers)
 
-    def prefill(self, tokens: list[int], hidden: bool) -> tuple[torch.Tensor, ...] | None:
+    def prefill(self, tokens: list[int], hidden: bool) -> HiddenStates | None:
         """Feed `tokens` into the cache; their hidden states if `hidden`."""
         ...
 
@@ -48,19 +54,27 @@ def open_target(model, capacity: int, reuse: bool = True) -> Target:
     return opener(capacity, reuse) if opener else TransformersTarget(model)
 
 
+def state_layers(model) -> Collection[int]:
+    """The hidden-state layers a target of `model` returns, as HiddenStates indexes them: every
+    one on transformers; a model that gives fewer says which (llama.cpp: the final one), so
+    that drafters compare states at a layer that exists there."""
+    given = getattr(model, "state_layers", None)
+    return range(model.config.num_hidden_layers + 1) if given is None else given
+
+
 class TransformersTarget:
     """A transformers causal LM and a DynamicCache; trees go in as one pass with a tree mask."""
 
     trees = True
-    hidden_states = True
 
     def __init__(self, model) -> None:
         from transformers import DynamicCache  # here: the llama.cpp engine never imports it
 
         self.model = model
         self.cache = DynamicCache(config=model.config)
+        self.state_layers = state_layers(model)
 
-    def prefill(self, tokens: list[int], hidden: bool) -> tuple[torch.Tensor, ...] | None:
+    def prefill(self, tokens: list[int], hidden: bool) -> HiddenStates | None:
         # No mask is passed, so attention takes its causal path instead of an n x n mask.
         out = self.model(
             input_ids=torch.tensor([tokens], device=self.model.device),

@@ -5,7 +5,9 @@ small file's prompt).
 A warm process keeps its KV cache between edits (engine/llamacpp.py); a CLI process starts
 with an empty one. The store gives it back the K/V of the saved prompt head that shares the
 most leading tokens with the new prompt, as llama.cpp serialises a sequence's state; the
-engine drops what follows the shared part and prefills the rest.
+engine drops what follows the shared part and prefills the rest. A head computed for a drafter
+that reads hidden states keeps its tokens' final states beside it (`<digest>.states`), since a
+prompt that reuses the K/V needs those states too and could not compute them otherwise.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from specedit.engine.llamacpp import shared_length
+from specedit.engine.llamacpp import Head, shared_length
 from specedit.files import replace_atomically
 
 
@@ -23,8 +25,9 @@ class PrefixStore:
     """The K/V of recent prompts' heads, on disk.
 
     A head is a cold prompt's first prefill batch (512 tokens with llama.cpp's default batch).
-    A 1.5B model's K/V is about 28 kB a token, so a head is at most 14 MB; the KEPT newest are
-    kept, per model file and llama.cpp version (the folder says which)."""
+    A 1.5B model's K/V is about 28 kB a token, so a head is at most 14 MB, and its final states
+    (where kept) 3 MB; the KEPT newest are kept, per model file and llama.cpp version (the
+    folder says which)."""
 
     MIN_TOKENS = 16  # fewer shared tokens save less than reading a head back costs
     KEPT = 8
@@ -32,11 +35,14 @@ class PrefixStore:
     def __init__(self, folder: Path) -> None:
         self.folder = folder
 
-    def nearest(self, tokens: list[int]) -> tuple[list[int], bytes] | None:
+    def nearest(self, tokens: list[int], states: bool = False) -> Head | None:
         """The stored head that shares the most leading tokens with `tokens` (at least
-        MIN_TOKENS), and its sequence state."""
+        MIN_TOKENS), with its sequence state; with `states`, only among the heads kept with
+        their final states, which come with it."""
         best, best_shared = None, self.MIN_TOKENS - 1
         for path in self._heads():
+            if states and not _states_path(path).exists():
+                continue
             try:
                 head = _read_tokens(path)
             except (OSError, ValueError):
@@ -49,20 +55,25 @@ class PrefixStore:
         try:
             with open(path, "rb") as saved:
                 saved.seek(4 + 4 * len(head))  # past the tokens, read above
-                return head, saved.read()
-        except OSError:  # removed meanwhile by another process's clean-up
+                state = saved.read()
+            return Head(head, state, _read_states(path, len(head)) if states else None)
+        except (OSError, ValueError):  # removed meanwhile by another process's clean-up
             return None
 
-    def save(self, head: list[int], state: bytes) -> None:
-        """Keep `head`; a full disk or a read-only cache keeps nothing (the edit goes on)."""
+    def save(self, head: list[int], state: bytes, states: np.ndarray | None = None) -> None:
+        """Keep `head`, and its final `states` where given (before the head, so that a head
+        found with a states file has its own); a full disk or a read-only cache keeps nothing
+        (the edit goes on)."""
         digest = hashlib.sha256(np.asarray(head, dtype=np.int32).tobytes()).hexdigest()[:16]
+        path = self.folder / f"{digest}.head"
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
-            replace_atomically(
-                self.folder / f"{digest}.head", lambda tmp: _write_head(tmp, head, state)
-            )
+            if states is not None:
+                replace_atomically(_states_path(path), lambda tmp: _write_states(tmp, states))
+            replace_atomically(path, lambda tmp: _write_head(tmp, head, state))
             for stale in sorted(self._heads(), key=_mtime, reverse=True)[self.KEPT :]:
                 stale.unlink(missing_ok=True)
+                _states_path(stale).unlink(missing_ok=True)
         except OSError:
             pass
 
@@ -82,6 +93,23 @@ def _write_head(path: Path, head: list[int], state: bytes) -> None:
         out.write(len(head).to_bytes(4, "little"))
         out.write(np.asarray(head, dtype=np.int32).tobytes())
         out.write(state)
+
+
+def _states_path(head: Path) -> Path:
+    return head.with_suffix(".states")
+
+
+def _write_states(path: Path, states: np.ndarray) -> None:
+    with open(path, "wb") as out:
+        np.save(out, states)
+
+
+def _read_states(head: Path, rows: int) -> np.ndarray:
+    """The final states kept beside `head`, one row per token (ValueError if they are not)."""
+    states = np.load(_states_path(head))
+    if states.ndim != 2 or len(states) != rows:
+        raise ValueError(f"{head}'s states are not one row per token")
+    return states
 
 
 def _read_tokens(path: Path) -> list[int]:
