@@ -167,6 +167,8 @@ def test_on_llama_cpp_every_method_drafts_but_those_that_read_what_it_does_not_g
     assert make_drafter("pld-fixed", gguf).confidence is None  # the bench's unsized ablation
     pldplus = make_drafter("pldplus", gguf)
     assert pldplus.hidden_layers == (4,)  # the final state: the only one llama.cpp returns
+    adapld = make_drafter("adapld", gguf)  # its token-only parts there (adapld-states: all)
+    assert adapld.tokens_only and adapld.hidden_layers == () and adapld.vocabulary is None
     for method, why in refused.items():
         with pytest.raises(DrafterUnavailable, match=why):
             make_drafter(method, gguf)
@@ -946,11 +948,10 @@ class _DecoyFirst:
 def test_tree_drafts_on_llama_cpp_are_exact_against_its_own_plain_decoding(bundled_model_dir):
     """Trees verified in one llama.cpp batch, their accepted branch kept as sequence 0, give the
     tokens of plain decoding on llama.cpp (up to a near-tie, see NEAR_TIE): a drafter whose
-    copies are never the first child, the draft pool's own trees, AdaPLD's (the whole method:
-    its rerank on llama.cpp's final states, its branch tokens from the GGUF file's LM head) and
-    its token-only variant's (the hybrid's copier there); and pldplus's chains, reranked on the
-    final states."""
-    from specedit.drafting.adapld import AdaPLD
+    copies are never the first child, the draft pool's own trees, AdaPLD's with every part
+    (adapld-states: its rerank on llama.cpp's final states, its branch tokens from the GGUF
+    file's LM head) and with its token-only parts (adapld there); and pldplus's chains,
+    reranked on the final states."""
     from specedit.drafting.kinds import BRANCH
     from specedit.drafting.registry import DraftSources, make_drafter
     from specedit.editing.editor import EditRequest, prepare
@@ -965,12 +966,14 @@ def test_tree_drafts_on_llama_cpp_are_exact_against_its_own_plain_decoding(bundl
     start, end = prompt.input_start, prompt.input_end
     pool = run(make_drafter("pool", lm.model, DraftSources(start, prompt.ids[start:end])))
     decoy = run(_DecoyFirst(lm.model, lm.model.config.vocab_size))
-    adapld, trees = make_drafter("adapld", lm.model), []
+    adapld, trees = make_drafter("adapld-states", lm.model), []
     propose = adapld.propose
     adapld.propose = lambda *args: trees.append(propose(*args)) or trees[-1]
     assert adapld.hidden_layers == (final,) and adapld.vocabulary is not None
     full = run(adapld)
-    token_only = run(AdaPLD(lm.model, tokens_only=True))
+    default = make_drafter("adapld", lm.model)
+    assert default.tokens_only and not default.hidden_layers
+    token_only = run(default)
     pldplus = run(make_drafter("pldplus", lm.model))
     assert decoy.stats.accepted_paths["copy"] > 5  # copies taken through sequences 1 and up
     head_branches = [n for tree in trees for n in range(len(tree)) if tree.kind(n) == BRANCH]

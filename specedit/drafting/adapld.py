@@ -7,17 +7,16 @@ The main copy says how sure it is (length.py's AgreementLength), so the engine v
 much of it as pays for its cost on this machine (engine/cost.py); the ablations draft a fixed 64
 (`sized=False`) or let the Pacer-style pre-verifier in length.py choose (`adaptive=True`).
 
-On llama.cpp, which returns the final hidden state only, the rerank compares final states
-(copy.py's rank_layer); the LM head and the token embeddings are read from the GGUF file
-(vocabulary.py), so every part runs there.
+On llama.cpp, which returns the final hidden state only, every part can run (the rerank
+compares final states, copy.py's rank_layer; the LM head and the token embeddings are read from
+the GGUF file, vocabulary.py), but there the states cost more than they save, so AdaPLD runs
+`tokens_only` (registry.py; measured in docs/engines.md), as the hybrid's copier does.
 
-`tokens_only` keeps what reads only tokens, for a drafter that reads neither the target's states
-nor its weights: the hybrid's copier on llama.cpp (hybrid.py), whose dynamic vocabulary reads
-neither there. It keeps the lexical copy, with its anchor chosen by the tokens before each
-occurrence (copy.py's ContextRanker) instead of their hidden states, and branch tokens taken
-from what followed the other occurrences of the last token instead of the LM head's top-K at
-the anchor, each with its successor there. The semantic fallback needs the token embeddings
-and is off.
+`tokens_only` keeps what reads only tokens: the lexical copy, with its anchor chosen by the
+tokens before each occurrence (copy.py's ContextRanker) instead of their hidden states, and
+branch tokens taken from what followed the other occurrences of the last token instead of the
+LM head's top-K at the anchor, each with its successor there. The semantic fallback needs the
+token embeddings and is off.
 """
 
 from __future__ import annotations

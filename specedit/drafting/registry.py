@@ -59,10 +59,15 @@ def _pldplus_attention(model, sources: DraftSources) -> Drafter:
     return CopyDrafter("pldplus-attn", AttentionRanker(model))  # needs `specedit calibrate`
 
 
-def _adapld(model, sources: DraftSources, **options) -> Drafter:
+def _adapld(model, sources: DraftSources, tokens_only: bool | None = None, **options) -> Drafter:
     from specedit.drafting.adapld import AdaPLD
 
-    return AdaPLD(model, **options)
+    if tokens_only is None:
+        # llama.cpp returns the final hidden state only, and copies ranked by it are accepted
+        # far shorter than copies ranked by the tokens before them (docs/engines.md): there,
+        # AdaPLD's token-only parts, unless an ablation asks otherwise.
+        tokens_only = getattr(model, "engine", "torch") == "llama.cpp"
+    return AdaPLD(model, tokens_only=tokens_only, **options)
 
 
 def _pool(model, sources: DraftSources) -> Drafter:
@@ -100,7 +105,9 @@ METHODS: dict[str, Factory] = {
     "evospec": _evospec,
 }
 # pld and adapld with fixed 64-token copies (not sized by the pass cost), parts of adapld and
-# evospec switched off or swapped, and plain draft-model drafting, for `specedit bench` only.
+# evospec switched off or swapped (adapld-tokens: its token-only parts on either engine;
+# adapld-states: its hidden-state parts on llama.cpp too), and plain draft-model drafting, for
+# `specedit bench` only.
 ABLATIONS: dict[str, Factory] = {
     "pld-fixed": partial(_pld, sized=False),
     "adapld-fixed": partial(_adapld, sized=False),
@@ -110,6 +117,8 @@ ABLATIONS: dict[str, Factory] = {
     "adapld-adaptive-length": partial(_adapld, adaptive=True),
     "adapld-trained-length": partial(_adapld, adaptive=True, pre_verifier="trained"),
     "adapld-exact-head": partial(_adapld, hnsw=False),
+    "adapld-tokens": partial(_adapld, tokens_only=True),
+    "adapld-states": partial(_adapld, tokens_only=False),
     "evospec-core-only": partial(_evospec, vocabulary="core"),
     "evospec-full-head": partial(_evospec, vocabulary="full"),
     "evospec-lora": partial(_evospec, lora=True),
