@@ -43,6 +43,13 @@ MAX_CANDIDATES = 256  # most recent occurrences considered; bounds the rerank's 
 PRE_VERIFIERS = ("free", "trained")
 
 
+def reads_tokens_only(model) -> bool:
+    """Whether drafters on `model` keep to their token-only parts: on llama.cpp, which returns
+    the final hidden state only, and where reading it and the GGUF file's vocabulary costs the
+    passes more than it saves (docs/engines.md). The bench's ablations may still ask for them."""
+    return getattr(model, "engine", "torch") == "llama.cpp"
+
+
 def copy_length(kind: str, model, max_length: int = 64) -> CopyLength:
     """The copy-length pre-verifier: "free" (length.py) or "trained" (preverifier.py)."""
     if kind == "free":

@@ -18,8 +18,8 @@ when the target commits a token outside it: the missed token, its bigram success
 torch, the target's own top tokens at that position, read from its LM-head HNSW index with the
 stored final state, and the missed token's embedding neighbours.
 
-On llama.cpp the hybrid reads neither its target's hidden states nor its weights (not yet: the
-final states and the GGUF file's vocabulary that AdaPLD reads there would serve): the copier is
+On llama.cpp the hybrid reads neither its target's hidden states nor its weights, as AdaPLD
+does not there (adapld.reads_tokens_only: they cost more than they save): the copier is
 AdaPLD's token-only mode, the draft model a GGUF file in a second llama.cpp context, and its
 active vocabulary restricts the argmax over its logits; online alignment (`lora`) trains
 weights: torch only.
@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING
 
-from specedit.drafting.adapld import AdaPLD
+from specedit.drafting.adapld import AdaPLD, reads_tokens_only
 from specedit.drafting.artefacts import weights_key
 from specedit.drafting.cooccurrence import token_statistics
 from specedit.drafting.draft_model import ActiveVocabulary, draft_model_for
@@ -71,17 +71,11 @@ def active_vocabulary(draft, document: list[int], kind: str, core_size: int, bud
 
 def _vocabulary_of(model) -> tuple[int, str, torch.Tensor | None]:
     """A draft model's vocabulary size, the key its artefacts are named by, and its LM head.
-    llama.cpp gives no weights: there the config's size, the GGUF file's key and no head."""
-    if _tokens_only(model):
+    On llama.cpp (reads_tokens_only) the config's size, the GGUF file's key and no head."""
+    if reads_tokens_only(model):
         return int(model.config.vocab_size), file_key(model.path), None
     head = model.get_output_embeddings().weight.detach()
     return head.shape[0], weights_key(head), head
-
-
-def _tokens_only(model) -> bool:
-    """Whether the hybrid reads neither `model`'s hidden states nor its weights: a GGUF model on
-    llama.cpp (see the module docstring)."""
-    return getattr(model, "engine", "torch") == "llama.cpp"
 
 
 class Payoff:
@@ -148,7 +142,7 @@ class Hybrid(Drafter):
         pass_cost: PassCost | None = None,
         draft_cost: PassCost | None = None,
     ) -> None:
-        reads_model = not _tokens_only(model)  # its hidden states and weights
+        reads_model = not reads_tokens_only(model)  # its hidden states and weights
         if lora and not reads_model:
             raise ValueError("online alignment trains the draft model's weights: torch only")
         self.copier = AdaPLD(model, tokens_only=not reads_model) if copy else None

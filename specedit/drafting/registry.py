@@ -60,13 +60,10 @@ def _pldplus_attention(model, sources: DraftSources) -> Drafter:
 
 
 def _adapld(model, sources: DraftSources, tokens_only: bool | None = None, **options) -> Drafter:
-    from specedit.drafting.adapld import AdaPLD
+    from specedit.drafting.adapld import AdaPLD, reads_tokens_only
 
-    if tokens_only is None:
-        # llama.cpp returns the final hidden state only, and copies ranked by it are accepted
-        # far shorter than copies ranked by the tokens before them (docs/engines.md): there,
-        # AdaPLD's token-only parts, unless an ablation asks otherwise.
-        tokens_only = getattr(model, "engine", "torch") == "llama.cpp"
+    if tokens_only is None:  # the ablations adapld-tokens and adapld-states say which
+        tokens_only = reads_tokens_only(model)
     return AdaPLD(model, tokens_only=tokens_only, **options)
 
 
