@@ -255,3 +255,25 @@ def serving(command: list[str], port: int, env: dict | None = None) -> Iterator[
         finally:
             process.terminate()
             process.wait(30)
+
+
+def force_tokens(model, pattern: list[int], start: int) -> None:
+    """Make the model's greedy choice at position p be pattern[(p - start) % len(pattern)],
+    whatever the context: a model that says what a test needs it to (or is stuck in a loop)."""
+    seen: dict[str, torch.Tensor] = {}
+
+    def remember(_module, _args, kwargs):
+        positions = kwargs.get("position_ids")
+        if positions is None:  # a plain causal pass (the prefill) goes on from the cache
+            done = kwargs["cache"].get_seq_length()
+            positions = torch.arange(kwargs["input_ids"].shape[1]).unsqueeze(0) + done
+        seen["positions"] = positions[0]
+
+    def bias(_module, _args, logits):
+        positions = seen["positions"][-logits.shape[1] :]
+        targets = torch.tensor([pattern[(int(p) - start) % len(pattern)] for p in positions])
+        logits[0, torch.arange(len(targets)), targets] += 1e4
+        return logits
+
+    model.register_forward_pre_hook(remember, with_kwargs=True)
+    model.lm_head.register_forward_hook(bias)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+import torch
+from conftest import force_tokens
 
 from specedit.editing import prompts
 
@@ -39,6 +41,10 @@ def test_unknown_and_malformed_templates_fail_clearly(tmp_path):
     bad.write_text('system = "s"\nuser = "no fields"\n')
     with pytest.raises(prompts.PromptError, match="must contain"):
         prompts.load_template(str(bad))
+    old = tmp_path / "old.toml"  # a key this version does not read is not silently ignored
+    old.write_text('system = "s"\nuser = "{instruction}{fence}{text}"\nstatement = "The fix:"\n')
+    with pytest.raises(prompts.PromptError, match="unknown key 'statement'"):
+        prompts.load_template(str(old))
 
 
 def test_build_prefills_the_fence_and_locates_the_input(tokenizer):
@@ -97,20 +103,25 @@ def test_eos_closes_the_answer_with_or_without_a_fence(tokenizer):
     assert prompts.extract(tokenizer, _answer(tokenizer, "b\n", eos=True), built) == "b\n"
 
 
-def test_a_statement_template_asks_first_then_opens_the_fence(tokenizer, tmp_path):
-    path = tmp_path / "state.toml"
+def test_a_then_template_asks_for_a_statement_first_then_for_the_file(tokenizer, tmp_path):
+    path = tmp_path / "think.toml"
     path.write_text(
-        'system = "s"\nuser = "{instruction}\\n\\n{fence}{language}\\n{text}{fence}"\n'
-        'statement = "The fix:"\n'
+        'system = "s"\nuser = "{fence}{language}\\n{text}{fence}\\n\\n{instruction}. Why?"\n'
+        'then = "Now the file."\n'
     )
     template = prompts.load_template(str(path))
     text = "x = 1\n"
     asking = prompts.build(tokenizer, template, text, "fix it", "python")
     assert asking.asks_statement
-    assert tokenizer.decode(asking.ids).endswith("<|im_start|>assistant\nThe fix:")
-    answered = prompts.build(tokenizer, template, text, "fix it", "python", "x should be 2.")
+    assert tokenizer.decode(asking.ids).endswith("fix it. Why?<|im_end|>\n<|im_start|>assistant\n")
+    answered = prompts.build(tokenizer, template, text, "fix it", "python", " x should be 2.\n")
     assert not answered.asks_statement
-    assert tokenizer.decode(answered.ids).endswith("The fix: x should be 2.\n\n```python\n")
+    assert tokenizer.decode(answered.ids).endswith(
+        "<|im_start|>assistant\nx should be 2.<|im_end|>\n"
+        "<|im_start|>user\nNow the file.<|im_end|>\n<|im_start|>assistant\n```python\n"
+    )
+    # The statement's prompt leads the file's: a warm cache computes only what follows it.
+    assert answered.ids[: len(asking.ids)] == asking.ids
     assert tokenizer.decode(answered.ids[answered.input_start : answered.input_end]) == text
 
 
@@ -166,3 +177,36 @@ def test_every_shipped_template_puts_the_file_first_and_the_instruction_after(to
     assert user.index("```python\n" + text + "```") < user.index(instruction)
     assert rendered.endswith("<|im_start|>assistant\n```python\n")
     assert tokenizer.decode(built.ids[built.input_start : built.input_end]) == text
+
+
+def test_the_statement_ends_where_a_code_block_starts_and_leads_the_file_s_prompt(
+    tiny_model_dir, tmp_path
+):
+    """A `then` template's edit first lets the model say what it will change: its words up to
+    the code block it starts (where the file would go), and the file's prompt is the statement
+    prompt followed by them and the `then` turn."""
+    from transformers import AutoModelForCausalLM
+
+    from specedit.editing.editor import EditRequest, prepare
+    from specedit.models.load import LoadedModel, load
+
+    path = tmp_path / "think.toml"
+    path.write_text(
+        'system = "s"\nuser = "{fence}{language}\\n{text}{fence}\\n\\n{instruction}. Why?"\n'
+        'then = "Now the file."\n'
+    )
+    loaded = load(str(tiny_model_dir), dtype="fp32")
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.float32).eval()
+    lm = LoadedModel("scripted", model, loaded.tokenizer)  # a fresh copy: the hooks stay on it
+    request = EditRequest("x = 1\n", "fix it", prompt=str(path), language="python", method="pld")
+    template = prompts.load_template(str(path))
+    asking = prompts.build(lm.tokenizer, template, request.text, "fix it", "python")
+    said = "The bug: x is 1 where it should be 2.\n```python\nx = 2\n```\n"
+    pattern = lm.tokenizer(said, add_special_tokens=False)["input_ids"]
+    force_tokens(lm.model, pattern, start=len(asking.ids) - 1)
+    prepared = prepare(lm, request)
+    assert prepared.statement == "The bug: x is 1 where it should be 2."
+    answered = prompts.build(
+        lm.tokenizer, template, request.text, "fix it", "python", prepared.statement
+    )
+    assert prepared.prompt.ids == answered.ids and not prepared.prompt.asks_statement

@@ -23,6 +23,7 @@ EVERYTHING = EditRequest(
     feedback="the test failed",
     surroundings=Surroundings(before="x = 1\n", after="y = 2\n", first=2, last=3, context=5),
     forced=(9, 4),
+    statement="x should be 2",
     choices=True,
 )
 

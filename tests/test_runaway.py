@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from conftest import force_tokens
 
 from specedit.editing.editor import EditError, EditRequest, execute, prepare
 from specedit.editing.runaway import RUNAWAY, RunawayGuard
@@ -40,28 +41,6 @@ def test_short_repeated_lines_are_not_a_loop(tokenizer):
     assert _feed(_guard(tokenizer, "a = []\n"), tokenizer, answer) is None
 
 
-def _force_loop(model, pattern: list[int], start: int) -> None:
-    """Make the model's greedy choice at position p be pattern[(p - start) % len(pattern)],
-    whatever the context: a model stuck in a loop."""
-    seen: dict[str, torch.Tensor] = {}
-
-    def remember(_module, _args, kwargs):
-        positions = kwargs.get("position_ids")
-        if positions is None:  # a plain causal pass (the prefill) goes on from the cache
-            done = kwargs["cache"].get_seq_length()
-            positions = torch.arange(kwargs["input_ids"].shape[1]).unsqueeze(0) + done
-        seen["positions"] = positions[0]
-
-    def bias(_module, _args, logits):
-        positions = seen["positions"][-logits.shape[1] :]
-        targets = torch.tensor([pattern[(int(p) - start) % len(pattern)] for p in positions])
-        logits[0, torch.arange(len(targets)), targets] += 1e4
-        return logits
-
-    model.register_forward_pre_hook(remember, with_kwargs=True)
-    model.lm_head.register_forward_hook(bias)
-
-
 def test_an_edit_whose_model_loops_stops_early_with_a_clear_error(tiny_model_dir, tokenizer):
     from transformers import AutoModelForCausalLM
 
@@ -70,7 +49,7 @@ def test_an_edit_whose_model_loops_stops_early_with_a_clear_error(tiny_model_dir
     source = "def run(total, value, step):\n    return total\n" * 3
     prepared = prepare(lm, EditRequest(source, "accumulate the values", method="pld"))
     pattern = tokenizer(LOOP, add_special_tokens=False)["input_ids"]
-    _force_loop(lm.model, pattern, start=len(prepared.prompt.ids) - 1)
+    force_tokens(lm.model, pattern, start=len(prepared.prompt.ids) - 1)
     committed: list[int] = []
     with pytest.raises(EditError, match="repeating itself"):
         execute(lm, prepared, lambda step: committed.extend(step.tokens))

@@ -186,6 +186,31 @@ def test_an_unchanged_fix_draws_another_candidate(tmp_path, tiny_model_dir, toke
     assert "4 candidates drawn (refused: unchanged, but a fix was asked for;" in result.stderr
 
 
+def test_a_branch_redraw_keeps_the_first_candidate_s_statement():
+    """A template that has the model state the change first asks once: the branch redraw of an
+    unchanged fix goes on from the same statement (and so the same prompt), a sampled redraw,
+    told why the last one failed, states it anew."""
+    from specedit.editing.editor import EditRequest, EditResult
+    from specedit.editing.prompts import EditPrompt
+    from specedit.engine.events import Generation, Stats
+
+    pieces = ["a", "b", "c"]
+    asked: list[EditRequest] = []
+
+    def run(request: EditRequest) -> EditResult:
+        asked.append(request)
+        said = request.statement or f"statement {len(asked)}"
+        generation = Generation([0, 1], "eos", Stats(), [0.9, 0.4], [0, 2])
+        return EditResult(SOURCE, generation, EditPrompt([], "```", SOURCE, 0, 0), said)
+
+    request = EditRequest(SOURCE, "add subtracts", prompt="fix")
+    decode = lambda tokens: "".join(pieces[t] for t in tokens)  # noqa: E731
+    selection.draw_edits(run, request, lambda text: text, selection.Samples(3), decode)
+    assert [r.forced for r in asked] == [(), (0, 2), ()]
+    assert [r.statement for r in asked] == [None, "statement 1", None]
+    assert asked[2].feedback
+
+
 def test_branch_points_take_the_second_choice_where_the_answer_was_least_sure():
     """Least sure first; an other token that writes the same characters (`ab` for `a` then
     `b`), only other spaces, or nothing (a special token) is passed over."""

@@ -443,6 +443,36 @@ def test_any_openai_compatible_server_edits_with_the_file_as_prediction(tmp_path
     assert stats["accepted_tokens"] == 15 and stats["new_tokens"] == 20
 
 
+def test_a_then_template_asks_any_openai_compatible_server_for_its_statement_first(tmp_path):
+    """A template that has the model state the change first makes two completions: the
+    statement (no prediction: nothing of it is the file), then the file after it."""
+    from specedit.editing.editor import STATEMENT_TOKENS
+
+    template = tmp_path / "think.toml"
+    template.write_text(
+        'system = "s"\nuser = "{fence}{language}\\n{text}{fence}\\n\\n{instruction}. Why?"\n'
+        'then = "Now the file."\n'
+    )
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _ChatOnlyServer)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    _ChatOnlyServer.requests.clear()
+    request = EditRequest(CODE, "mean() multiplies", prompt=str(template), language="python")
+    try:
+        result = OpenAIEditor(f"http://127.0.0.1:{server.server_port}/v1").edit(request)
+    finally:
+        server.shutdown()
+    asked, answered = _ChatOnlyServer.requests
+    assert "prediction" not in asked and asked["max_tokens"] == STATEMENT_TOKENS
+    assert [m["role"] for m in asked["messages"]] == ["system", "user"]
+    assert answered["messages"][:2] == asked["messages"]
+    assert answered["messages"][2:] == [
+        {"role": "assistant", "content": "Here it is:"},
+        {"role": "user", "content": "Now the file."},
+    ]
+    assert answered["prediction"] == {"type": "content", "content": CODE}
+    assert result.statement == "Here it is:" and result.text == CODE.replace("*", "/")
+
+
 def test_token_bytes_let_a_client_decode_exactly_as_the_server(tokenizer):
     text = "naïve café — 数据 🙂 ```x```\n\tend: a→b"
     ids = tokenizer(text, add_special_tokens=False)["input_ids"]

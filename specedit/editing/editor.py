@@ -54,6 +54,9 @@ class EditRequest:
     # The answer's first tokens, given: a redraw that takes another token where the last answer
     # was least sure (editing/selection.py) goes on from there.
     forced: tuple[int, ...] = ()
+    # The model's statement of the change, given (a redraw keeps its first candidate's): a
+    # template that asks for one does not ask again.
+    statement: str | None = None
     choices: bool = False  # report each answer token's probability and runner-up (Generation)
 
 
@@ -99,28 +102,45 @@ class PreparedEdit:
     request: EditRequest
     prompt: prompts.EditPrompt
     max_new_tokens: int
-    statement: str | None = None  # the model's one-line statement of the change, if asked
+    statement: str | None = None  # the model's statement of the change, if asked
     seconds: float = 0.0  # building the prompt (and the statement, if asked)
 
 
-STATEMENT_TOKENS = 96
+STATEMENT_TOKENS = 256
 
 
-def state_the_change(lm: LoadedModel, prompt: prompts.EditPrompt) -> str:
-    """Let the model state the change in one line before it writes the file (a prompt whose
-    template has statement words): plain decoding up to the first line break."""
+def state_the_change(lm: LoadedModel, request: EditRequest, prompt: prompts.EditPrompt) -> str:
+    """Let the model say what it will change before it writes the file (a template with `then`
+    words): its answer to the user's turn, up to the end of that turn or a code block, which is
+    where the file would start. Drafted as the edit is: a statement quotes the lines it means."""
     from specedit.engine.session import generate  # here: a remote client never loads torch
 
-    newline = lambda token: "\n" in lm.tokenizer.decode([token])  # noqa: E731
+    lines = prompts.Lines(lambda token: lm.tokenizer.decode([token]))
+    sources = draft_sources(lm, request, prompt)
     generation = generate(
         lm.model,
         prompt.ids,
-        make_drafter("ar", lm.model),
+        make_drafter(request.method, lm.model, sources),
         max_new_tokens=STATEMENT_TOKENS,
         eos_token_ids=lm.eos_token_ids,
-        stop=newline,
+        stop=lambda token: any(prompts.FENCE_LINE.match(line) for line in lines.feed(token)),
+        pass_cost=sources.pass_cost,
     )
-    return lm.tokenizer.decode(generation.tokens, skip_special_tokens=True).strip()
+    return prompts.statement_of(lm.tokenizer.decode(generation.tokens, skip_special_tokens=True))
+
+
+def draft_sources(
+    lm: LoadedModel, request: EditRequest, prompt: prompts.EditPrompt
+) -> DraftSources:
+    """What an edit's drafts are made from: the input's tokens in the prompt, the reference
+    texts, the draft model, the machine's pass costs."""
+    return DraftSources(
+        prompt.input_start,
+        prompt.ids[prompt.input_start : prompt.input_end],
+        [lm.tokenizer(text, add_special_tokens=False)["input_ids"] for text in request.references],
+        lm.draft,
+        lm.pass_cost(),
+    )
 
 
 def prepare(lm: LoadedModel, request: EditRequest) -> PreparedEdit:
@@ -156,7 +176,9 @@ def prepare(lm: LoadedModel, request: EditRequest) -> PreparedEdit:
         )
     statement = None
     if prompt.asks_statement:
-        statement = state_the_change(lm, prompt)
+        statement = request.statement
+        if statement is None:
+            statement = state_the_change(lm, request, prompt)
         prompt = prompts.build(
             lm.tokenizer,
             template,
@@ -190,13 +212,7 @@ def generate_edit(
     request, prompt = prepared.request, prepared.prompt
     fence = prompts.FenceStop(lm.tokenizer, prompt, request.surroundings)
     guard = RunawayGuard(lambda token: lm.tokenizer.decode([token]), prompt.text)
-    sources = DraftSources(
-        prompt.input_start,
-        prompt.ids[prompt.input_start : prompt.input_end],
-        [lm.tokenizer(text, add_special_tokens=False)["input_ids"] for text in request.references],
-        lm.draft,
-        lm.pass_cost(),
-    )
+    sources = draft_sources(lm, request, prompt)
     started = time.perf_counter()
     drafter = make_drafter(request.method, lm.model, sources)
     if timings is not None:

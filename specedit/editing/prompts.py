@@ -70,9 +70,10 @@ class Template:
     description: str
     system: str
     user: str
-    # The answer's first words when the model should state the change before the code (the
-    # code block then follows); empty: the answer opens with the code fence itself.
-    statement: str = ""
+    # The user's next turn when the model should first answer `user` in its own words (say
+    # what is wrong and what it will change) and only then write the file: what asks for the
+    # file. Empty: the answer to `user` is the file itself.
+    then: str = ""
     # Worked examples, shown as earlier turns of the chat before the edit itself.
     examples: tuple[Example, ...] = ()
 
@@ -89,13 +90,16 @@ class Example:
 
     def messages(self, template: Template) -> list[dict[str, str]]:
         """The example as a user turn in the template's words and the assistant's answer (its
-        code block alone, whatever the template's statement words), laid out as an edit's own
+        code block alone, whatever the template's `then` words), laid out as an edit's own
         turn is: the instruction stripped, each code block ending with a newline."""
         given, wanted = with_final_newline(self.input), with_final_newline(self.output)
         fence = fence_for(given + wanted)
         user = _user_text(template, given, self.instruction, self.language, fence)
         answer = f"{fence}{self.language}\n{wanted}{fence}"
         return [{"role": "user", "content": user}, {"role": "assistant", "content": answer}]
+
+
+TEMPLATE_KEYS = {"description", "system", "user", "then", "examples"}
 
 
 def available() -> list[str]:
@@ -120,6 +124,9 @@ def load_template(name: str) -> Template:
     missing = {"system", "user"} - data.keys()
     if missing:
         raise PromptError(f"prompt {name!r} lacks {', '.join(sorted(missing))}")
+    if unknown := sorted(data.keys() - TEMPLATE_KEYS):
+        known = ", ".join(sorted(TEMPLATE_KEYS))
+        raise PromptError(f"prompt {name!r}: unknown key {unknown[0]!r} (a template has {known})")
     for field in ("{instruction}", "{text}", "{fence}"):
         if field not in data["user"]:
             raise PromptError(f"prompt {name!r}: its user text must contain {field}")
@@ -133,7 +140,7 @@ def load_template(name: str) -> Template:
         data.get("description", ""),
         data["system"],
         data["user"],
-        data.get("statement", ""),
+        data.get("then", ""),
         examples,
     )
 
@@ -165,7 +172,7 @@ class EditPrompt:
     text: str  # the input text as given
     input_start: int  # token position where the input text starts in `ids`
     input_end: int
-    asks_statement: bool = False  # the answer opens with the template's statement words
+    asks_statement: bool = False  # the prompt asks for the model's statement, not the file
     # For token positions input_start .. input_end - 1: its character span in `text`, clipped.
     input_offsets: tuple[tuple[int, int], ...] = ()
 
@@ -195,10 +202,13 @@ def chat_messages(
     language: str,
     fence: str,
     surroundings: Surroundings | None = None,
+    statement: str | None = None,
 ) -> list[dict[str, str]]:
     """The system and user messages of an edit, `body` being what goes in the code block (the
     input ending with a newline); what any chat-completions server is sent. A region edit's
-    `surroundings` follow, with the region left out."""
+    `surroundings` follow, with the region left out. A template with `then` words asks for the
+    model's statement of the change first; given that `statement`, it is the model's turn and
+    `then` the user's next, which asks for the file."""
     user = _user_text(template, body, instruction, language, fence)
     if surroundings:
         where = {"first": surroundings.first, "last": surroundings.last}
@@ -215,11 +225,17 @@ def chat_messages(
             **where,
         )
     shown = [message for example in template.examples for message in example.messages(template)]
-    return [
+    messages = [
         {"role": "system", "content": template.system},
         *shown,
         {"role": "user", "content": user},
     ]
+    if template.then and statement is not None:
+        messages += [
+            {"role": "assistant", "content": statement.strip()},
+            {"role": "user", "content": template.then},
+        ]
+    return messages
 
 
 def _user_text(template: Template, body: str, instruction: str, language: str, fence: str) -> str:
@@ -244,19 +260,19 @@ def build(
     surroundings: Surroundings | None = None,
 ) -> EditPrompt:
     """Render system + user through the chat template, with the answer's opening: the code
-    fence. A template with statement words opens with them instead, so that the model states
-    the change first (`asks_statement`); given that `statement`, the answer goes on with it and
-    then the code fence."""
+    fence. A template with `then` words asks for the model's statement first (`asks_statement`:
+    the prompt ends where the model answers `user`); given that `statement`, the statement is
+    the model's turn, `then` the user's next, and the answer to it opens with the fence."""
     fence = fence_for(text)
     body = with_final_newline(text)
     marker = "\x00specedit-input\x00"  # where the input goes, found again after the chat template
-    messages = chat_messages(template, marker, instruction, language, fence, surroundings)
+    messages = chat_messages(
+        template, marker, instruction, language, fence, surroundings, statement
+    )
+    asks_statement = bool(template.then) and statement is None
+    opening = "" if asks_statement else f"{fence}{language}\n"
     rendered = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
     start_char = rendered.index(marker)
-    opening = f"{fence}{language}\n"
-    if template.statement:
-        said = f" {statement.strip()}\n\n" if statement is not None else ""
-        opening = template.statement + (said + opening if statement is not None else "")
     rendered = rendered.replace(marker, body, 1) + opening
     encoding = tokenizer(rendered, add_special_tokens=False, return_offsets_mapping=True)
     end_char = start_char + len(body)
@@ -273,9 +289,15 @@ def build(
         text,
         input_start,
         input_end,
-        bool(template.statement) and statement is None,
+        asks_statement,
         spans,
     )
+
+
+def statement_of(answer: str) -> str:
+    """The model's statement of the change in its answer: the words before any code block it
+    went on to start (where the file would be)."""
+    return re.split(r"```|~~~", answer, maxsplit=1)[0].strip()
 
 
 FENCE_LINE = re.compile(r" {0,3}(`{3,}|~{3,})")  # a line that opens or closes a code block

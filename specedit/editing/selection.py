@@ -299,7 +299,7 @@ def draw_edits(
         if number == 0:  # a fix keeps what its redraws may branch on
             redraw = replace(request, choices=fix and not samples.vote)
         elif problem == UNCHANGED_FIX and results and (start := next_branch()):
-            redraw = replace(request, forced=start)
+            redraw = replace(request, forced=start, statement=results[0].statement)
         else:
             sampling = sampled(request.sampling, number)
             feedback = redraw_feedback(problem) if problem else request.feedback

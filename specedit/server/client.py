@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator
 from specedit.drafting.registry import DEFAULT_METHOD
 from specedit.editing import prompts
 from specedit.editing.editor import (
+    STATEMENT_TOKENS,
     EditError,
     Editor,
     EditorUnavailable,
@@ -34,6 +35,7 @@ from specedit.editing.editor import (
 )
 from specedit.editing.prompts import EditPrompt
 from specedit.engine.events import Generation, Stats, Step
+from specedit.engine.options import Sampling
 from specedit.server.protocol import EditAnswer, prompt_from, read_step, to_body
 
 
@@ -185,33 +187,31 @@ class OpenAIEditor:
         limit = request.max_new_tokens or default_token_limit(len(text) // 3)
         if on_start:
             on_start(prompt, limit)
-        sampling = request.sampling
-        payload = {
-            "model": self._model(),
-            "messages": prompts.chat_messages(
+
+        def messages(statement: str | None = None) -> list[dict[str, str]]:
+            return prompts.chat_messages(
                 template,
                 body,
                 request.instruction,
                 request.language,
                 fence,
                 request.surroundings,
-            ),
-            "prediction": {"type": "content", "content": text},
-            "temperature": sampling.temperature,
-            "top_p": sampling.top_p,
-            "max_tokens": limit,
-            **({"seed": sampling.seed} if sampling.seed is not None else {}),
-        }
+                statement,
+            )
+
         started = time.perf_counter()
-        with _request(self.url + "/v1/chat/completions", payload) as response:
-            answer = json.loads(response.read())
-        choice, usage = answer["choices"][0], answer.get("usage") or {}
+        statement = None
+        if template.then:  # the model's statement of the change first, in a turn of its own
+            said = self._complete(messages(), STATEMENT_TOKENS, request.sampling)
+            statement = prompts.statement_of(said["message"]["content"] or "")
+        choice = self._complete(messages(statement), limit, request.sampling, text)
         content = choice["message"]["content"] or ""
         edited = prompts.extract_text(
             _after_opening(content), choice["finish_reason"] == "stop", prompt
         )
         if edited is None:
             raise cut_off(limit, request.surroundings)
+        usage = choice["usage"]
         details = usage.get("completion_tokens_details") or {}
         stats = Stats(
             prompt_tokens=usage.get("prompt_tokens", 0),
@@ -219,7 +219,30 @@ class OpenAIEditor:
             accepted_tokens=details.get("accepted_prediction_tokens") or 0,
             total_seconds=time.perf_counter() - started,
         )
-        return EditResult(edited, Generation([], choice["finish_reason"], stats), prompt)
+        generation = Generation([], choice["finish_reason"], stats)
+        return EditResult(edited, generation, prompt, statement)
+
+    def _complete(
+        self,
+        messages: list[dict],
+        max_tokens: int,
+        sampling: Sampling,
+        prediction: str | None = None,
+    ) -> dict:
+        """One chat completion: its first choice, with the answer's `usage` beside it. The
+        file goes as `prediction`, which servers that support it draft from."""
+        payload = {
+            "model": self._model(),
+            "messages": messages,
+            **({"prediction": {"type": "content", "content": prediction}} if prediction else {}),
+            "temperature": sampling.temperature,
+            "top_p": sampling.top_p,
+            "max_tokens": max_tokens,
+            **({"seed": sampling.seed} if sampling.seed is not None else {}),
+        }
+        with _request(self.url + "/v1/chat/completions", payload) as response:
+            answer = json.loads(response.read())
+        return {**answer["choices"][0], "usage": answer.get("usage") or {}}
 
 
 def _after_opening(answer: str) -> str:

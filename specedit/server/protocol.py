@@ -52,6 +52,7 @@ class EditBody(BaseModel):
     feedback: str = ""
     surroundings: SurroundingsBody | None = None
     forced: list[int] = []  # the answer's first tokens, given (a redraw's branch)
+    statement: str | None = None  # the model's statement of the change, given (a redraw's)
     choices: bool = False  # the answer's probabilities and runners-up, for a redraw
     stream: bool = False
 
@@ -78,6 +79,7 @@ def to_body(request: EditRequest, stream: bool = False) -> EditBody:
         feedback=request.feedback,
         surroundings=SurroundingsBody.model_construct(**asdict(around)) if around else None,
         forced=list(request.forced),
+        statement=request.statement,
         choices=request.choices,
         stream=stream,
     )
@@ -100,6 +102,7 @@ def from_body(body: EditBody, default_method: str) -> EditRequest:
         feedback=body.feedback,
         surroundings=Surroundings(**around.model_dump()) if around else None,
         forced=tuple(body.forced),
+        statement=body.statement,
         choices=body.choices,
     )
 
