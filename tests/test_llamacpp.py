@@ -479,6 +479,30 @@ def test_a_warm_llama_cpp_model_reuses_the_prompt_prefix_it_holds(bundled_model_
     _assert_alike_up_to_a_near_tie(lm, second, cold, _decode(lm.model, second))
 
 
+@pytest.mark.e2e
+@pytest.mark.llamacpp
+@pytest.mark.skipif(not HAS_LLAMA_CPP, reason="needs llama-cpp-python (the llamacpp extra)")
+def test_a_cold_start_holds_nothing_and_what_follows_it_reuses_its_cache(bundled_model_dir):
+    """The bench starts each edit cold: the next generation prefills its whole prompt, and the
+    generations after it (a statement's, then the file's) reuse what it left."""
+    from specedit.models.load import load
+
+    lm = load(TEST_MODEL, engine="llama.cpp")
+    first, second = _two_prompts(lm)
+    store, lm.model.store = lm.model.store, None  # as the bench runs: no heads from disk
+    try:
+        _decode(lm.model, first)
+        lm.model.start_cold()
+        target = lm.model.open_target(len(second) + 100)
+        target.prefill(second[:-1], hidden=False)
+        assert target.reused == 0
+        target = lm.model.open_target(len(second) + 100)
+        target.prefill(first[:-1], hidden=False)
+        assert target.reused == _first_difference(first, second)
+    finally:
+        lm.model.store = store
+
+
 def _two_prompts(lm) -> tuple[list[int], list[int]]:
     """The task's file under two instructions: prompts that share their head."""
     from specedit.editing.editor import EditRequest, prepare

@@ -124,10 +124,10 @@ def run_bench(
             models[engine] = models.get(engine) or _on_engine(lm, engine)
         except ModelError as exc:
             raise BenchError(str(exc)) from None
-        if engine == "llama.cpp":  # every run starts cold, as every other setup does
+        if engine == "llama.cpp":  # every edit starts cold (_cold), as every other setup does
             for loaded in (models[engine], models[engine].draft):
                 if loaded is not None:
-                    loaded.model.reuse_prefix = False
+                    loaded.model.store = None  # no prompt heads from disk either
     llama = None
     if any(m in LLAMA_CPP_METHODS for m in methods):
         try:
@@ -214,10 +214,20 @@ def _floor(row: Row, setup: Setup, models: dict[str, LoadedModel]) -> float | No
     return model.pass_cost().floor(row.prompt_tokens, row.new_tokens)
 
 
+def _cold(lm: LoadedModel) -> None:
+    """Start an edit cold: on llama.cpp, nothing of an earlier edit held (the torch engine
+    keeps nothing between generations). Within the edit, its generations reuse each other's
+    cache as the CLI's do."""
+    for loaded in (lm, lm.draft):
+        if loaded is not None and hasattr(loaded.model, "start_cold"):
+            loaded.model.start_cold()
+
+
 def _run_setup(
     lm: LoadedModel, task: Task, request: EditRequest, setup: Setup, llama: LlamaCpp | None
 ) -> Row:
     """One task by one setup, timed from the request to the checked text."""
+    _cold(lm)
     start = time.perf_counter()
     whole: Callable[[str], str] = str  # the whole text, given the answer
     if setup.region == NAMED:
@@ -320,22 +330,15 @@ def _run_samples(
     and only that one checked with the task's tests."""
     editor = LocalEditor(lm)
     drawn: list[EditResult] = []  # every candidate's result, for the tokens and passes
-    warm = hasattr(lm.model, "reuse_prefix")  # llama.cpp: a warm cache is its own to keep
 
     def run(request: EditRequest) -> EditResult:
-        # The first candidate starts cold, as every setup does; the next ones keep the cache it
-        # left, as the CLI's do: a redraw shares its prompt, and a branch its answer up to there.
-        if warm:
-            lm.model.reuse_prefix = bool(drawn)
+        # The first candidate starts cold (_run_setup); the next ones keep the cache it left, as
+        # the CLI's do: a redraw shares its prompt, and a branch its answer up to there.
         drawn.append(editor.edit(request))
         return drawn[-1]
 
     samples = selection.Samples(*parse_selection(setup.selection))
-    try:
-        chosen = selection.draw_edits(run, request, whole, samples, editor.decode).chosen
-    finally:
-        if warm:
-            lm.model.reuse_prefix = False
+    chosen = selection.draw_edits(run, request, whole, samples, editor.decode).chosen
     row = _candidates_row(task, setup, drawn, time.perf_counter() - start, len(drawn), chosen)
     text = whole(chosen.text) if chosen else None
     score_row(row, text, task, check_task(task, text))

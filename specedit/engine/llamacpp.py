@@ -56,7 +56,8 @@ class GgufModel:
     with what the cache already holds (the system prompt and template in a warm server, the file
     in a retry), and prefills only the rest; with a `store` as well, a fresh context (a cold
     CLI) starts from the prompt's head kept on disk. The kept entries were computed in other
-    batch shapes, so outputs may differ from a cold run at near-ties; the bench turns it off.
+    batch shapes, so outputs may differ from a cold run at near-ties; the bench starts each edit
+    cold (`start_cold`, without a store).
 
     This module imports neither torch nor transformers at its top, so that the CLI can start
     llama.cpp's load (`open_in_background`) before it imports them."""
@@ -118,6 +119,12 @@ class GgufModel:
                 self._opening = None
                 sys.setswitchinterval(self._switch_interval)
             self._use(llm)
+
+    def start_cold(self) -> None:
+        """The next generation finds nothing held, as in a fresh context; it and the ones after
+        it still reuse what it computes (a measured edit that makes several generations: a
+        statement and then the file, or redraws, starts cold once)."""
+        self._held = Held()
 
     def open_target(self, capacity: int, reuse: bool = True) -> LlamaCppTarget:
         self.ready()
