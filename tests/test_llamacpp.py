@@ -833,7 +833,9 @@ def test_llama_cpp_gives_each_token_s_final_state_as_its_plain_decoding_does(bun
     """Asked for hidden states, a prefill, a chain pass and a tree pass give each token's final
     normed state, under the final layer's index, as plain one-token decoding gives it (up to
     the kernels' rounding, STATE_TOLERANCE; another token's state is farther), and the same
-    logits as without states, bit for bit."""
+    logits as without states: bit for bit on a chain; on a tree, up to the rounding of other
+    batch shapes (NEAR_TIE), since with states on llama.cpp may split a batch of several
+    sequences otherwise (seen on an AVX2-only CPU: up to 0.64, every row in place)."""
     import torch
 
     from specedit.models.load import load
@@ -846,7 +848,11 @@ def test_llama_cpp_gives_each_token_s_final_state_as_its_plain_decoding_does(bun
         plain_prefix, plain = _plain_states(lm.model.path, prefix, drafted)
         passed = _fresh_target(lm.model, prefix).forward(drafted, len(prefix), True)
         without = _fresh_target(lm.model, prefix).forward(drafted, len(prefix), False)
-        assert without.hidden_states is None and torch.equal(passed.logits, without.logits)
+        assert without.hidden_states is None
+        if drafted.is_chain():
+            assert torch.equal(passed.logits, without.logits)
+        else:
+            assert float((passed.logits - without.logits).abs().max()) < NEAR_TIE
         assert set(passed.hidden_states) == {final}
         assert _alike_states(passed.hidden_states[final][0], plain)
     target = _empty_target(lm.model, len(prefix) + 100)
