@@ -103,12 +103,18 @@ def test_eos_closes_the_answer_with_or_without_a_fence(tokenizer):
     assert prompts.extract(tokenizer, _answer(tokenizer, "b\n", eos=True), built) == "b\n"
 
 
-def test_a_then_template_asks_for_a_statement_first_then_for_the_file(tokenizer, tmp_path):
+def _then_template(tmp_path):
+    """A template that asks "Why?" after the file, then "Now the file."."""
     path = tmp_path / "think.toml"
     path.write_text(
         'system = "s"\nuser = "{fence}{language}\\n{text}{fence}\\n\\n{instruction}. Why?"\n'
         'then = "Now the file."\n'
     )
+    return path
+
+
+def test_a_then_template_asks_for_a_statement_first_then_for_the_file(tokenizer, tmp_path):
+    path = _then_template(tmp_path)
     template = prompts.load_template(str(path))
     text = "x = 1\n"
     asking = prompts.build(tokenizer, template, text, "fix it", "python")
@@ -180,7 +186,7 @@ def test_every_shipped_template_puts_the_file_first_and_the_instruction_after(to
 
 
 def test_the_statement_ends_where_a_code_block_starts_and_leads_the_file_s_prompt(
-    tiny_model_dir, tmp_path
+    tiny_model_dir, tokenizer, tmp_path
 ):
     """A `then` template's edit first lets the model say what it will change: its words up to
     the code block it starts (where the file would go), and the file's prompt is the statement
@@ -188,16 +194,11 @@ def test_the_statement_ends_where_a_code_block_starts_and_leads_the_file_s_promp
     from transformers import AutoModelForCausalLM
 
     from specedit.editing.editor import EditRequest, prepare
-    from specedit.models.load import LoadedModel, load
+    from specedit.models.load import LoadedModel
 
-    path = tmp_path / "think.toml"
-    path.write_text(
-        'system = "s"\nuser = "{fence}{language}\\n{text}{fence}\\n\\n{instruction}. Why?"\n'
-        'then = "Now the file."\n'
-    )
-    loaded = load(str(tiny_model_dir), dtype="fp32")
+    path = _then_template(tmp_path)
     model = AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.float32).eval()
-    lm = LoadedModel("scripted", model, loaded.tokenizer)  # a fresh copy: the hooks stay on it
+    lm = LoadedModel("scripted", model, tokenizer)  # a fresh copy: the hooks stay on it
     request = EditRequest("x = 1\n", "fix it", prompt=str(path), language="python", method="pld")
     template = prompts.load_template(str(path))
     asking = prompts.build(lm.tokenizer, template, request.text, "fix it", "python")
