@@ -231,6 +231,21 @@ def test_branch_points_take_the_second_choice_where_the_answer_was_least_sure():
     assert branch_points(tokens, probabilities, runners_up, decode, 1) == [(0, 5)]
 
 
+def test_a_branch_point_may_write_the_start_of_the_copied_token():
+    """` <` where ` <=` was copied: the model rarely writes `=` next, so the branch can change
+    the answer; ` <= h` for ` <=` (the same characters and more) cannot."""
+    from specedit.editing.selection import branch_points
+
+    pieces = ["lo", " <=", " hi", " <", " <= h", "i"]
+
+    def decode(tokens: list[int]) -> str:
+        return "".join(pieces[t] for t in tokens)
+
+    tokens, probabilities = [0, 1, 2], [0.9, 0.5, 0.8]  # "lo <= hi"
+    assert branch_points(tokens, probabilities, [0, 3, 5], decode, 3) == [(0, 3), (0, 1, 5)]
+    assert branch_points(tokens, probabilities, [0, 4, 5], decode, 3) == [(0, 1, 5)]
+
+
 def test_branch_points_on_the_lines_the_instruction_names_come_first():
     from specedit.editing.region import named_lines
     from specedit.editing.selection import branch_points
@@ -268,6 +283,24 @@ def test_branch_points_in_python_comments_come_after_the_code_s():
     assert branch_points(tokens, probabilities, runners_up, decode, 3) == [(0, 4), (3,), (0, 1, 3)]
     code_first = branch_points(tokens, probabilities, runners_up, decode, 3, language="python")
     assert code_first == [(3,), (0, 1, 3), (0, 4)]
+
+
+def test_branch_points_in_docstrings_or_starting_a_comment_come_after_the_code_s():
+    """A docstring runs nothing, and neither does a comment the other token would start; a
+    string that is part of the code counts as code."""
+    from specedit.editing.selection import branch_points
+
+    pieces = ['def f():\n    """Sum', ' all."""\n', "    return", " 'a'", "\n", " #", " x", " 'b'"]
+
+    def decode(tokens: list[int]) -> str:
+        return "".join(pieces[t] for t in tokens)
+
+    tokens = [0, 1, 2, 3, 4]
+    probabilities = [0.99, 0.1, 0.3, 0.5, 0.99]
+    runners_up = [0, 6, 5, 7, 4]  # in the docstring; a comment after `return`; another string
+    ranked = branch_points(tokens, probabilities, runners_up, decode, 3, language="python")
+    assert ranked == [(0, 1, 2, 7), (0, 6), (0, 1, 5)]
+    assert branch_points(tokens, probabilities, runners_up, decode, 3)[0] == (0, 6)
 
 
 def test_voting_keeps_the_change_the_candidates_agree_on(
@@ -328,6 +361,37 @@ def test_the_bench_runs_a_samples_setup_and_scores_the_chosen_candidate(
     (row,) = run_bench(lm, ["pld"], tasks_file=tasks, selections=["3"])
     assert row.method == "pld~s3" and row.passed and row.attempts == 2 and len(calls) == 2
     assert row.unchanged is False and calls[1].request.forced  # redrawn where it was unsure
+
+
+def test_the_bench_s_attempts_redraw_from_branch_points_and_record_each_try(
+    tiny_model_dir, tokenizer, tmp_path, monkeypatch
+):
+    """`specedit bench --attempts 3`: the task's tests judge each try; the unchanged first
+    answer is redrawn where it was unsure, and the row says how each try ended."""
+    import json
+
+    from specedit.bench.runner import run_bench
+    from specedit.models.load import load
+
+    wrong = SOURCE.replace("a - b", "a * b")
+    fixed = SOURCE.replace("a - b", "a + b")
+    calls = _answering(monkeypatch, [SOURCE, wrong, fixed], tokenizer)
+    task = {
+        "id": "add",
+        "kind": "fix",
+        "instruction": "add subtracts",
+        "input": SOURCE,
+        "language": "python",
+        "tests": "assert add(2, 3) == 5",
+    }
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(json.dumps(task) + "\n")
+    lm = load(str(tiny_model_dir), dtype="fp32")
+    (row,) = run_bench(lm, ["pld"], tasks_file=tasks, attempts=3)
+    assert row.passed and row.attempts == 3
+    assert row.tries == ["unchanged", "failed", "passed"]
+    assert calls[1].request.forced and not calls[1].request.feedback  # the one branch point
+    assert "assert" in calls[2].request.feedback  # then the failure is shown
 
 
 def test_a_forced_start_begins_the_answer_and_the_model_goes_on_from_it(tiny_model_dir):

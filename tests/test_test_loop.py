@@ -51,13 +51,20 @@ def tiny(tiny_model_dir):
 
 def canned(monkeypatch, *texts: str) -> list[editor.PreparedEdit]:
     """Edit number k answers texts[k] (the last one repeats) after k + 1 real tokens, so the
-    stats and attribution tell the attempts apart; returns the prepared edits it was given."""
+    stats and attribution tell the attempts apart; returns the prepared edits it was given.
+    An edit asked for its choices was sure of every token but its last, where `z` was a close
+    second: one branch point."""
     calls: list[editor.PreparedEdit] = []
 
     def execute(lm, prepared, on_step=None, stop=None):
         calls.append(prepared)
         short = replace(prepared, max_new_tokens=len(calls) + 1)
         generation = editor.generate_edit(lm, short, on_step)
+        if prepared.request.choices:
+            tokens = generation.tokens
+            z = lm.tokenizer.encode("z", add_special_tokens=False)[0]
+            recorded = {"probabilities": [1.0, 0.4], "runners_up": [tokens[0], z]}
+            generation = replace(generation, **recorded)
         return editor.EditResult(
             texts[min(len(calls), len(texts)) - 1], generation, prepared.prompt
         )
@@ -137,9 +144,14 @@ def test_a_test_that_always_fails_exits_5_after_every_attempt(source, tiny, monk
     lines = [line for line in result.stderr.splitlines() if line.startswith("specedit: attempt")]
     assert lines == [f"specedit: attempt {k}/3: failed (exit 1): nope" for k in (1, 2, 3)]
     assert f"nothing was written to {source}: none of 3 attempts passed --test" in result.stderr
-    # retries show the failure to the model; the third samples
-    assert [bool(c.request.feedback) for c in calls] == [False, True, True]
-    assert "nope" in calls[1].request.feedback
+    # the first answer is redrawn where it was least sure (its last token, taking the `z`),
+    # greedy, with the same prompt; with no branch point left, the third attempt is shown the
+    # failure and samples
+    assert calls[0].request.choices and not calls[0].request.forced
+    assert len(calls[1].request.forced) == 2 and not calls[1].request.feedback
+    assert calls[1].prompt.ids == calls[0].prompt.ids
+    assert [bool(c.request.feedback) for c in calls] == [False, False, True]
+    assert "nope" in calls[2].request.feedback
     assert [c.request.sampling.temperature > 0 for c in calls] == [False, False, True]
     recorded = json.loads(stats.read_text())
     assert recorded["attempts"] == 3 and recorded["test"] == "failed"
@@ -181,8 +193,10 @@ def test_a_passing_test_delivers_the_first_passing_candidate(source, tiny, monke
     assert "--test passed after 2 attempts" in result.stderr
     recorded = json.loads(stats.read_text())
     assert recorded["attempts"] == 2 and recorded["test"] == "passed"
-    # the attribution written is the delivered attempt's (attempt k made k + 1 tokens)
-    assert recorded["new_tokens"] == 3 and json.loads(spans.read_text())["tokens"] == 3
+    # what is reported is the delivered attempt's: the branch redraw, whose answer has 3
+    # tokens (attempt k makes k + 1), the first 2 given (the first answer's start, its `z`)
+    assert len(calls[1].request.forced) == 2
+    assert json.loads(spans.read_text())["tokens"] == 3 and recorded["new_tokens"] == 1
 
 
 def test_a_test_that_passes_first_time_writes_and_reports_one_attempt(source, tiny, monkeypatch):
@@ -229,3 +243,37 @@ def test_test_and_attempts_come_from_the_settings_file(source, tiny, monkeypatch
     assert len(calls) == 2
     assert "specedit: attempt 2/2: failed (exit 3): from-settings" in result.stderr
     assert source.read_text() == SOURCE
+
+
+def test_failed_first_answer_is_redrawn_from_each_branch_point_before_feedback():
+    """With the check as the judge, every branch point of the first answer is tried (least
+    sure first, each going on from the first answer's statement), then the failure is shown."""
+    from specedit.editing.attempts import attempt_edits
+    from specedit.editing.checks import CheckResult
+    from specedit.editing.editor import EditRequest, EditResult
+    from specedit.editing.prompts import EditPrompt
+    from specedit.engine.events import Generation, Stats
+
+    pieces = ["a", "b", "c", "d"]
+    asked: list[EditRequest] = []
+
+    def run(request: EditRequest) -> EditResult:
+        asked.append(request)
+        generation = Generation([0, 1], "eos", Stats(), [0.6, 0.4], [2, 3])
+        said = request.statement or f"statement {len(asked)}"
+        return EditResult(SOURCE, generation, EditPrompt([], "```", SOURCE, 0, 0), said)
+
+    request = EditRequest(SOURCE, "mean adds 1", prompt="fix")
+    decode = lambda tokens: "".join(pieces[t] for t in tokens)  # noqa: E731
+    failing = lambda text: CheckResult(False, 1, "still wrong", 0.1)  # noqa: E731
+    tries = attempt_edits(run, request, failing, 4, decode)
+    assert len(tries) == 4 and not any(t.passed for t in tries)
+    assert [r.forced for r in asked] == [(), (0, 3), (2,), ()]
+    assert [r.choices for r in asked] == [True, False, False, False]
+    assert [r.statement for r in asked] == [None, "statement 1", "statement 1", None]
+    assert [bool(r.feedback) for r in asked] == [False, False, False, True]
+    assert "still wrong" in asked[3].feedback
+    passing_second = iter([CheckResult(False, 1, "no", 0.1), CheckResult(True, 0, "", 0.1)])
+    asked.clear()
+    tries = attempt_edits(run, request, lambda text: next(passing_second), 4, decode)
+    assert [t.passed for t in tries] == [False, True] and asked[1].forced == (0, 3)

@@ -46,12 +46,12 @@ from specedit.drafting.registry import (
     refusal,
 )
 from specedit.editing import prompts, selection, snippets
+from specedit.editing.attempts import Attempt, attempt_edits
 from specedit.editing.editor import (
     EditRequest,
     EditResult,
     LocalEditor,
     PreparedEdit,
-    attempt_edits,
     generate_edit,
     prepare,
 )
@@ -251,12 +251,13 @@ def _run_setup(
     if setup.selection != "1":
         return _run_samples(lm, task, request, setup, whole, start)
     if setup.attempts > 1 and task.checkable:
-        edit = LocalEditor(lm).edit
+        editor = LocalEditor(lm)
         check = lambda text: check_task(task, whole(text))  # noqa: E731
-        tries = attempt_edits(edit, request, check, setup.attempts)
+        tries = attempt_edits(editor.edit, request, check, setup.attempts, editor.decode)
         wall = time.perf_counter() - start
         done = [t.result for t in tries if t.result]
         row = _candidates_row(task, setup, done, wall, len(tries))
+        row.tries = [_outcome(t, whole, whole(request.text)) for t in tries]
         last = tries[-1]
         text = whole(last.result.text) if last.result else None
         score_row(row, text, task, last.check or check_task(task, None))
@@ -291,6 +292,15 @@ def _run_setup(
         }
     score_row(row, text, task, check_task(task, text))
     return row
+
+
+def _outcome(attempt: Attempt, whole: Callable[[str], str], original: str) -> str:
+    """One --attempts try in a word (Row.tries); `whole` turns its answer into the text."""
+    if attempt.result is None:
+        return "error"
+    if attempt.passed:
+        return "passed"
+    return "unchanged" if whole(attempt.result.text) == original else "failed"
 
 
 def _candidates_row(

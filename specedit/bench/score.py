@@ -28,6 +28,9 @@ class Row:
     passed: bool | None = None  # the task's tests (or the expected text); None: uncheckable
     check: str = ""  # the check's one-line summary
     attempts: int = 1
+    # Each --attempts try in order: "passed", "failed", "unchanged" (failed, the input as it
+    # was) or "error" (no answer: cut off, runaway); which try passed, and what came before.
+    tries: list[str] = field(default_factory=list)
     unchanged: bool | None = None  # output == input
     dropped: int | None = None  # input lines without a counterpart in the output
     identical: bool | None = None  # same tokens as `ar` on the same engine

@@ -27,15 +27,14 @@ from specedit.cli.exits import Exit
 from specedit.console import error, say, warning
 from specedit.drafting import DrafterUnavailable
 from specedit.editing import safety, snippets
+from specedit.editing.attempts import Attempt, attempt_edits
 from specedit.editing.checks import CheckResult, run_command
 from specedit.editing.editor import (
-    Attempt,
     EditError,
     Editor,
     EditorUnavailable,
     EditRequest,
     EditResult,
-    attempt_edits,
     in_region,
 )
 from specedit.editing.prompts import EditPrompt, PromptError, language_for
@@ -103,7 +102,7 @@ def edit_file(
     file is read here, fingerprint included. With `region`, the model rewrites only those lines
     and everything else is kept as it was; checks and tests see the whole file.
 
-    With `test`, candidates are edited and checked until one passes (`edit.attempt_edits`); the
+    With `test`, candidates are edited and checked until one passes (`attempts.attempt_edits`); the
     first that passes is delivered, and if none does nothing is written (exit 5). Without it,
     `samples` may draw more candidates, chosen without tests (`selection.draw`).
     """
@@ -163,7 +162,7 @@ def edit_file(
             def check(candidate: str) -> CheckResult:
                 return run_command(test.command, Path(path), written(candidate), test.timeout)
 
-            tries = attempt_edits(run, request, check, test.attempts)
+            tries = attempt_edits(run, request, check, test.attempts, editor.decode)
             # the delivered candidate is the last one: the one that passed, if any did
             result = next((t.result for t in reversed(tries) if t.result is not None), None)
     except (InputError, EditError, PromptError, DrafterUnavailable) as exc:

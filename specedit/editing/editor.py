@@ -18,15 +18,11 @@ from specedit.drafting.registry import (
     method_for,
 )
 from specedit.editing import prompts
-from specedit.editing.checks import CheckResult
 from specedit.editing.region import Region, Surroundings
 from specedit.editing.runaway import RUNAWAY, RunawayGuard
 from specedit.engine.events import Generation, Step, StopCondition
 from specedit.engine.options import GREEDY, MAX_DRAFT, STRICT, Sampling, Verification
 from specedit.models.load import LoadedModel
-
-FEEDBACK_CHARS = 1500  # of a failed check's output, shown to the model on the next attempt
-RETRY_TEMPERATURE = 0.7  # attempts after the second sample, so that they can differ
 
 
 class EditError(Exception):
@@ -335,64 +331,3 @@ class LocalEditor:
         if on_start:
             on_start(prepared.prompt, prepared.max_new_tokens)
         return execute(self.lm, prepared, on_step, stop)
-
-
-@dataclass
-class Attempt:
-    """One try of a checked edit: its result (None if the edit itself failed) and check."""
-
-    result: EditResult | None
-    check: CheckResult | None
-    error: str | None = None  # why the edit itself failed (cut off, runaway)
-
-    @property
-    def passed(self) -> bool:
-        return self.check is not None and self.check.passed
-
-
-def check_feedback(output: str) -> str:
-    """What the model is told after a candidate failed the user's check (or could not be
-    made): the end of the check's output."""
-    return (
-        "An earlier attempt at this edit failed the user's check. The end of the check's "
-        f"output:\n```\n{output[-FEEDBACK_CHARS:].strip()}\n```"
-    )
-
-
-def retry_request(request: EditRequest, attempt: int, failure: str) -> EditRequest:
-    """The request for attempt number `attempt` (2, 3, ...): the last failure is shown to the
-    model; from the third attempt on it also samples, so that a retry can differ."""
-    sampling = request.sampling
-    if attempt >= 3 and not sampling.temperature:
-        sampling = replace(sampling, temperature=RETRY_TEMPERATURE, seed=attempt)
-    return replace(request, feedback=check_feedback(failure), sampling=sampling)
-
-
-def attempt_edits(
-    run: Callable[[EditRequest], EditResult],
-    request: EditRequest,
-    check: Callable[[str], CheckResult],
-    attempts: int,
-) -> list[Attempt]:
-    """Edit and check until a candidate passes or `attempts` are spent (the test loop).
-
-    `run` makes one edit (the CLI wraps its dashboard around it); every attempt is speculative,
-    so a retry costs about what the first edit did.
-    """
-    tries: list[Attempt] = []
-    current = request
-    for number in range(1, attempts + 1):
-        if number > 1:
-            last = tries[-1]
-            current = retry_request(
-                request, number, last.check.output if last.check else last.error
-            )
-        try:
-            result = run(current)
-        except EditError as exc:
-            tries.append(Attempt(None, None, str(exc)))
-            continue
-        tries.append(Attempt(result, check(result.text)))
-        if tries[-1].passed:
-            break
-    return tries

@@ -152,18 +152,25 @@ def branch_points(
 ) -> list[tuple[int, ...]]:
     """Up to `limit` starts for a redraw of an answer: its tokens up to one it was unsure of,
     then the likeliest other token there; the least sure first, those on the `named` lines
-    (1-based, the definitions the instruction names) before the others, and tokens in a
-    comment (Python's) after the code's. An other token that writes the same characters
-    (another split of them, or a special token that writes none) or differs only in its
-    spaces and line breaks changes nothing a test could see, and is passed over."""
+    (1-based, the definitions the instruction names) before the others, and those in a
+    comment or a docstring, or whose other token starts a comment (Python's), after the
+    code's: a redraw there changes nothing the code does. An other token that writes the
+    same characters (another split of them, or a special token that writes none) or differs
+    only in its spaces and line breaks changes nothing a test could see, and is passed over.
+    One that writes only the first characters of the answer's token (` <` where ` <=` was
+    copied) is kept: the model, which splits text as its tokenizer does, rarely writes the
+    rest next, so the line goes on otherwise."""
     text = decode(tokens)
     pieces = [decode([token]) for token in tokens]
     line = [1 + count for count in itertools.accumulate((p.count("\n") for p in pieces), initial=0)]
     offset = list(itertools.accumulate(map(len, pieces), initial=0))  # where each token starts
-    comments = _comments(text) if language == "python" else []
+    python = language == "python"
+    prose = _prose(text) if python else []
 
     def order(position: int) -> tuple[bool, bool, float]:
-        commented = any(start <= offset[position] < end for start, end in comments)
+        commented = any(start <= offset[position] < end for start, end in prose) or (
+            python and decode([runners_up[position]]).lstrip().startswith("#")
+        )
         outside = line[position] not in named if named else False
         return outside, commented, probabilities[position]
 
@@ -172,27 +179,57 @@ def branch_points(
         if len(points) == limit:
             break
         mine, other = tokens[position], runners_up[position]
-        if other == mine or decode([other]).split() == decode([mine]).split():
-            continue
+        if other == mine or not pieces[position] or not decode([other]):
+            continue  # the same token, or a special one: it writes nothing
+        if decode([other]).split() == pieces[position].split():
+            continue  # other spaces or line breaks only
         start = (*tokens[:position], other)
-        if not text.startswith(decode(list(start))):
-            points.append(start)
+        written = decode(list(start))
+        if text.startswith(written) and len(written) >= offset[position + 1]:
+            continue  # the same characters, split otherwise
+        points.append(start)
     return points
 
 
-def _comments(source: str) -> list[tuple[int, int]]:
-    """The character spans of the comments in Python `source` (none where it does not
-    tokenize, such as an answer cut short)."""
+def redraw_starts(
+    first: EditResult, request: EditRequest, decode: Callable[[list[int]], str], limit: int
+) -> list[tuple[int, ...]]:
+    """Up to `limit` starts for redraws of `first`, an answer to `request` made with its
+    `choices` (`branch_points`, the definitions the instruction names first)."""
+    generation = first.generation
+    return branch_points(
+        generation.tokens,
+        generation.probabilities,
+        generation.runners_up,
+        decode,
+        limit,
+        named_lines(request.instruction, request.text),
+        request.language,
+    )
+
+
+# What comes before and after a string that is a statement of its own (a docstring).
+_OPENS = {tokenize.ENCODING, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT}
+_CLOSES = {tokenize.NEWLINE, tokenize.NL, tokenize.COMMENT, tokenize.ENDMARKER}
+
+
+def _prose(source: str) -> list[tuple[int, int]]:
+    """The character spans of what Python `source` runs nothing for: its comments and the
+    strings that stand alone as statements (docstrings). None where it does not tokenize,
+    such as an answer cut short."""
     starts = [0, *(i + 1 for i, character in enumerate(source) if character == "\n")]
     try:
         tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
     except (tokenize.TokenError, SyntaxError):
         return []
-    return [
-        (starts[t.start[0] - 1] + t.start[1], starts[t.end[0] - 1] + t.end[1])
-        for t in tokens
-        if t.type == tokenize.COMMENT
-    ]
+    spans = []
+    for k, t in enumerate(tokens):
+        before = tokens[k - 1].type if k else tokenize.ENCODING
+        after = tokens[k + 1].type if k + 1 < len(tokens) else tokenize.ENDMARKER
+        alone = t.type == tokenize.STRING and before in _OPENS and after in _CLOSES
+        if t.type == tokenize.COMMENT or alone:
+            spans.append((starts[t.start[0] - 1] + t.start[1], starts[t.end[0] - 1] + t.end[1]))
+    return spans
 
 
 def asks_for_fix(prompt: str) -> bool:
@@ -282,17 +319,7 @@ def draw_edits(
         """The next start for a redraw of the first candidate, its branch points listed once."""
         nonlocal branches
         if branches is None:
-            first = results[0].generation
-            named = named_lines(request.instruction, request.text)
-            branches = branch_points(
-                first.tokens,
-                first.probabilities,
-                first.runners_up,
-                decode,
-                samples.count - 1,
-                named,
-                request.language,
-            )
+            branches = redraw_starts(results[0], request, decode, samples.count - 1)
         return branches.pop(0) if branches else None
 
     def candidate(number: int, problem: str | None) -> EditResult | None:
