@@ -111,8 +111,8 @@ def edit_options(
         int,
         opt(
             "--attempts",
-            help="Tries when --test fails; the failure output is shown to the model, later tries "
-            "sample.",
+            help="Tries when --test fails: redraws with the runner-up token where the first "
+            "answer was least sure, then the failure output shown to the model, sampled.",
         ),
     ] = 3,
     test_timeout: Annotated[
