@@ -335,18 +335,13 @@ def test_by_default_an_unchanged_fix_is_redrawn_once_and_bad_sample_options_are_
         assert result.exit_code == 2 and message in result.stderr
 
 
-def test_the_bench_runs_a_samples_setup_and_scores_the_chosen_candidate(
-    tiny_model_dir, tokenizer, tmp_path, monkeypatch
-):
-    """`specedit bench --samples 3`: candidates drawn while unacceptable, the chosen one is
-    checked with the task's tests, and the row counts every candidate."""
+def _bench_add(tiny_model_dir, tmp_path, **setup):
+    """The bench's row for one task: fix `add`, checked by its tests, on the tiny model."""
     import json
 
     from specedit.bench.runner import run_bench
     from specedit.models.load import load
 
-    fixed = SOURCE.replace("a - b", "a + b")
-    calls = _answering(monkeypatch, [SOURCE, fixed], tokenizer)
     task = {
         "id": "add",
         "kind": "fix",
@@ -358,7 +353,18 @@ def test_the_bench_runs_a_samples_setup_and_scores_the_chosen_candidate(
     tasks = tmp_path / "tasks.jsonl"
     tasks.write_text(json.dumps(task) + "\n")
     lm = load(str(tiny_model_dir), dtype="fp32")
-    (row,) = run_bench(lm, ["pld"], tasks_file=tasks, selections=["3"])
+    (row,) = run_bench(lm, ["pld"], tasks_file=tasks, **setup)
+    return row
+
+
+def test_the_bench_runs_a_samples_setup_and_scores_the_chosen_candidate(
+    tiny_model_dir, tokenizer, tmp_path, monkeypatch
+):
+    """`specedit bench --samples 3`: candidates drawn while unacceptable, the chosen one is
+    checked with the task's tests, and the row counts every candidate."""
+    fixed = SOURCE.replace("a - b", "a + b")
+    calls = _answering(monkeypatch, [SOURCE, fixed], tokenizer)
+    row = _bench_add(tiny_model_dir, tmp_path, selections=["3"])
     assert row.method == "pld~s3" and row.passed and row.attempts == 2 and len(calls) == 2
     assert row.unchanged is False and calls[1].request.forced  # redrawn where it was unsure
 
@@ -368,26 +374,10 @@ def test_the_bench_s_attempts_redraw_from_branch_points_and_record_each_try(
 ):
     """`specedit bench --attempts 3`: the task's tests judge each try; the unchanged first
     answer is redrawn where it was unsure, and the row says how each try ended."""
-    import json
-
-    from specedit.bench.runner import run_bench
-    from specedit.models.load import load
-
     wrong = SOURCE.replace("a - b", "a * b")
     fixed = SOURCE.replace("a - b", "a + b")
     calls = _answering(monkeypatch, [SOURCE, wrong, fixed], tokenizer)
-    task = {
-        "id": "add",
-        "kind": "fix",
-        "instruction": "add subtracts",
-        "input": SOURCE,
-        "language": "python",
-        "tests": "assert add(2, 3) == 5",
-    }
-    tasks = tmp_path / "tasks.jsonl"
-    tasks.write_text(json.dumps(task) + "\n")
-    lm = load(str(tiny_model_dir), dtype="fp32")
-    (row,) = run_bench(lm, ["pld"], tasks_file=tasks, attempts=3)
+    row = _bench_add(tiny_model_dir, tmp_path, attempts=3)
     assert row.passed and row.attempts == 3
     assert row.tries == ["unchanged", "failed", "passed"]
     assert calls[1].request.forced and not calls[1].request.feedback  # the one branch point
