@@ -162,6 +162,7 @@ def branch_points(
     rest next, so the line goes on otherwise."""
     text = decode(tokens)
     pieces = [decode([token]) for token in tokens]
+    others = [decode([token]) for token in runners_up]
     line = [1 + count for count in itertools.accumulate((p.count("\n") for p in pieces), initial=0)]
     offset = list(itertools.accumulate(map(len, pieces), initial=0))  # where each token starts
     python = language == "python"
@@ -169,7 +170,7 @@ def branch_points(
 
     def order(position: int) -> tuple[bool, bool, float]:
         commented = any(start <= offset[position] < end for start, end in prose) or (
-            python and decode([runners_up[position]]).lstrip().startswith("#")
+            python and others[position].lstrip().startswith("#")
         )
         outside = line[position] not in named if named else False
         return outside, commented, probabilities[position]
@@ -179,9 +180,9 @@ def branch_points(
         if len(points) == limit:
             break
         mine, other = tokens[position], runners_up[position]
-        if other == mine or not pieces[position] or not decode([other]):
+        if other == mine or not pieces[position] or not others[position]:
             continue  # the same token, or a special one: it writes nothing
-        if decode([other]).split() == pieces[position].split():
+        if others[position].split() == pieces[position].split():
             continue  # other spaces or line breaks only
         start = (*tokens[:position], other)
         written = decode(list(start))
