@@ -134,6 +134,37 @@ def test_the_default_engine_is_llama_cpp_where_it_is_installed(
     assert json.loads(stats.read_text())["engine"] == "llama.cpp"
 
 
+# Runs the CLI in a fresh interpreter and says which heavy libraries the edit imported.
+_IMPORTED = """
+import contextlib
+import sys
+from specedit.cli import app
+report, sys.argv = sys.argv[1], ["specedit", *sys.argv[2:]]
+with contextlib.suppress(SystemExit):
+    app(prog_name="specedit")
+with open(report, "w") as out:
+    out.write(" ".join(name for name in ("torch", "transformers") if name in sys.modules))
+"""
+
+
+@pytest.mark.e2e
+@pytest.mark.llamacpp
+@pytest.mark.skipif(not HAS_LLAMA_CPP, reason="needs llama-cpp-python (the llamacpp extra)")
+@pytest.mark.parametrize(("method", "imported"), [("adapld", ""), ("pldplus", "torch")])
+def test_an_edit_on_llama_cpp_imports_torch_only_for_a_drafter_that_reads_states(
+    bundled_model_dir, tmp_path, method, imported
+):
+    """torch's import alone takes seconds of a cold edit: the default drafter reads tokens
+    only, so an edit on llama.cpp runs without it."""
+    path, report = tmp_path / "note.txt", tmp_path / "imported.txt"
+    path.write_text("The quick brown fox jumsp over the lazy dog.\n")
+    command = [sys.executable, "-c", _IMPORTED, str(report), "rewrite", str(path)]
+    command += ["-m", "fix the spelling mistake", "--engine", "llama.cpp", "--method", method]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert result.stdout == "The quick brown fox jumps over the lazy dog.\n", result.stderr
+    assert report.read_text() == imported
+
+
 def test_on_llama_cpp_every_method_drafts_but_those_that_read_what_it_does_not_give():
     """The refusal matrix: llama.cpp returns the final hidden state and the GGUF file gives the
     vocabulary matrices, so every method and ablation runs there (the hidden-state ones at the

@@ -7,6 +7,7 @@ import math
 from collections import Counter
 from dataclasses import replace
 
+import numpy as np
 import pytest
 import torch
 from conftest import tiny_model
@@ -137,9 +138,9 @@ def test_probabilities_follow_top_k_and_top_p():
 DEPTH = 3
 
 
-def _conditionals(model, sampling: Sampling) -> dict[tuple[int, ...], torch.Tensor]:
+def _conditionals(model, sampling: Sampling) -> dict[tuple[int, ...], np.ndarray]:
     """p(. | PROMPT + q), as plain sampling draws it, for every q of fewer than DEPTH tokens."""
-    out: dict[tuple[int, ...], torch.Tensor] = {}
+    out: dict[tuple[int, ...], np.ndarray] = {}
     with torch.no_grad():
         for length in range(DEPTH):
             for q in itertools.product(range(VOCAB), repeat=length):
@@ -148,7 +149,7 @@ def _conditionals(model, sampling: Sampling) -> dict[tuple[int, ...], torch.Tens
     return out
 
 
-def _joint(conditionals: dict[tuple[int, ...], torch.Tensor]) -> dict[tuple[int, ...], float]:
+def _joint(conditionals: dict[tuple[int, ...], np.ndarray]) -> dict[tuple[int, ...], float]:
     """P(first DEPTH new tokens = q) under plain sampling: the product of the conditionals."""
     return {
         q: math.prod(float(conditionals[q[:i]][q[i]]) for i in range(DEPTH))
@@ -240,7 +241,7 @@ def test_deep_drafts_keep_the_joint_sampling_distribution(
 ):
     model = tiny_model(vocab=VOCAB, seed=1, init=0.15)
     conditionals = _conditionals(model, sampling)
-    likely = {q: p.argsort(descending=True).tolist() for q, p in conditionals.items()}
+    likely = {q: np.argsort(-p, kind="stable").tolist() for q, p in conditionals.items()}
     exact = _joint(conditionals)
     drafter = LikelyTreeDrafter(likely, widths, wrong)
     n = 400

@@ -52,7 +52,8 @@ def teacher_forced(lm, prompt_ids: list[int], answer: list[int]) -> torch.Tensor
         if chain := sequence[prefix + 1 : prefix + CHUNK]:
             tree.add_chain(chain)
         out = target.forward(tree, prefix, False)
-        rows.append(torch.log_softmax(out.logits.float(), -1))  # row k predicts prefix+k+1
+        scores = torch.as_tensor(out.logits).float()  # llama.cpp's NumPy, a tensor on torch
+        rows.append(torch.log_softmax(scores, -1))  # row k predicts prefix+k+1
         target.keep(prefix, list(range(len(tree))))
         prefix += len(tree)
     return torch.cat(rows)[: len(answer)]

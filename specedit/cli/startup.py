@@ -66,29 +66,29 @@ def load_model(
     context: int = 0,
 ):
     """Pin the CPU threads and load the model (and its draft model) once; a model error exits
-    with code 3. On llama.cpp the weights start loading before torch is imported, in a context
-    sized for `context` tokens (an estimate of what the first edit needs).
+    with code 3. On llama.cpp the weights start loading on a thread, in a context sized for
+    `context` tokens (an estimate of what the first edit needs), and neither torch nor
+    transformers is imported: nothing on the default's path there needs them.
 
-    Returns the model and the start-up seconds: imports (from the CLI's start to torch
-    imported; on llama.cpp the tokenizer and config are read by then and the weights' load has
-    begun) and the model's load after them."""
+    Returns the model and the start-up seconds: imports (from the CLI's start to torch and
+    transformers imported; on llama.cpp, to the weights' load begun, the tokenizer and config
+    read) and the model's load after them."""
     from specedit.models.bundled import ModelError
     from specedit.models.load import load, with_draft
 
     threads = threads or os.cpu_count() or 1
     with interruptible():
         try:
-            # On llama.cpp the weights start loading, on a thread, before torch is imported.
-            early = (
-                None if engine == "torch" else load(model, dtype, device, engine, threads, context)
-            )
-            import torch
-
-            torch.set_num_threads(threads)
-            if early is None:
+            if engine == "torch":
+                import torch
                 import transformers  # noqa: F401  (timed here, so the load below is the load alone)
-            imported = time.perf_counter()
-            lm = early or load(model, dtype, device, engine)
+
+                torch.set_num_threads(threads)
+                imported = time.perf_counter()
+                lm = load(model, dtype, device, engine)
+            else:  # the weights load on a thread from here on
+                lm = load(model, dtype, device, engine, threads, context)
+                imported = time.perf_counter()
             if draft:  # on llama.cpp its weights load while the model's still do
                 lm = with_draft(lm, draft, dtype, device, context)
             lm.ready()

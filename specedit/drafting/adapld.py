@@ -33,8 +33,6 @@ from specedit.drafting.copy import (
 )
 from specedit.drafting.kinds import BRANCH, SUCCESSOR
 from specedit.drafting.length import AdaptiveLength, AgreementLength, CopyLength
-from specedit.drafting.preverifier import TrainedLength
-from specedit.drafting.vocabulary import vocabulary_index
 from specedit.engine.drafter import Drafter
 from specedit.engine.memory import Memory
 from specedit.engine.tree import DraftTree
@@ -55,6 +53,8 @@ def copy_length(kind: str, model, max_length: int = 64) -> CopyLength:
     if kind == "free":
         return AgreementLength(AdaptiveLength(max_length=max_length))
     if kind == "trained":
+        from specedit.drafting.preverifier import TrainedLength  # torch: not the default's
+
         return TrainedLength.for_model(model, max_length=max_length)
     raise ValueError(f"unknown pre-verifier {kind!r}: choose one of {', '.join(PRE_VERIFIERS)}")
 
@@ -97,8 +97,11 @@ class AdaPLD(Drafter):
         self.branches = branches if branch else 0
         self.tau, self.max_copy, self.branch_below = tau, max_copy, branch_below
         self.semantic, self.successor = semantic, successor and branch
-        wants_index = semantic or (branch and not tokens_only)
-        self.vocabulary = vocabulary_index(model, hnsw) if wants_index else None
+        self.vocabulary = None
+        if semantic or (branch and not tokens_only):
+            from specedit.drafting.vocabulary import vocabulary_index  # torch: the states' parts
+
+            self.vocabulary = vocabulary_index(model, hnsw)
         self.length = copy_length(pre_verifier, model, max_copy) if adaptive else None
         self.confidence = AgreementLength() if sized and not adaptive else None
         self.retrieval: Counter[str] = Counter()

@@ -13,9 +13,7 @@ Every lookup method is this one step with its own way of choosing the anchor (a 
 
 from __future__ import annotations
 
-from typing import Protocol
-
-import torch
+from typing import TYPE_CHECKING, Protocol
 
 from specedit.drafting.kinds import MAIN
 from specedit.drafting.length import AgreementLength
@@ -23,6 +21,9 @@ from specedit.engine.drafter import Drafter
 from specedit.engine.memory import Memory
 from specedit.engine.target import state_layers
 from specedit.engine.tree import DraftTree
+
+if TYPE_CHECKING:
+    import torch
 
 LAYER_FRACTION = 0.125  # the hidden-state rerank layer, as a share of the model's depth (README)
 
@@ -48,6 +49,8 @@ def occurrences(memory: Memory, token: int, before: int) -> list[int]:
 
 def state_cosine(memory: Memory, layer: int, rows: list[int], query_row: int) -> torch.Tensor:
     """Cosine of the stored states at `rows` with the one at `query_row`, at `layer`."""
+    import torch  # here: token-only drafters never load it
+
     hidden = memory.hidden(layer)
     return torch.nn.functional.cosine_similarity(
         hidden[rows].float(), hidden[query_row].float()[None], dim=-1

@@ -223,7 +223,8 @@ class LlamaCppDraftModel(ChainDrafter):
         return self._step(tokens[-1])
 
     def _step(self, token: int) -> torch.Tensor:
-        logits = self.target.forward(DraftTree(token), self.fed, False).logits[0]
+        scores = self.target.forward(DraftTree(token), self.fed, False).logits[0]
+        logits = torch.from_numpy(scores)  # llama.cpp's NumPy row, as the vocabulary takes it
         self.target.keep(self.fed, [0])
         self.fed += 1
         self.steps += 1

@@ -26,7 +26,7 @@ import torch
 
 from specedit.console import progress
 from specedit.drafting.artefacts import artefact_path, save_artefact
-from specedit.engine.drafter import as_numpy
+from specedit.engine.arrays import as_numpy
 from specedit.models.gguf_weights import HELD_IN, GgufMatrix, gguf_vocabulary
 
 Matrix = torch.Tensor | GgufMatrix  # indexed by rows

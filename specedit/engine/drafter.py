@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
-import torch
-
 from specedit.engine.memory import Memory
 from specedit.engine.tree import DraftTree
 
@@ -14,7 +11,7 @@ class Drafter:
 
     Drafters never touch the model or its cache: they read `Memory` and return a tree whose root
     is the last committed token. The base class drafts nothing, which is plain decoding. Tensors a
-    drafter keeps live on the model's device; they reach NumPy only through `as_numpy`.
+    drafter keeps live on the model's device; they reach NumPy only through arrays.as_numpy.
     """
 
     name = "ar"
@@ -30,8 +27,3 @@ class Drafter:
     def report(self) -> dict[str, float]:
         """Method-specific counters for the stats (e.g. how retrieval went)."""
         return {}
-
-
-def as_numpy(tensor: torch.Tensor) -> np.ndarray:
-    """A float32 NumPy copy of `tensor`, wherever it lives: the one way drafters leave torch."""
-    return tensor.detach().float().cpu().numpy()

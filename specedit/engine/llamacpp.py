@@ -59,8 +59,10 @@ class GgufModel:
     batch shapes, so outputs may differ from a cold run at near-ties; the bench starts each edit
     cold (`start_cold`, without a store).
 
-    This module imports neither torch nor transformers at its top, so that the CLI can start
-    llama.cpp's load (`open_in_background`) before it imports them."""
+    This module imports neither torch nor transformers: an edit whose drafter reads tokens only
+    (the default) runs on llama.cpp without them, and the CLI starts llama.cpp's load
+    (`open_in_background`) first thing. Hidden states, which only drafters that compare them
+    ask for, come as torch tensors, since those drafters compute in torch."""
 
     engine = "llama.cpp"  # the final hidden state only; the weights are the GGUF file's
 
@@ -89,12 +91,6 @@ class GgufModel:
         import torch
 
         return torch.device("cpu")
-
-    @property
-    def dtype(self) -> torch.dtype:  # of the logits the engine sees
-        import torch
-
-        return torch.float32
 
     def open_in_background(self, capacity: int) -> None:
         """Start opening a context for `capacity` tokens on a thread. llama.cpp reads and
@@ -295,7 +291,7 @@ class LlamaCppTarget:
         return np.ctypeslib.as_array(self.llm._ctx.get_embeddings(), shape=shape).copy()
 
     def _by_layer(self, states: np.ndarray) -> HiddenStates:
-        import torch
+        import torch  # only drafters that read states ask for them; they compute in torch
 
         return {self.state_layers[-1]: torch.from_numpy(states)[None]}
 
@@ -369,8 +365,6 @@ class LlamaCppTarget:
             self._drop_from(0)
 
     def forward(self, tree: DraftTree, prefix_length: int, hidden: bool) -> Pass:
-        import torch  # here, not at the top: see GgufModel
-
         from specedit.engine.target import Pass
 
         ids = [tree.root, *tree.tokens]
@@ -387,7 +381,7 @@ class LlamaCppTarget:
         shape = (len(ids), self.vocabulary)
         logits = np.ctypeslib.as_array(self.llm._ctx.get_logits(), shape=shape)
         by_layer = self._by_layer(states) if hidden else None
-        return Pass(torch.from_numpy(logits.copy()), by_layer)  # llama.cpp reuses its buffer
+        return Pass(logits.copy(), by_layer)  # a copy: llama.cpp reuses its buffer
 
     def _decode_tree(self, tree: DraftTree, prefix_length: int, hidden: bool) -> np.ndarray | None:
         """One batch over every node of `tree`, each in the sequences of the leaves below it;

@@ -7,10 +7,12 @@ position but the last one. Drafters read this; only the engine writes to it.
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import TYPE_CHECKING
 
-import torch
+if TYPE_CHECKING:
+    import torch
 
-from specedit.engine.target import HiddenStates
+    from specedit.engine.target import HiddenStates
 
 
 class Memory:

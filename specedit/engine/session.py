@@ -7,10 +7,15 @@ the KV cache and memory, and reports each step as an event.
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import sys
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-import torch
+import numpy as np
 
+from specedit.engine.arrays import as_numpy, log_softmax_at
 from specedit.engine.cost import PassCost, size
 from specedit.engine.drafter import Drafter
 from specedit.engine.events import Generation, Stats, Step, StopCondition
@@ -20,8 +25,25 @@ from specedit.engine.target import open_target
 from specedit.engine.tree import DraftTree
 from specedit.engine.verify import Verifier
 
+if TYPE_CHECKING:
+    import torch
 
-@torch.inference_mode()
+
+def _without_autograd(function: Callable) -> Callable:
+    """Runs `function` in torch's inference mode wherever torch is loaded (a torch model, a
+    drafter's tensors), so that nothing records gradients, and without it where torch is not,
+    so that an edit on llama.cpp with a token-only drafter never imports it."""
+
+    @functools.wraps(function)
+    def run(*args, **kwargs):
+        torch = sys.modules.get("torch")
+        with torch.inference_mode() if torch is not None else contextlib.nullcontext():
+            return function(*args, **kwargs)
+
+    return run
+
+
+@_without_autograd
 def generate(
     model,
     prompt: list[int],
@@ -117,16 +139,16 @@ def generate(
 
 
 def _second_choices(
-    logits: torch.Tensor, rows: list[int], tokens: list[int]
+    logits: np.ndarray | torch.Tensor, rows: list[int], tokens: list[int]
 ) -> tuple[list[float], list[int]]:
     """For each token a pass committed (token k follows tree node rows[k]), the probability
     the model gave it and the likeliest other token there."""
-    rows_logits = logits[rows].float()
-    chosen = torch.tensor(tokens, device=rows_logits.device)
-    top = rows_logits.topk(2, dim=-1).indices
-    others = torch.where(top[:, 0] == chosen, top[:, 1], top[:, 0])
-    logs = rows_logits.gather(1, chosen[:, None])[:, 0] - rows_logits.logsumexp(-1)
-    return logs.exp().tolist(), others.tolist()
+    scores = as_numpy(logits[rows])
+    best = scores.argmax(-1)
+    runner_up = scores.copy()
+    runner_up[np.arange(len(rows)), best] = -np.inf
+    others = np.where(best == np.asarray(tokens), runner_up.argmax(-1), best)
+    return np.exp(log_softmax_at(scores, tokens)).tolist(), others.tolist()
 
 
 def _path_kind(tree: DraftTree, path: list[int]) -> str:

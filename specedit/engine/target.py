@@ -5,6 +5,9 @@ pass over a draft tree) and keep (only the accepted path stays in the cache). Tw
 transformers model (trees, every layer's hidden states, any dtype and device) and a GGUF file run
 by llama.cpp's kernels (engine/llamacpp.py: trees as one batch of several KV-cache sequences, the
 final hidden state only, its own quantized weights).
+
+Only the transformers target imports torch, when it is made: an edit on llama.cpp whose drafter
+reads tokens only runs without it (its import takes seconds of a cold edit).
 """
 
 from __future__ import annotations
@@ -12,22 +15,25 @@ from __future__ import annotations
 import time
 from collections.abc import Collection
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol, TypeAlias
 
-import torch
+if TYPE_CHECKING:
+    import numpy as np
+    import torch
 
-from specedit.engine.cache import keep_path
-from specedit.engine.tree import DraftTree
+    from specedit.engine.tree import DraftTree
 
 # Hidden states by layer, each (1, tokens, hidden): 0 is the embeddings, then each layer's output,
 # num_hidden_layers the final normed state that the LM head reads. A transformers model gives
 # every layer (its output tuple), llama.cpp the final one only (a dict).
-HiddenStates = tuple[torch.Tensor, ...] | dict[int, torch.Tensor]
+HiddenStates: TypeAlias = "tuple[torch.Tensor, ...] | dict[int, torch.Tensor]"
 
 
 @dataclass
 class Pass:
-    logits: torch.Tensor  # (nodes, vocabulary): the model's scores after each tree node
+    # (nodes, vocabulary): the model's scores after each tree node, as its engine made them (a
+    # tensor on the torch engine's device, a NumPy array from llama.cpp: engine/arrays.py)
+    logits: np.ndarray | torch.Tensor
     hidden_states: HiddenStates | None = None
 
 
@@ -75,6 +81,8 @@ class TransformersTarget:
         self.state_layers = state_layers(model)
 
     def prefill(self, tokens: list[int], hidden: bool) -> HiddenStates | None:
+        import torch
+
         # No mask is passed, so attention takes its causal path instead of an n x n mask.
         out = self.model(
             input_ids=torch.tensor([tokens], device=self.model.device),
@@ -98,10 +106,14 @@ class TransformersTarget:
         return Pass(out.logits[0], out.hidden_states)
 
     def keep(self, prefix_length: int, nodes: list[int]) -> None:
+        from specedit.engine.cache import keep_path
+
         keep_path(self.cache, prefix_length, nodes)
 
     def clock(self) -> float:
         """perf_counter once the device's queued work is done, so stage times hold on a GPU."""
         if self.model.device.type == "cuda":
+            import torch
+
             torch.cuda.synchronize(self.model.device)
         return time.perf_counter()

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import torch
+if TYPE_CHECKING:
+    import torch
 
 
 @dataclass
@@ -138,8 +140,10 @@ class DraftTree:
         """input_ids (1, n), position_ids (1, n) and an additive 4D mask (1, 1, n, prefix + n).
 
         The mask is additive float (0 = attend, dtype min = masked) because every attention
-        implementation that takes a custom mask accepts that form.
+        implementation that takes a custom mask accepts that form. Only the torch engine asks.
         """
+        import torch
+
         n = len(self)
         ids = torch.tensor([[self.root, *self.tokens]], dtype=torch.long, device=device)
         positions = torch.tensor(self.depths(), dtype=torch.long, device=device) + prefix_length

@@ -15,26 +15,34 @@ model would not have chosen itself are "relaxed" acceptances, reported so they c
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import torch
+import numpy as np
 
+from specedit.engine.arrays import as_numpy, softmax
 from specedit.engine.options import STRICT, Sampling, Verification
 from specedit.engine.tree import DraftTree
 
+if TYPE_CHECKING:
+    import torch
 
-def probabilities(logits: torch.Tensor, sampling: Sampling) -> torch.Tensor:
+
+def probabilities(logits: np.ndarray | torch.Tensor, sampling: Sampling) -> np.ndarray:
     """The distribution plain sampling draws from: temperature, then top-k, then top-p."""
-    logits = logits.float() / sampling.temperature
+    logits = as_numpy(logits) / sampling.temperature
     if sampling.top_k:
-        kth = torch.topk(logits, min(sampling.top_k, logits.shape[-1])).values[..., -1, None]
-        logits = logits.masked_fill(logits < kth, float("-inf"))
+        k = min(sampling.top_k, logits.shape[-1])
+        kth = np.partition(logits, -k, axis=-1)[..., -k, None]
+        logits = np.where(logits < kth, -np.inf, logits)
     if sampling.top_p < 1:
-        sorted_logits, order = torch.sort(logits, descending=True)
-        cumulative = sorted_logits.softmax(-1).cumsum(-1)
+        order = np.argsort(-logits, axis=-1, kind="stable")
+        chances = softmax(np.take_along_axis(logits, order, axis=-1))
         # drop a token when the tokens before it already hold top_p of the mass
-        drop = (cumulative - sorted_logits.softmax(-1)) >= sampling.top_p
-        logits = logits.masked_fill(drop.scatter(-1, order, drop), float("-inf"))
-    return logits.softmax(-1)
+        drop_sorted = (chances.cumsum(axis=-1) - chances) >= sampling.top_p
+        drop = np.empty_like(drop_sorted)
+        np.put_along_axis(drop, order, drop_sorted, axis=-1)
+        logits = np.where(drop, -np.inf, logits)
+    return softmax(logits)
 
 
 @dataclass
@@ -47,38 +55,42 @@ class Acceptance:
 
 
 class Verifier:
-    """Walks a draft tree with the model's choices (greedy or sampled)."""
+    """Walks a draft tree with the model's choices (greedy or sampled). Logits come as the
+    engine made them (a NumPy array or a tensor); greedy choices are read where they are, and
+    the rows a sampled or conditional walk needs are computed on in NumPy."""
 
     def __init__(self, sampling: Sampling, verification: Verification = STRICT) -> None:
         self.sampling, self.verification = sampling, verification
-        self.generator = torch.Generator()
-        if sampling.seed is not None:
-            self.generator.manual_seed(sampling.seed)
-        else:
-            self.generator.seed()
+        self.generator = np.random.default_rng(sampling.seed)  # None: a fresh seed
 
-    def choose(self, logits: torch.Tensor) -> int:
+    def choose(self, logits: np.ndarray | torch.Tensor) -> int:
         """The model's token for one position's logits."""
         if self.sampling.greedy:
             return int(logits.argmax())
-        probs = probabilities(logits, self.sampling)
-        return int(torch.multinomial(probs.cpu(), 1, generator=self.generator))
+        probs = probabilities(logits, self.sampling).astype(np.float64)
+        return int(self.generator.choice(len(probs), p=probs / probs.sum()))
 
-    def walk(self, tree: DraftTree, logits: torch.Tensor, eos: set[int]) -> Acceptance:
+    def walk(self, tree: DraftTree, logits: np.ndarray | torch.Tensor, eos: set[int]) -> Acceptance:
         """Accept a path of the tree: strictly, or conditionally (see the module docstring)."""
         if self.verification.mode == "strict" or len(tree) == 1:
             return self._strict(tree, logits)
         return self._conditional(tree, logits, eos)
 
-    def _conditional(self, tree: DraftTree, logits: torch.Tensor, eos: set[int]) -> Acceptance:
+    def _conditional(
+        self, tree: DraftTree, logits: np.ndarray | torch.Tensor, eos: set[int]
+    ) -> Acceptance:
         """The deepest node whose every ancestor edge passes the CASD condition."""
         rule = self.verification
-        probs = logits.float().softmax(-1)
+        probs = softmax(as_numpy(logits))
         own = probs.argmax(-1).tolist()
         eos_ids = sorted(eos)
-        p_eos = probs[:, eos_ids].max(-1).values if eos_ids else torch.zeros(len(tree))
-        floor = p_eos.clamp(min=rule.delta).tolist()  # max(delta, p(eos)) at each node
-        top = probs.topk(rule.top_k, -1).indices.tolist() if rule.mode == "mixed" else None
+        p_eos = probs[:, eos_ids].max(-1) if eos_ids else np.zeros(len(tree))
+        floor = np.maximum(p_eos, rule.delta).tolist()  # max(delta, p(eos)) at each node
+        if rule.mode == "mixed":
+            k = min(rule.top_k, probs.shape[-1])
+            top = np.argpartition(-probs, k - 1, axis=-1)[:, :k].tolist()
+        else:
+            top = None
         depth = tree.depths()
         accepted = [True] + [False] * (len(tree) - 1)
         best = 0
@@ -101,7 +113,7 @@ class Verifier:
         relaxed = [tree.token(n) != own[tree.parent(n)] for n in path]
         return Acceptance(path, self.choose(logits[best]), relaxed)
 
-    def _strict(self, tree: DraftTree, logits: torch.Tensor) -> Acceptance:
+    def _strict(self, tree: DraftTree, logits: np.ndarray | torch.Tensor) -> Acceptance:
         """Descend from the root while the model's token is a drafted child."""
         children = tree.children()
         greedy = logits.argmax(-1).tolist() if self.sampling.greedy else None

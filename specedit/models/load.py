@@ -68,14 +68,17 @@ class LoadedModel:
         Measured once, in a few seconds, and kept in the cache per model, engine, dtype,
         threads and host; a file saved before the prefill was timed is measured again."""
         if self._pass_cost is None:
-            import torch
-
             from specedit.engine.cost import PassCost, measure
 
-            threads = getattr(self.model, "threads", None) or torch.get_num_threads()
+            if self.engine == "torch":
+                import torch
+
+                threads = torch.get_num_threads()
+                weights = f"{self.model.dtype}|{self.model.device}"
+            else:  # the GGUF file's own types, on the CPU
+                threads, weights = self.model.threads, "gguf"
             where = (
-                f"{self.name}|{self.engine}|{self.model.dtype}|{self.model.device}|"
-                f"{threads}|{platform.node()}|{os.cpu_count()}"
+                f"{self.name}|{self.engine}|{weights}|{threads}|{platform.node()}|{os.cpu_count()}"
             )
             digest = hashlib.sha256(where.encode()).hexdigest()[:16]
             path = cache_dir() / "cost" / f"{Path(self.name).name}-{digest}.json"
