@@ -28,10 +28,3 @@ def softmax(scores: np.ndarray) -> np.ndarray:
     """Softmax over the last axis; -inf scores get probability 0."""
     exp = np.exp(scores - scores.max(axis=-1, keepdims=True))
     return exp / exp.sum(axis=-1, keepdims=True)
-
-
-def log_softmax_at(scores: np.ndarray, tokens: list[int]) -> np.ndarray:
-    """log p(tokens[i]) in row i of `scores`."""
-    top = scores.max(axis=-1)
-    normaliser = top + np.log(np.exp(scores - top[:, None]).sum(axis=-1))
-    return scores[np.arange(len(tokens)), tokens] - normaliser

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from specedit.engine.arrays import as_numpy, log_softmax_at
+from specedit.engine.arrays import as_numpy, softmax
 from specedit.engine.cost import PassCost, size
 from specedit.engine.drafter import Drafter
 from specedit.engine.events import Generation, Stats, Step, StopCondition
@@ -148,7 +148,8 @@ def _second_choices(
     runner_up = scores.copy()
     runner_up[np.arange(len(rows)), best] = -np.inf
     others = np.where(best == np.asarray(tokens), runner_up.argmax(-1), best)
-    return np.exp(log_softmax_at(scores, tokens)).tolist(), others.tolist()
+    chances = softmax(scores)[np.arange(len(rows)), tokens]
+    return chances.tolist(), others.tolist()
 
 
 def _path_kind(tree: DraftTree, path: list[int]) -> str:
