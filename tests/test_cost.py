@@ -212,7 +212,7 @@ def test_the_curve_is_measured_once_per_model_and_machine(qwen_tiny, tmp_path, m
     assert measured.sizes == PROBE_SIZES and all(s > 0 for s in measured.seconds)
     assert measured.prefill_per_token > 0
     calls: list[int] = []
-    monkeypatch.setattr(cost, "measure", lambda model: calls.append(1) or measured)
+    monkeypatch.setattr(cost, "measure", lambda model, threads: calls.append(1) or measured)
     first = LoadedModel("tiny", qwen_tiny, tokenizer=None)
     assert first.pass_cost() == measured and first.pass_cost() == measured
     again = LoadedModel("tiny", qwen_tiny, tokenizer=None)  # a new process, say
@@ -231,36 +231,89 @@ def test_the_curve_is_measured_once_per_model_and_machine(qwen_tiny, tmp_path, m
     assert len(calls) == 4 and PassCost.load(saved) == measured
 
 
-def test_a_slow_sample_does_not_make_the_curve(monkeypatch):
-    """Another process taking the cores only adds time: each size keeps its fastest pass (the
-    first one-token pass here takes 5 s more), and no size costs more than a wider one (every
-    4-token pass here takes 1 s more)."""
+class ScriptedTarget:
+    """Passes that take 10 ms a token on a scripted clock; the second pass 5 s more, every
+    4-token pass 1 s more."""
+
+    def __init__(self) -> None:
+        self.now, self.passes = 0.0, 0
+
+    def prefill(self, tokens, hidden) -> None:
+        self.now += 0.001 * len(tokens)
+
+    def forward(self, tree, prefix, hidden) -> None:
+        self.passes += 1
+        self.now += 0.01 * len(tree) + (5.0 if self.passes == 2 else 0.0)
+        self.now += 1.0 if len(tree) == 4 else 0.0
+
+    def keep(self, prefix, nodes) -> None:
+        pass
+
+    def clock(self) -> float:
+        return self.now
+
+
+def scripted_measure(monkeypatch, threads: int | None = None) -> PassCost:
     from types import SimpleNamespace
 
     from specedit.engine import target as targets
 
-    class ScriptedTarget:
-        def __init__(self) -> None:
-            self.now, self.passes = 0.0, 0
-
-        def prefill(self, tokens, hidden) -> None:
-            self.now += 0.001 * len(tokens)
-
-        def forward(self, tree, prefix, hidden) -> None:
-            self.passes += 1
-            self.now += 0.01 * len(tree) + (5.0 if self.passes == 2 else 0.0)
-            self.now += 1.0 if len(tree) == 4 else 0.0
-
-        def keep(self, prefix, nodes) -> None:
-            pass
-
-        def clock(self) -> float:
-            return self.now
-
     scripted = ScriptedTarget()
     monkeypatch.setattr(targets, "open_target", lambda model, capacity, reuse=True: scripted)
-    measured = measure(SimpleNamespace(config=SimpleNamespace(vocab_size=100)))
+    return measure(SimpleNamespace(config=SimpleNamespace(vocab_size=100)), threads=threads)
+
+
+def test_a_slow_sample_does_not_make_the_curve(monkeypatch):
+    """Another process taking the cores only adds time: each size keeps its fastest pass (the
+    first one-token pass here takes 5 s more), and no size costs more than a wider one (every
+    4-token pass here takes 1 s more)."""
+    measured = scripted_measure(monkeypatch)
     assert measured.seconds[0] == pytest.approx(0.01)  # not the 5 s sample
     assert measured.seconds[2] == pytest.approx(0.08)  # 4 tokens: no more than 8
     assert list(measured.seconds) == sorted(measured.seconds)
     assert measured.prefill_per_token == pytest.approx(0.001)
+    assert not measured.contended  # no threads named: nothing to judge the CPU time by
+
+
+@pytest.mark.parametrize(("cpu_per_wall", "contended"), [(1.9, False), (1.0, True)])
+def test_a_curve_measured_without_the_cores_is_marked_contended(
+    monkeypatch, cpu_per_wall, contended
+):
+    """Two threads that had the cores use about two CPU seconds a second; half that means
+    another process held them."""
+    ticks, wall = iter(range(100)), [0.0]
+
+    def perf_counter() -> float:  # a second a reading
+        wall[0] = float(next(ticks))
+        return wall[0]
+
+    monkeypatch.setattr(cost.time, "perf_counter", perf_counter)
+    monkeypatch.setattr(cost.time, "process_time", lambda: wall[0] * cpu_per_wall)
+    assert scripted_measure(monkeypatch, threads=2).contended is contended
+
+
+def test_a_contended_curve_is_measured_again_once_the_cores_look_free(
+    qwen_tiny, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("SPECEDIT_CACHE", str(tmp_path))
+    busy = PassCost((1, 64), (0.3, 9.6), 0.03, contended=True)
+    calm = PassCost((1, 64), (0.05, 1.3), 0.014)
+    measured = [busy, calm]
+    monkeypatch.setattr(cost, "measure", lambda model, threads: measured.pop(0))
+    monkeypatch.setattr(cost, "cores_free", lambda threads: False)
+    assert LoadedModel("tiny", qwen_tiny, tokenizer=None).pass_cost() == busy  # none saved yet
+    assert LoadedModel("tiny", qwen_tiny, tokenizer=None).pass_cost() == busy  # still busy
+    monkeypatch.setattr(cost, "cores_free", lambda threads: True)
+    assert LoadedModel("tiny", qwen_tiny, tokenizer=None).pass_cost() == calm
+    assert LoadedModel("tiny", qwen_tiny, tokenizer=None).pass_cost() == calm  # kept
+    assert not measured
+    (saved,) = (tmp_path / "cost").glob("tiny-*.json")
+    assert PassCost.load(saved) == calm
+
+
+def test_the_cores_are_free_where_the_load_leaves_room_for_the_threads(monkeypatch):
+    monkeypatch.setattr(cost.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(cost.os, "getloadavg", lambda: (0.3, 1.0, 1.0))
+    assert cost.cores_free(2)
+    monkeypatch.setattr(cost.os, "getloadavg", lambda: (2.1, 1.0, 1.0))  # a bench beside it
+    assert not cost.cores_free(2) and cost.cores_free(0)

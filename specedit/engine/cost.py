@@ -13,11 +13,18 @@ as drafted.
 
 The same measurement times a prompt's prefill, so that `specedit bench` can set each edit
 against its floor: the least its passes could take on this machine (`PassCost.floor`).
+
+A curve measured while other processes held the cores is not the machine's: llama.cpp's
+threads, descheduled in turn, wait on each other, and wide passes slow far more than narrow
+ones. The measurement notes it (`contended`: the process got much less CPU time than its
+threads could use) and such a curve is measured again once the cores look free.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import time
 from bisect import bisect_left
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -28,6 +35,8 @@ PROBE_SIZES = (1, 2, 4, 8, 16, 32, 64)  # wider passes follow the last segment
 PROBE_CONTEXT = 128  # tokens in the cache while the probe runs
 PROBE_PROMPT = 512  # tokens of the timed prefill: one of llama.cpp's prefill batches
 PROBE_SAMPLES = 3  # passes timed per size; the fastest counts
+# Below this share of its threads' CPU time, a measurement shared the cores with other work.
+CONTENDED_SHARE = 0.75
 
 
 @dataclass(frozen=True)
@@ -38,6 +47,7 @@ class PassCost:
     sizes: tuple[int, ...]
     seconds: tuple[float, ...]
     prefill_per_token: float
+    contended: bool = False  # measured while other work held the cores: measure again
 
     def __call__(self, tokens: int) -> float:
         """Piecewise linear between the measured sizes, extended along the last segment."""
@@ -65,10 +75,21 @@ class PassCost:
         """The saved cost; KeyError for a file saved before the prefill was timed, which the
         caller measures again like any missing cost."""
         data = json.loads(path.read_text())
-        return cls(tuple(data["sizes"]), tuple(data["seconds"]), float(data["prefill_per_token"]))
+        sizes, seconds = tuple(data["sizes"]), tuple(data["seconds"])
+        return cls(sizes, seconds, float(data["prefill_per_token"]), bool(data.get("contended")))
 
 
-def measure(model, sizes: tuple[int, ...] = PROBE_SIZES) -> PassCost:
+def cores_free(threads: int) -> bool:
+    """Whether the cores look free for `threads` more: the 1-minute load average leaves room
+    (where the system reports none, they are taken to be)."""
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return True
+    return load + threads <= (os.cpu_count() or 1) + 0.5
+
+
+def measure(model, sizes: tuple[int, ...] = PROBE_SIZES, threads: int | None = None) -> PassCost:
     """Time verify passes of each size on `model` over a short context, as the engine runs
     them, after a warm-up pass of the widest (it pages the weights in and sizes the buffers).
     A few seconds. Each size keeps the fastest of PROBE_SAMPLES passes, and no size costs more
@@ -77,9 +98,11 @@ def measure(model, sizes: tuple[int, ...] = PROBE_SIZES) -> PassCost:
     shape matters (the rule compares tokens per second of passes measured alike), so a longer
     context, which slows every pass alike, does not change the choice much. Then a prompt of
     PROBE_PROMPT tokens is prefilled on an empty cache, as an edit's prompt is, for its cost
-    per token."""
+    per token. With the `threads` a CPU model computes on, the process's CPU time over the
+    measurement says whether it had the cores (`contended`)."""
     from specedit.engine.target import open_target
 
+    wall, cpu = time.perf_counter(), time.process_time()
     widest = max(sizes)
     vocabulary = min(int(model.config.vocab_size), 32000)
     length = max(PROBE_CONTEXT + widest, PROBE_PROMPT)
@@ -105,7 +128,9 @@ def measure(model, sizes: tuple[int, ...] = PROBE_SIZES) -> PassCost:
     fastest = [min(timed(size) for _ in range(PROBE_SAMPLES)) for size in sizes]
     curve = [min(fastest[i:]) for i in range(len(fastest))]  # never above a wider pass
     prefill = _prefill_per_token(model, tokens[:PROBE_PROMPT])
-    return PassCost(tuple(sizes), tuple(curve), prefill)
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    contended = threads is not None and cpu < CONTENDED_SHARE * threads * wall
+    return PassCost(tuple(sizes), tuple(curve), prefill, contended)
 
 
 def _prefill_per_token(model, tokens: list[int]) -> float:

@@ -66,17 +66,19 @@ class LoadedModel:
         """What a verify pass costs with this model on this machine, by its width (drafts are
         sized by it: engine/cost.py), and a prompt token's prefill (the bench's floor).
         Measured once, in a few seconds, and kept in the cache per model, engine, dtype,
-        threads and host; a file saved before the prefill was timed is measured again."""
+        threads and host; a file saved before the prefill was timed is measured again, and so is
+        one measured while other work held the cores, once they look free."""
         if self._pass_cost is None:
-            from specedit.engine.cost import PassCost, measure
+            from specedit.engine.cost import PassCost, cores_free, measure
 
             if self.engine == "torch":
                 import torch
 
                 threads = torch.get_num_threads()
                 weights = f"{self.model.dtype}|{self.model.device}"
+                on_cpu = self.model.device.type == "cpu"
             else:  # the GGUF file's own types, on the CPU
-                threads, weights = self.model.threads, "gguf"
+                threads, weights, on_cpu = self.model.threads, "gguf", True
             where = (
                 f"{self.name}|{self.engine}|{weights}|{threads}|{platform.node()}|{os.cpu_count()}"
             )
@@ -85,7 +87,9 @@ class LoadedModel:
             try:
                 self._pass_cost = PassCost.load(path)
             except (OSError, ValueError, KeyError, TypeError):  # none yet, or unreadable
-                self._pass_cost = measure(self.model)
+                self._pass_cost = None
+            if self._pass_cost is None or (self._pass_cost.contended and cores_free(threads)):
+                self._pass_cost = measure(self.model, threads=threads if on_cpu else None)
                 ensure_dir(path.parent)
                 replace_atomically(path, self._pass_cost.save)
         return self._pass_cost
