@@ -212,12 +212,13 @@ def test_the_curve_is_measured_once_per_model_and_machine(qwen_tiny, tmp_path, m
     assert measured.sizes == PROBE_SIZES and all(s > 0 for s in measured.seconds)
     assert measured.prefill_per_token > 0
     calls: list[int] = []
-    monkeypatch.setattr(cost, "measure", lambda model, threads: calls.append(1) or measured)
+    # on torch the CPU time is not judged (llama.cpp's is: test_llamacpp)
+    monkeypatch.setattr(cost, "measure", lambda model, threads: calls.append(threads) or measured)
     first = LoadedModel("tiny", qwen_tiny, tokenizer=None)
     assert first.pass_cost() == measured and first.pass_cost() == measured
     again = LoadedModel("tiny", qwen_tiny, tokenizer=None)  # a new process, say
     assert again.pass_cost() == measured
-    assert len(calls) == 1 and len(list((tmp_path / "cost").glob("tiny-*.json"))) == 1
+    assert calls == [None] and len(list((tmp_path / "cost").glob("tiny-*.json"))) == 1
     other = LoadedModel("other", qwen_tiny, tokenizer=None)
     other.pass_cost()
     assert len(calls) == 2
@@ -317,3 +318,13 @@ def test_the_cores_are_free_where_the_load_leaves_room_for_the_threads(monkeypat
     assert cost.cores_free(2)
     monkeypatch.setattr(cost.os, "getloadavg", lambda: (2.1, 1.0, 1.0))  # a bench beside it
     assert not cost.cores_free(2) and cost.cores_free(0)
+
+
+def test_llama_cpp_s_curve_is_judged_by_its_threads(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    monkeypatch.setenv("SPECEDIT_CACHE", str(tmp_path))
+    asked: list[int | None] = []
+    monkeypatch.setattr(cost, "measure", lambda model, threads: asked.append(threads) or STEEP)
+    gguf = SimpleNamespace(engine="llama.cpp", threads=3)
+    assert LoadedModel("q", gguf, tokenizer=None).pass_cost() == STEEP and asked == [3]

@@ -67,7 +67,7 @@ class LoadedModel:
         sized by it: engine/cost.py), and a prompt token's prefill (the bench's floor).
         Measured once, in a few seconds, and kept in the cache per model, engine, dtype,
         threads and host; a file saved before the prefill was timed is measured again, and so is
-        one measured while other work held the cores, once they look free."""
+        one llama.cpp measured while other work held the cores, once they look free."""
         if self._pass_cost is None:
             from specedit.engine.cost import PassCost, cores_free, measure
 
@@ -76,9 +76,8 @@ class LoadedModel:
 
                 threads = torch.get_num_threads()
                 weights = f"{self.model.dtype}|{self.model.device}"
-                on_cpu = self.model.device.type == "cpu"
             else:  # the GGUF file's own types, on the CPU
-                threads, weights, on_cpu = self.model.threads, "gguf", True
+                threads, weights = self.model.threads, "gguf"
             where = (
                 f"{self.name}|{self.engine}|{weights}|{threads}|{platform.node()}|{os.cpu_count()}"
             )
@@ -89,7 +88,9 @@ class LoadedModel:
             except (OSError, ValueError, KeyError, TypeError):  # none yet, or unreadable
                 self._pass_cost = None
             if self._pass_cost is None or (self._pass_cost.contended and cores_free(threads)):
-                self._pass_cost = measure(self.model, threads=threads if on_cpu else None)
+                # llama.cpp's threads wait on each other when descheduled: its curve is judged
+                judged = threads if self.engine == "llama.cpp" else None
+                self._pass_cost = measure(self.model, threads=judged)
                 ensure_dir(path.parent)
                 replace_atomically(path, self._pass_cost.save)
         return self._pass_cost
