@@ -60,7 +60,7 @@ def test_a_tie_keeps_the_earliest_and_no_acceptable_one_keeps_the_first():
 told: list[str | None] = []  # the problem each draw was told of, for the last `draw`
 
 
-def draw(answers: list[str | None], samples: int, vote: bool):
+def draw(answers: list[str | None], samples: int, vote: bool, second_look: bool = False):
     told.clear()
     asked: list[int] = []
 
@@ -72,7 +72,7 @@ def draw(answers: list[str | None], samples: int, vote: bool):
     def judge(text: str) -> selection.Verdict:
         return selection.judge(ORIGINAL, text, "mean() is wrong", "python", True)
 
-    chosen, seen = selection.draw(run, str, judge, ORIGINAL, samples, vote)
+    chosen, seen = selection.draw(run, str, judge, ORIGINAL, samples, vote, second_look)
     return chosen, [v.text for v in seen], asked
 
 
@@ -87,6 +87,30 @@ def test_drawing_stops_at_the_first_acceptable_candidate():
 def test_without_an_acceptable_candidate_the_first_is_delivered():
     chosen, _, asked = draw([ORIGINAL, ORIGINAL, BROKEN], 3, vote=False)
     assert (chosen, asked) == (ORIGINAL, [0, 1, 2])
+
+
+def test_a_second_look_at_an_acceptable_fix_is_delivered_when_it_is_acceptable_too():
+    """The look is drawn once (told of no problem), after an acceptable first candidate only,
+    and only where the budget allows; an unacceptable look leaves the first delivered."""
+    assert draw([WRONG, RIGHT, REFORMATTED], 3, False, second_look=True) == (
+        RIGHT,
+        [WRONG, RIGHT],
+        [0, 1],
+    )
+    assert told == [None, None]
+    assert draw([RIGHT, ORIGINAL, WRONG], 3, False, second_look=True)[:2] == (
+        RIGHT,
+        [RIGHT, ORIGINAL],
+    )
+    assert draw([RIGHT, BROKEN], 2, False, second_look=True)[0] == RIGHT
+    assert draw([RIGHT, None], 2, False, second_look=True)[0] == RIGHT  # the look failed
+    assert draw([RIGHT, WRONG], 1, False, second_look=True) == (RIGHT, [RIGHT], [0])
+    # An unacceptable first is redrawn as without the look, up to the first acceptable one.
+    assert draw([ORIGINAL, WRONG, RIGHT], 3, False, second_look=True) == (
+        WRONG,
+        [ORIGINAL, WRONG],
+        [0, 1],
+    )
 
 
 def test_voting_draws_every_candidate_and_skips_failed_edits():
@@ -183,7 +207,37 @@ def test_an_unchanged_fix_draws_another_candidate(tmp_path, tiny_model_dir, toke
     assert "returned the file unchanged" in calls[3].request.feedback
     # the model reads it after the instruction
     assert "returned the file unchanged" in tokenizer.decode(calls[3].prompt.ids)
-    assert "4 candidates drawn (refused: unchanged, but a fix was asked for;" in result.stderr
+    assert (
+        "4 candidates drawn, number 4 delivered (refused: unchanged, but a fix was" in result.stderr
+    )
+
+
+def test_a_changed_fix_is_looked_at_again_from_where_it_was_least_sure(
+    tmp_path, tiny_model_dir, tokenizer, monkeypatch
+):
+    """By default a fix that changed the file is redrawn once from its branch point, and the
+    redraw is delivered when it is acceptable too; one that comes back unchanged (the first
+    answer's change was the choice the model doubted) leaves the first delivered."""
+    first, other = SOURCE.replace("a - b", "a * b"), SOURCE.replace("a - b", "a + b")
+    x, z = (tokenizer.encode(letter, add_special_tokens=False)[0] for letter in "xz")
+    calls = _answering(monkeypatch, [first, other], tokenizer)
+    result, _ = _fix(tmp_path, tiny_model_dir)
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == other and [p.request.forced for p in calls] == [(), (x, z)]
+    assert "2 candidates drawn, number 2 delivered" in result.stderr
+    calls = _answering(monkeypatch, [first, SOURCE], tokenizer)
+    result, _ = _fix(tmp_path, tiny_model_dir)
+    assert result.exit_code == 0 and result.stdout == first and len(calls) == 2
+    assert "2 candidates drawn, number 1 delivered" in result.stderr
+    calls = _answering(monkeypatch, [first, other], tokenizer)  # not for an edit
+    from typer.testing import CliRunner
+
+    from specedit.cli import app
+
+    file = tmp_path / "add.py"
+    tiny = ("--model", str(tiny_model_dir), "--dtype", "fp32", "--method", "pld")
+    result = CliRunner().invoke(app, ["edit", str(file), "make add multiply", *tiny])
+    assert result.exit_code == 0 and result.stdout == first and len(calls) == 1
 
 
 def test_a_branch_redraw_keeps_the_first_candidate_s_statement():

@@ -207,7 +207,7 @@ def choose_candidate(
     count = len(drawn.verdicts) + len(drawn.failures)
     if count > 1 and not quiet:
         refused = f" (refused: {'; '.join(drawn.problems)})" if drawn.problems else ""
-        say(f"{name}: {count} candidates drawn{refused}")
+        say(f"{name}: {count} candidates drawn, number {drawn.delivered + 1} delivered{refused}")
     return drawn.chosen
 
 

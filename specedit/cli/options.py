@@ -14,8 +14,9 @@ from specedit.engine.options import VERIFY_MODES
 from specedit.models.bundled import DEFAULT_MODEL
 from specedit.models.load import DTYPES, ENGINES
 
-# Candidates an edit may draw unless told: a second one only where the first cannot be right
-# (an unchanged fix, an unsafe answer), which wins on the suite (docs/quality.md, "--samples").
+# Candidates an edit may draw unless told: a second one where the first cannot be right (an
+# unchanged fix, an unsafe answer) or is a fix to look at again, which wins on the suite
+# (docs/quality.md, "--samples").
 DEFAULT_SAMPLES = 2
 
 
@@ -125,8 +126,9 @@ def edit_options(
             help="Candidates an edit may draw without --test, while the answer is unchanged "
             "for a fix or fails the safety checks: an unchanged fix is redrawn with the "
             "runner-up token where it was least sure (in the functions the instruction names "
-            f"first), the rest sampled (temperature 0.2, top-p 0.95). [default: {DEFAULT_SAMPLES}; "
-            "1 with --test]",
+            "first), the rest sampled (temperature 0.2, top-p 0.95). A fix that changed the "
+            "file is redrawn so once too, and the redraw delivered if it is acceptable. "
+            f"[default: {DEFAULT_SAMPLES}; 1 with --test]",
             show_default=False,
         ),
     ] = None,

@@ -21,6 +21,14 @@ as the request asks; its prompt and the answer up to the branch are those of the
 candidate, so an engine that keeps its cache (llama.cpp) computes only what follows the
 branch. Sampling again rarely helps there: a model that copied the bug at temperature 0
 mostly copies it at 0.2 too.
+
+A fix that changed the file gets the same redraw once, its second look, delivered when it is
+acceptable too. Where the first answer's change is the fix, the model's closest doubt was
+whether to make it, and the redraw copies the bug back (an unchanged answer, refused): the
+first stands. Where its closest doubt lies elsewhere, the first answer is often wrong there:
+a second change it should not have made, the wrong one of two near-equal fixes, or a
+docstring edited where the code is at fault; the redraw makes the other choice
+(docs/quality.md, "A second look at a changed fix").
 """
 
 from __future__ import annotations
@@ -245,30 +253,39 @@ def draw(
     original: str,
     samples: int,
     vote: bool,
+    second_look: bool = False,
 ) -> tuple[R | None, list[Verdict]]:
     """Draw up to `samples` candidates with `run(number, problem)` (None: that edit failed, e.g.
     cut off) and pick one. Without `vote`, drawing stops at the first acceptable candidate (an
-    unchanged fix or an unsafe answer draws another, told of the last one's `problem`); with
-    `vote`, all are drawn independently (`problem` None) and `choose` picks by agreement.
-    Returns the chosen result (None if every edit failed) and the verdicts
-    of the candidates that produced a text, in order."""
+    unchanged fix or an unsafe answer draws another, told of the last one's `problem`), or,
+    with `second_look`, at the one after an acceptable first (`problem` None), which is
+    delivered if it is acceptable too; with `vote`, all are drawn independently (`problem`
+    None) and `choose` picks by agreement. Returns the chosen result (None if every edit
+    failed) and the verdicts of the candidates that produced a text, in order."""
     results: list[R] = []
     verdicts: list[Verdict] = []
+    looking = False  # the first was acceptable: one more, then no other
     for number in range(samples):
         last = verdicts[-1].problem if verdicts and not vote else None
         result = run(number, last)
-        if result is None:
+        if result is not None:
+            results.append(result)
+            verdicts.append(judge_text(text_of(result)))
+        if vote:
             continue
-        results.append(result)
-        verdicts.append(judge_text(text_of(result)))
-        if not vote and verdicts[-1].acceptable:
+        if looking:
             break
+        if result is not None and verdicts[-1].acceptable:
+            looking = second_look and number == 0
+            if not looking:
+                break
     if not results:
         return None, verdicts
     if vote:
         return results[choose(verdicts, original)], verdicts
-    first_acceptable = next((i for i, v in enumerate(verdicts) if v.acceptable), 0)
-    return results[first_acceptable], verdicts
+    # Drawing stopped at what it needed: the last acceptable candidate is the one to deliver.
+    acceptable = [i for i, verdict in enumerate(verdicts) if verdict.acceptable]
+    return results[acceptable[-1] if acceptable else 0], verdicts
 
 
 def redraw_feedback(problem: str) -> str:
@@ -294,6 +311,7 @@ class Drawn:
     chosen: EditResult | None
     verdicts: list[Verdict]
     failures: list[EditError]
+    delivered: int = 0  # the chosen one's number, counting every candidate drawn from 0
 
     @property
     def problems(self) -> list[str]:
@@ -310,11 +328,14 @@ def draw_edits(
     """Up to `samples.count` edits of `request` by `run`, one chosen (`draw`); `whole` turns an
     answer into the whole text as it would be written (a region's answer into the file). An
     unchanged fix is redrawn from its branch points while it has any (`decode` reads them),
-    else sampled and told why."""
+    else sampled and told why; an acceptable fix from its first branch point, its second look
+    (none where it has no branch point)."""
     failures: list[EditError] = []
     results: list[EditResult] = []
+    numbers: list[int] = []  # each result's candidate number (a failed edit has none)
     branches: list[tuple[int, ...]] | None = None  # the first candidate's, once it is unchanged
     fix = asks_for_fix(request.prompt)
+    second_look = fix and not samples.vote
 
     def next_branch() -> tuple[int, ...] | None:
         """The next start for a redraw of the first candidate, its branch points listed once."""
@@ -324,10 +345,14 @@ def draw_edits(
         return branches.pop(0) if branches else None
 
     def candidate(number: int, problem: str | None) -> EditResult | None:
+        # An unchanged fix is redrawn from a branch point, and so is a changed one, once.
+        branching = second_look and problem in (UNCHANGED_FIX, None) and bool(results)
         if number == 0:  # a fix keeps what its redraws may branch on
-            redraw = replace(request, choices=fix and not samples.vote)
-        elif problem == UNCHANGED_FIX and results and (start := next_branch()):
+            redraw = replace(request, choices=second_look)
+        elif branching and (start := next_branch()):
             redraw = replace(request, forced=start, statement=results[0].statement)
+        elif branching and problem is None:
+            return None  # a second look goes on from a branch point, and there is none
         else:
             sampling = sampled(request.sampling, number)
             feedback = redraw_feedback(problem) if problem else request.feedback
@@ -337,6 +362,7 @@ def draw_edits(
         except EditError as exc:
             failures.append(exc)
             return None
+        numbers.append(number)
         return results[-1]
 
     original = whole(request.text)
@@ -345,6 +371,13 @@ def draw_edits(
         return judge(original, answer, request.instruction, request.language, fix)
 
     chosen, verdicts = draw(
-        candidate, lambda r: whole(r.text), judge_text, original, samples.count, samples.vote
+        candidate,
+        lambda r: whole(r.text),
+        judge_text,
+        original,
+        samples.count,
+        samples.vote,
+        second_look,
     )
-    return Drawn(chosen, verdicts, failures)
+    delivered = next((n for n, result in zip(numbers, results) if result is chosen), 0)
+    return Drawn(chosen, verdicts, failures, delivered)
