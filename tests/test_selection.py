@@ -240,6 +240,36 @@ def test_a_changed_fix_is_looked_at_again_from_where_it_was_least_sure(
     assert result.exit_code == 0 and result.stdout == first and len(calls) == 1
 
 
+def test_a_second_look_that_rewrites_more_than_the_first_answer_leaves_the_first():
+    """The look may change up to LOOK_EXTRA_LINES input lines more than the first answer (a
+    near fix beside the first's change); one that rewrites beyond that went on wrongly after
+    its branch, and the first answer is delivered."""
+    from specedit.editing.editor import EditRequest, EditResult
+    from specedit.editing.prompts import EditPrompt
+    from specedit.engine.events import Generation, Stats
+
+    lines = [f"    x{i} = {i}\n" for i in range(8)]
+    original = "def f():\n" + "".join(lines) + "    return x0\n"
+    first = original.replace("return x0", "return x1")
+
+    def delivered(look: str) -> tuple[str, list[str]]:
+        answers = iter([first, look])
+
+        def run(request: EditRequest) -> EditResult:
+            generation = Generation([0, 1], "eos", Stats(), [0.9, 0.4], [0, 2])
+            return EditResult(next(answers), generation, EditPrompt([], "```", original, 0, 0))
+
+        request = EditRequest(original, "f returns the wrong value", prompt="fix")
+        decode = lambda tokens: "".join("abc"[t] for t in tokens)  # noqa: E731
+        drawn = selection.draw_edits(run, request, str, selection.Samples(2), decode)
+        return drawn.chosen.text, drawn.problems
+
+    near = first.replace("x3 = 3", "x3 = 4").replace("x4 = 4", "x4 = 5")  # 2 lines more
+    assert delivered(near) == (near, [])
+    wide = near.replace("x5 = 5", "x5 = 6")  # 3 lines more
+    assert delivered(wide) == (first, ["the second look changes 3 lines more than the first"])
+
+
 def test_a_branch_redraw_keeps_the_first_candidate_s_statement():
     """A template that has the model state the change first asks once: the branch redraw of an
     unchanged fix goes on from the same statement (and so the same prompt), a sampled redraw,

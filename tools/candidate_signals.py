@@ -14,7 +14,8 @@ could choose among them without tests:
 
 Then it counts the bugs each rule would pass: `--samples 2` as it was (a redraw only for an
 unchanged first answer), with the second look (an acceptable first answer's redraw delivered
-if it is acceptable too), and the acceptable candidate with the highest of each signal.
+if it is acceptable too, and changes at most so many input lines more than the first), and
+the acceptable candidate with the highest of each signal.
 
     python tools/candidate_signals.py --json candidates.json [--tasks id,id] [--redraws 2]
     python tools/candidate_signals.py --json candidates.json --report   # the saved runs again
@@ -27,6 +28,7 @@ import difflib
 import json
 import math
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -35,6 +37,7 @@ from specedit.bench.score import check_task
 from specedit.bench.tasks import load_tasks
 from specedit.editing import prompts, selection
 from specedit.editing.editor import EditError, EditRequest, LocalEditor
+from specedit.editing.selection import changed_lines
 from specedit.engine.arrays import softmax
 from specedit.engine.tree import DraftTree
 from specedit.models.load import load
@@ -137,7 +140,7 @@ def _acceptable(candidate: dict | None) -> bool:
     return candidate is not None and "text" in candidate and candidate["problem"] is None
 
 
-def shipped(found: list[dict]) -> dict | None:
+def shipped(found: list[dict], original: str) -> dict | None:
     """`--samples 2` before the second look: the first answer if acceptable, its branch redraw
     if the first was unchanged (an unsafe first answer's sampled redraw is not recorded)."""
     first, redraw = found[0], found[1] if len(found) > 1 else None
@@ -147,23 +150,33 @@ def shipped(found: list[dict]) -> dict | None:
     return redraw if unchanged and _acceptable(redraw) else None
 
 
-def second_look(found: list[dict]) -> dict | None:
+def second_look(found: list[dict], original: str, extra: int | None = None) -> dict | None:
     """`--samples 2` now: an acceptable first answer's branch redraw is delivered if it is
-    acceptable too."""
+    acceptable too and changes at most `extra` input lines more (no limit: None)."""
     first, redraw = found[0], found[1] if len(found) > 1 else None
     if _acceptable(first) and _acceptable(redraw):
-        return redraw
-    return shipped(found)
+        more = len(changed_lines(original, redraw["text"])) - len(
+            changed_lines(original, first["text"])
+        )
+        if extra is None or more <= extra:
+            return redraw
+    return shipped(found, original)
 
 
 def best_by(key: str):
     """The acceptable candidate with the highest `key`."""
-    return lambda found: max(filter(_acceptable, found), key=lambda c: c[key] or 0.0, default=None)
+    return lambda found, original: max(
+        filter(_acceptable, found), key=lambda c: c[key] or 0.0, default=None
+    )
 
 
 RULES = {
     "--samples 2 before": shipped,
-    "--samples 2 with the second look": second_look,
+    "--samples 2, second look": second_look,
+    **{
+        f"--samples 2, second look up to {n} lines more": partial(second_look, extra=n)
+        for n in (0, 1, selection.LOOK_EXTRA_LINES, 4)
+    },
     "highest log p": best_by("log_probability"),
     "highest mean log p": best_by("mean_log_probability"),
     "highest p(yes)": best_by("p_yes"),
@@ -188,8 +201,12 @@ def report(saved: dict) -> None:
             )
         print(f"| {task_id} | " + "; ".join(cells) + " |")
     print()
+    inputs = {task.id: task.input for task in load_tasks(ids=list(saved))}
     for name, rule in RULES.items():
-        passed = sum(bool((chosen := rule(found)) and chosen["passed"]) for found in saved.values())
+        passed = sum(
+            bool((chosen := rule(found, inputs[task_id])) and chosen["passed"])
+            for task_id, found in saved.items()
+        )
         print(f"{name}: {passed}/{len(saved)}")
     oracle = sum(any(c.get("passed") for c in found) for found in saved.values())
     print(f"any candidate passes: {oracle}/{len(saved)}")

@@ -11,6 +11,7 @@ from specedit.bench.tasks import Task
 from specedit.editing.checks import CheckResult, run_program
 from specedit.editing.runaway import RUNAWAY
 from specedit.editing.safety import dropped_lines
+from specedit.editing.selection import changed_lines
 
 
 @dataclass
@@ -63,16 +64,6 @@ class Row:
         model's passes only, the prompt's included, as `seconds` does; the wall adds building
         the prompt and extracting and checking the answer, which no decoding makes shorter."""
         return self.seconds / self.floor_seconds if self.floor_seconds else None
-
-
-def changed_lines(before: str, after: str) -> set[int]:
-    """Indices of `before`'s lines that a line diff replaces, deletes or inserts at."""
-    matcher = difflib.SequenceMatcher(None, before.splitlines(), after.splitlines())
-    changed: set[int] = set()
-    for tag, i1, i2, _, _ in matcher.get_opcodes():
-        if tag != "equal":
-            changed.update(range(i1, max(i2, i1 + 1)))
-    return changed
 
 
 def check_task(task: Task, text: str | None) -> CheckResult | None:

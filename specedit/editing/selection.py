@@ -53,6 +53,9 @@ SAMPLE_TOP_P = 0.95
 
 R = TypeVar("R")  # what one edit returns: a local result, a bench row
 UNCHANGED_FIX = "unchanged, but a fix was asked for"
+# A second look that changes more input lines than this beyond the first answer's has rewritten
+# what followed its branch rather than corrected the first answer, which then stands.
+LOOK_EXTRA_LINES = 2
 
 
 @dataclass(frozen=True)
@@ -112,6 +115,16 @@ def change_of(original: str, text: str) -> frozenset[tuple[str, str]]:
         for line in diff
         if line[:1] in "+-" and not line.startswith(("+++", "---")) and line[1:].strip()
     )
+
+
+def changed_lines(before: str, after: str) -> set[int]:
+    """Indices of `before`'s lines that a line diff replaces, deletes or inserts at."""
+    matcher = difflib.SequenceMatcher(None, before.splitlines(), after.splitlines())
+    changed: set[int] = set()
+    for tag, i1, i2, _, _ in matcher.get_opcodes():
+        if tag != "equal":
+            changed.update(range(i1, max(i2, i1 + 1)))
+    return changed
 
 
 def agreement(changes: list[frozenset]) -> list[float]:
@@ -336,6 +349,7 @@ def draw_edits(
     branches: list[tuple[int, ...]] | None = None  # the first candidate's, once it is unchanged
     fix = asks_for_fix(request.prompt)
     second_look = fix and not samples.vote
+    looking = False  # the candidate being judged is the second look
 
     def next_branch() -> tuple[int, ...] | None:
         """The next start for a redraw of the first candidate, its branch points listed once."""
@@ -345,11 +359,13 @@ def draw_edits(
         return branches.pop(0) if branches else None
 
     def candidate(number: int, problem: str | None) -> EditResult | None:
+        nonlocal looking
         # An unchanged fix is redrawn from a branch point, and so is a changed one, once.
         branching = second_look and problem in (UNCHANGED_FIX, None) and bool(results)
         if number == 0:  # a fix keeps what its redraws may branch on
             redraw = replace(request, choices=second_look)
         elif branching and (start := next_branch()):
+            looking = problem is None
             redraw = replace(request, forced=start, statement=results[0].statement)
         elif branching and problem is None:
             return None  # a second look goes on from a branch point, and there is none
@@ -368,7 +384,13 @@ def draw_edits(
     original = whole(request.text)
 
     def judge_text(answer: str) -> Verdict:
-        return judge(original, answer, request.instruction, request.language, fix)
+        verdict = judge(original, answer, request.instruction, request.language, fix)
+        if looking and verdict.acceptable:
+            first = len(changed_lines(original, whole(results[0].text)))
+            extra = len(changed_lines(original, answer)) - first
+            if extra > LOOK_EXTRA_LINES:
+                return Verdict(answer, f"the second look changes {extra} lines more than the first")
+        return verdict
 
     chosen, verdicts = draw(
         candidate,
