@@ -346,7 +346,7 @@ def draw_edits(
     failures: list[EditError] = []
     results: list[EditResult] = []
     numbers: list[int] = []  # each result's candidate number (a failed edit has none)
-    branches: list[tuple[int, ...]] | None = None  # the first candidate's, once it is unchanged
+    branches: list[tuple[int, ...]] | None = None  # the first candidate's, listed when first asked
     fix = asks_for_fix(request.prompt)
     second_look = fix and not samples.vote
     looking = False  # the candidate being judged is the second look
