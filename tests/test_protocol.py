@@ -25,6 +25,7 @@ EVERYTHING = EditRequest(
     forced=(9, 4),
     statement="x should be 2",
     choices=True,
+    proofread=True,
 )
 
 

@@ -208,6 +208,9 @@ def choose_candidate(
     if count > 1 and not quiet:
         refused = f" (refused: {'; '.join(drawn.problems)})" if drawn.problems else ""
         say(f"{name}: {count} candidates drawn, number {drawn.delivered + 1} delivered{refused}")
+    if drawn.chosen.corrections and not quiet:
+        words = ", ".join(map(str, drawn.chosen.corrections))
+        say(f"{name}: proofreading corrected {len(drawn.chosen.corrections)}: {words}")
     return drawn.chosen
 
 

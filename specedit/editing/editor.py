@@ -18,6 +18,7 @@ from specedit.drafting.registry import (
     method_for,
 )
 from specedit.editing import prompts
+from specedit.editing.proofread import Correction, log_probabilities, proofread
 from specedit.editing.region import Region, Surroundings
 from specedit.editing.runaway import RUNAWAY, RunawayGuard
 from specedit.engine.events import Generation, Step, StopCondition
@@ -54,6 +55,9 @@ class EditRequest:
     # template that asks for one does not ask again.
     statement: str | None = None
     choices: bool = False  # report each answer token's probability and runner-up (Generation)
+    # Try the words the answer copied against the model's doubt, and its repeated words, as
+    # corrections (editing/proofread.py): for a document's rewrite.
+    proofread: bool = False
 
 
 @dataclass
@@ -63,8 +67,9 @@ class EditResult:
     prompt: prompts.EditPrompt
     statement: str | None = None  # the model's statement of the change, when the prompt asks
     # Seconds spent around the engine's own: building the prompt, making the drafter (loading
-    # its indexes); the engine's stages are in generation.stats.
+    # its indexes), proofreading; the engine's stages are in generation.stats.
     timings: dict[str, float] = field(default_factory=dict)
+    corrections: list[Correction] = field(default_factory=list)  # made by proofreading
 
     @property
     def changed(self) -> bool:
@@ -265,7 +270,46 @@ def execute(
     )
     if text is None:
         raise cut_off(len(generation.tokens), prepared.request.surroundings)
-    return EditResult(text, generation, prepared.prompt, prepared.statement, timings)
+    corrections: list[Correction] = []
+    if prepared.request.proofread and generation.probabilities:
+        started = time.perf_counter()
+        text, corrections = proofread_answer(lm, prepared, generation, text)
+        timings["proofread"] = time.perf_counter() - started
+    return EditResult(text, generation, prepared.prompt, prepared.statement, timings, corrections)
+
+
+def proofread_answer(
+    lm: LoadedModel, prepared: PreparedEdit, generation: Generation, text: str
+) -> tuple[str, list[Correction]]:
+    """`text`, the answer `generation` wrote, proofread (editing/proofread.py): each doubt goes
+    on from its runner-up to the end of its line, sharing the answer's cache."""
+    request = prepared.request
+
+    def decode(tokens: list[int]) -> str:
+        return lm.tokenizer.decode(tokens, skip_special_tokens=True)
+
+    def go_on(start: list[int], most: int) -> str | None:
+        branch = replace(
+            request,
+            forced=tuple(start),
+            max_new_tokens=len(start) + most,
+            choices=False,
+            proofread=False,
+        )
+        line = generate_edit(lm, prepare(lm, branch), stop=lambda t: "\n" in decode([t]))
+        written = decode(line.tokens[len(start) - 1 :])
+        return written if "\n" in written else None
+
+    return proofread(
+        text,
+        request.text,
+        generation.tokens,
+        generation.probabilities,
+        generation.runners_up,
+        decode,
+        go_on,
+        lambda texts: log_probabilities(lm, texts),
+    )
 
 
 def cut_off(tokens: int, surroundings: Surroundings | None) -> EditError:

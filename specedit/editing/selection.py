@@ -259,6 +259,11 @@ def asks_for_fix(prompt: str) -> bool:
     return Path(prompt).stem == "fix"
 
 
+def asks_for_rewrite(prompt: str) -> bool:
+    """Whether a request's template is the rewrite template (prose: a document's typos)."""
+    return Path(prompt).stem == "rewrite"
+
+
 def draw(
     run: Callable[[int, str | None], R | None],
     text_of: Callable[[R], str],
@@ -342,13 +347,16 @@ def draw_edits(
     answer into the whole text as it would be written (a region's answer into the file). An
     unchanged fix is redrawn from its branch points while it has any (`decode` reads them),
     else sampled and told why; an acceptable fix from its first branch point, its second look
-    (none where it has no branch point)."""
+    (none where it has no branch point). A rewrite's candidates are proofread
+    (editing/proofread.py): its second look, word by word."""
     failures: list[EditError] = []
     results: list[EditResult] = []
     numbers: list[int] = []  # each result's candidate number (a failed edit has none)
     branches: list[tuple[int, ...]] | None = None  # the first candidate's, listed when first asked
     fix = asks_for_fix(request.prompt)
     second_look = fix and not samples.vote
+    if asks_for_rewrite(request.prompt) and not samples.vote:
+        request = replace(request, proofread=True, choices=True)
     looking = False  # the candidate being judged is the second look
 
     def next_branch() -> tuple[int, ...] | None:
@@ -363,7 +371,7 @@ def draw_edits(
         # An unchanged fix is redrawn from a branch point, and so is a changed one, once.
         branching = second_look and problem in (UNCHANGED_FIX, None) and bool(results)
         if number == 0:  # a fix keeps what its redraws may branch on
-            redraw = replace(request, choices=second_look)
+            redraw = replace(request, choices=second_look or request.choices)
         elif branching and (start := next_branch()):
             looking = problem is None
             redraw = replace(request, forced=start, statement=results[0].statement)

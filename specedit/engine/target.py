@@ -42,7 +42,8 @@ class Target(Protocol):
     state_layers: Collection[int]  # the hidden-state layers it returns (see state_layers)
 
     def prefill(self, tokens: list[int], hidden: bool) -> HiddenStates | None:
-        """Feed `tokens` into the cache; their hidden states if `hidden`."""
+        """Feed `tokens` into the cache (none: a score from the first token on); their hidden
+        states if `hidden`."""
         ...
 
     def forward(self, tree: DraftTree, prefix_length: int, hidden: bool) -> Pass: ...
@@ -83,6 +84,8 @@ class TransformersTarget:
     def prefill(self, tokens: list[int], hidden: bool) -> HiddenStates | None:
         import torch
 
+        if not tokens:  # its cache is a new one: nothing to feed
+            return None
         # No mask is passed, so attention takes its causal path instead of an n x n mask.
         out = self.model(
             input_ids=torch.tensor([tokens], device=self.model.device),

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from specedit.editing.editor import EditRequest, EditResult
 from specedit.editing.prompts import EditPrompt
+from specedit.editing.proofread import Correction
 from specedit.editing.region import Surroundings
 from specedit.engine.events import Generation, Stats, Step
 from specedit.engine.options import Sampling, Verification
@@ -54,6 +55,7 @@ class EditBody(BaseModel):
     forced: list[int] = []  # the answer's first tokens, given (a redraw's branch)
     statement: str | None = None  # the model's statement of the change, given (a redraw's)
     choices: bool = False  # the answer's probabilities and runners-up, for a redraw
+    proofread: bool = False  # a document's rewrite: its copied doubts tried (editing/proofread.py)
     stream: bool = False
 
 
@@ -81,6 +83,7 @@ def to_body(request: EditRequest, stream: bool = False) -> EditBody:
         forced=list(request.forced),
         statement=request.statement,
         choices=request.choices,
+        proofread=request.proofread,
         stream=stream,
     )
 
@@ -104,6 +107,7 @@ def from_body(body: EditBody, default_method: str) -> EditRequest:
         forced=tuple(body.forced),
         statement=body.statement,
         choices=body.choices,
+        proofread=body.proofread,
     )
 
 
@@ -128,6 +132,7 @@ class EditAnswer(BaseModel):
     tokens: list[int]
     probabilities: list[float] = []  # per token: the model's (Generation.probabilities)
     runners_up: list[int] = []
+    corrections: list[dict] = []  # proofreading's, as Correction's fields
     stats: dict
     prompt: dict
     attribution: dict | None = None  # left out of the answer where there is none
@@ -144,6 +149,7 @@ class EditAnswer(BaseModel):
             tokens=result.generation.tokens,
             probabilities=result.generation.probabilities,
             runners_up=result.generation.runners_up,
+            corrections=[asdict(c) for c in result.corrections],
             stats=result.generation.stats.as_dict(),
             prompt=prompt_data(result.prompt),
             attribution=json.loads(attribution_json) if attribution_json is not None else None,
@@ -159,7 +165,8 @@ class EditAnswer(BaseModel):
             self.tokens, self.stop_reason, stats, self.probabilities, self.runners_up
         )
         prompt = prompt or prompt_from(self.prompt)
-        return EditResult(self.text, generation, prompt, self.statement, self.timings)
+        corrections = [Correction(**c) for c in self.corrections]
+        return EditResult(self.text, generation, prompt, self.statement, self.timings, corrections)
 
 
 # --- the stream's events: JSON objects, each with its "type" ---------------------------------
