@@ -34,6 +34,24 @@ def test_stdin_to_stdout_pipeline(bundled_model_dir):
     assert result.stdout == "The quick brown fox jumps over the lazy dog.\n"
 
 
+def test_a_rewrite_is_proofread_where_the_model_copied_a_typo(bundled_model_dir, tmp_path):
+    """The model copies "epxressive" (its runner-up there is " expressive"); proofreading goes
+    on from the runner-up and keeps the word the model prefers without the document. One
+    candidate as the model wrote it keeps the typo."""
+    doc = tmp_path / "README.md"
+    doc.write_text(
+        "# Jinja\n\nJinja is a fast, epxressive, extensible templating engine. Special\n"
+        "placeholders in the template allow writing code similar to Python\n"
+        "syntax. Then the template is passed data to render the final document.\n"
+    )
+    result = runner.invoke(app, ["rewrite", str(doc), "-m", "Fix the typos."])
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == doc.read_text().replace("epxressive", "expressive")
+    assert "proofreading corrected 1: epxressive -> expressive" in result.stderr
+    result = runner.invoke(app, ["rewrite", str(doc), "-m", "Fix the typos.", "--samples", "1"])
+    assert result.exit_code == 0 and result.stdout == doc.read_text(), result.stderr
+
+
 def test_bench_runs_methods_side_by_side(bundled_model_dir, tmp_path):
     report = tmp_path / "bench.json"
     result = runner.invoke(
