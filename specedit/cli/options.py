@@ -127,8 +127,9 @@ def edit_options(
             "for a fix or fails the safety checks: an unchanged fix is redrawn with the "
             "runner-up token where it was least sure (in the functions the instruction names "
             "first), the rest sampled (temperature 0.2, top-p 0.95). A fix that changed the "
-            "file is redrawn so once too, and the redraw delivered if it is acceptable. "
-            f"[default: {DEFAULT_SAMPLES}; 1 with --test]",
+            "file is redrawn so once too, and the redraw delivered if it is acceptable. A "
+            "rewrite is proofread: the words it copied against the model's doubt, and its "
+            f"repeated words, corrected. [default: {DEFAULT_SAMPLES}; 1 with --test]",
             show_default=False,
         ),
     ] = None,
