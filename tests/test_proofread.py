@@ -297,3 +297,23 @@ def test_code_is_not_proofread():
     pieces = ["a", " `", "py", "`", " py", "\n"]
     others = ["a", " `", "python", "`", " python", "\n"]
     assert proofread.spelling_doubts(pieces, others, [0.5] * 6, "a `py` py\n") == [4]
+
+
+def test_code_the_answer_changed_is_put_back():
+    original = (
+        "See `the docs <https://x.org/en/latest/>`_ for morre.\n\n```python\n{'ok': True}\n```\n"
+    )
+    answer = (
+        "See `the docs <https://x.org/en/stable/>`_ for more.\n\n```python\n{'ok': true}\n```\n"
+    )
+    text, restored = proofread.restore_code(original, answer)
+    assert text == original.replace("morre", "more")
+    assert [str(c) for c in restored] == [
+        "`the docs <https://x.org/en/stable/>` -> `the docs <https://x.org/en/latest/>`",
+        "{'ok': true} -> {'ok': True}",
+    ]
+    # code added or dropped, or as many spans no more: the answer's stands
+    fewer = "See the docs for more.\n\n```python\n{'ok': True}\n```\n"
+    assert proofread.restore_code(original, fewer) == (fewer, [])
+    longer = answer.replace("{'ok': true}\n", "{'ok': true}\n{'also': 1}\n")
+    assert proofread.restore_code(original, longer)[0].count("{'also': 1}") == 1

@@ -1,23 +1,25 @@
-"""Which of a fix's candidates is right, and what test-free signal would have picked it.
+"""Which of an edit's candidates is right, and what test-free signal would have picked it.
 
-For each bug task of the suite, the default edit (the 1.5B on llama.cpp, `adapld`, greedy, the
-shipped `fix` prompt) is made with its per-token choices, then redrawn from its first branch
-points (`selection.redraw_starts`) whether it changed the file or not, as `--test` does after a
-failed first answer. Each candidate is checked with the task's tests and recorded with what
-could choose among them without tests:
+For each task of the suite's chosen groups (the planted bugs by default), the default edit (the
+1.5B on llama.cpp, `adapld`, greedy, the shipped prompt of the task's kind) is made with its
+per-token choices, then redrawn from its first branch points (`selection.redraw_starts`)
+whether it changed the file or not, as `--test` does after a failed first answer. Each
+candidate is checked with the task's tests and recorded with what could choose among them
+without tests:
 
-- its answer's log-probability under the fix prompt (the first answer's own up to the branch,
+- its answer's log-probability under its prompt (the first answer's own up to the branch,
   the branch token's, the redraw's own after it) and the mean per token;
 - the model asked, after the file and the bug's description, whether the candidate's change
   (as a diff) fixes it: p(yes) / (p(yes) + p(no)) at the first answer token. The prompt
   shares the file's tokens with the fix prompt, so a warm cache computes only the question.
 
-Then it counts the bugs each rule would pass: `--samples 2` as it was (a redraw only for an
+Then it counts the tasks each rule would pass: `--samples 2` as it was (a redraw only for an
 unchanged first answer), with the second look (an acceptable first answer's redraw delivered
 if it is acceptable too, and changes at most so many input lines more than the first), and
 the acceptable candidate with the highest of each signal.
 
     python tools/candidate_signals.py --json candidates.json [--tasks id,id] [--redraws 2]
+    python tools/candidate_signals.py --json edits.json --groups feature,insertion --no-judge
     python tools/candidate_signals.py --json candidates.json --report   # the saved runs again
 """
 
@@ -91,9 +93,9 @@ def p_yes(lm, task, original: str, text: str) -> float | None:
     return yes / (yes + no) if yes + no else None
 
 
-def candidates(lm, editor: LocalEditor, task, redraws: int) -> list[dict]:
+def candidates(lm, editor: LocalEditor, task, redraws: int, judge: bool = True) -> list[dict]:
     request = EditRequest(
-        task.input, task.instruction, prompt="fix", language=task.language, choices=True
+        task.input, task.instruction, prompt=task.kind, language=task.language, choices=True
     )
     lm.model.start_cold()
     results = [editor.edit(request)]
@@ -118,7 +120,8 @@ def candidates(lm, editor: LocalEditor, task, redraws: int) -> list[dict]:
             logs[:branch] = [math.log(max(p, 1e-30)) for p in first.probabilities[:branch]]
             logs[branch] = token_log_probability(lm, prompt_ids, list(start))
         check = check_task(task, result.text)
-        verdict = selection.judge(task.input, result.text, task.instruction, task.language, True)
+        fix = task.kind == "fix"
+        verdict = selection.judge(task.input, result.text, task.instruction, task.language, fix)
         found.append(
             {
                 "branch": len(start) - 1 if start else None,
@@ -132,7 +135,7 @@ def candidates(lm, editor: LocalEditor, task, redraws: int) -> list[dict]:
         )
     for entry in found:
         if "text" in entry:
-            entry["p_yes"] = p_yes(lm, task, task.input, entry["text"])
+            entry["p_yes"] = p_yes(lm, task, task.input, entry["text"]) if judge else None
     return found
 
 
@@ -154,7 +157,8 @@ def second_look(found: list[dict], original: str, extra: int | None = None) -> d
     """`--samples 2` now: an acceptable first answer's branch redraw is delivered if it is
     acceptable too and changes at most `extra` input lines more (no limit: None)."""
     first, redraw = found[0], found[1] if len(found) > 1 else None
-    if _acceptable(first) and _acceptable(redraw):
+    # an unchanged redraw is never delivered (a fix's is refused; an edit's may be acceptable)
+    if _acceptable(first) and _acceptable(redraw) and redraw["text"] != original:
         more = len(changed_lines(original, redraw["text"])) - len(
             changed_lines(original, first["text"])
         )
@@ -218,6 +222,8 @@ def main() -> None:
     parser.add_argument("--tasks", default="")
     parser.add_argument("--model", default="qwen2.5-coder-1.5b")
     parser.add_argument("--redraws", type=int, default=2)
+    parser.add_argument("--groups", default="bug", help="the task groups recorded")
+    parser.add_argument("--no-judge", action="store_true", help="leave p(yes) out (faster)")
     parser.add_argument("--report", action="store_true", help="report the saved candidates")
     args = parser.parse_args()
     saved = json.loads(args.json.read_text()) if args.json.exists() else {}
@@ -226,8 +232,9 @@ def main() -> None:
         lm.model.store = None  # every task starts cold, as the bench's do
         editor = LocalEditor(lm)
         tasks = load_tasks(ids=args.tasks.split(",") if args.tasks else None)
-        for task in [t for t in tasks if t.group == "bug" and t.id not in saved]:
-            saved[task.id] = candidates(lm, editor, task, args.redraws)
+        groups = args.groups.split(",")
+        for task in [t for t in tasks if t.group in groups and t.id not in saved]:
+            saved[task.id] = candidates(lm, editor, task, args.redraws, not args.no_judge)
             args.json.write_text(json.dumps(saved))
             print(task.id, [(c.get("passed"), c.get("problem")) for c in saved[task.id]])
     report(saved)

@@ -14,14 +14,16 @@ the document:
 - a *repeated word* (`to to`) that the answer copied: the model's runner-up never shows these,
   the copy being certain; the correction drops the second.
 
-Code is not proofread: fenced blocks (their fence lines too) and inline code spans are left as
-the answer wrote them, since a word there is a name or a language (```` ```py ````), not a
-misspelling. A correction is kept where the model, reading the words around it and nothing
+Code is not proofread: a word in a fenced block (its fence lines too) or an inline code span
+is a name or a language (```` ```py ````), not a misspelling. Where the answer changed code
+(a line of a fenced block, an inline code span: a link in reStructuredText), the input's is
+put back, as the rewrite template asks for code and links exactly as they were. A correction is kept where the model, reading the words around it and nothing
 else, gives them a log-probability at least `MARGIN` above the answer's.
 """
 
 from __future__ import annotations
 
+import difflib
 import itertools
 import re
 from collections.abc import Callable
@@ -48,22 +50,57 @@ UNFINISHED = "\ufffd"  # what decoding writes for part of a character
 INLINE_CODE = re.compile(r"(`+)[^`\n]+?\1")
 
 
+def fenced_lines(lines: list[str]) -> set[int]:
+    """The indexes of `lines` inside fenced code blocks, their fence lines included (an
+    unclosed block runs to the end)."""
+    inside, opened = set(), None
+    for number, line in enumerate(lines):
+        if FENCE.match(line):
+            if opened is None:
+                opened = number
+            else:
+                inside.update(range(opened, number + 1))
+                opened = None
+    if opened is not None:
+        inside.update(range(opened, len(lines)))
+    return inside
+
+
 def code_spans(text: str) -> list[tuple[int, int]]:
     """The character spans of `text` that are code in Markdown (reStructuredText's double
     backticks too): fenced blocks with their fence lines, and inline code spans."""
-    spans, start, offset = [], None, 0
-    for line in text.splitlines(keepends=True):
-        if FENCE.match(line):
-            if start is None:
-                start = offset
-            else:
-                spans.append((start, offset + len(line)))
-                start = None
-        offset += len(line)
-    if start is not None:
-        spans.append((start, len(text)))
-    spans += [match.span() for match in INLINE_CODE.finditer(text)]
-    return spans
+    lines = text.split("\n")
+    starts = list(itertools.accumulate((len(line) + 1 for line in lines), initial=0))
+    spans = [(starts[n], starts[n + 1]) for n in sorted(fenced_lines(lines))]
+    return spans + [match.span() for match in INLINE_CODE.finditer(text)]
+
+
+def restore_code(original: str, text: str) -> tuple[str, list[Correction]]:
+    """`text` with the code of `original` it changed put back, and what was put back: a line
+    of a fenced block replaced line for line, or an inline code span (a link in
+    reStructuredText) on a line replaced with as many spans. The rewrite template asks for
+    code and links exactly as they were; a typo fix has nothing to change there."""
+    before, after = original.split("\n"), text.split("\n")
+    fenced = fenced_lines(before)
+    restored: list[Correction] = []
+    matcher = difflib.SequenceMatcher(None, before, after, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag != "replace" or i2 - i1 != j2 - j1:
+            continue
+        for i, j in zip(range(i1, i2), range(j1, j2)):
+            if i in fenced:
+                restored.append(Correction(j, 0, len(after[j]), after[j], before[i]))
+                continue
+            theirs = list(INLINE_CODE.finditer(before[i]))
+            mine = list(INLINE_CODE.finditer(after[j]))
+            if len(theirs) != len(mine):
+                continue
+            for old, new in reversed(list(zip(mine, theirs))):
+                if old.group() != new.group():
+                    restored.append(Correction(j, *old.span(), old.group(), new.group()))
+    for correction in sorted(restored, key=lambda c: (c.line, -c.start)):
+        after[correction.line] = correction.applied(after[correction.line])
+    return "\n".join(after), sorted(restored, key=lambda c: (c.line, c.start))
 
 
 def _in(spans: list[tuple[int, int]], offset: int) -> bool:
@@ -248,4 +285,5 @@ def proofread(
             kept.append(correction)
     for correction in kept:  # right to left: the columns stay right
         lines[correction.line] = correction.applied(lines[correction.line])
-    return "\n".join(lines), sorted(kept, key=lambda c: (c.line, c.start))
+    text, restored = restore_code(original, "\n".join(lines))
+    return text, sorted(kept + restored, key=lambda c: (c.line, c.start))
