@@ -312,6 +312,8 @@ def test_code_the_answer_changed_is_put_back():
         "`the docs <https://x.org/en/stable/>` -> `the docs <https://x.org/en/latest/>`",
         "{'ok': true} -> {'ok': True}",
     ]
+    long = Correction(0, 0, 60, "a" * 30 + "b" * 30, "c")  # a long line of code, shortened
+    assert str(long) == "a" * 20 + "..." + "b" * 20 + " -> c"
     # code added or dropped, or as many spans no more: the answer's stands
     fewer = "See the docs for more.\n\n```python\n{'ok': True}\n```\n"
     assert proofread.restore_code(original, fewer) == (fewer, [])

@@ -5,7 +5,8 @@ token, the input's token (` sem` of `semnatic`) wins over the whole right word (
 its runner-up there, and the rest of the misspelling follows with no doubt at all. The
 document in the context pulls the answer towards copying it; the same line read without the
 document does not. So each doubt is tried, and kept only where the model prefers it without
-the document:
+the document: a correction is kept where the model, reading the words around it and nothing
+else, gives them a log-probability at least `MARGIN` above the answer's.
 
 - a *spelling doubt*: the answer copied a word of the input, and at its first token the
   runner-up starts a longer word than the copied piece. The model goes on from the runner-up
@@ -17,8 +18,7 @@ the document:
 Code is not proofread: a word in a fenced block (its fence lines too) or an inline code span
 is a name or a language (```` ```py ````), not a misspelling. Where the answer changed code
 (a line of a fenced block, an inline code span: a link in reStructuredText), the input's is
-put back, as the rewrite template asks for code and links exactly as they were. A correction is kept where the model, reading the words around it and nothing
-else, gives them a log-probability at least `MARGIN` above the answer's.
+put back, as the rewrite template asks for code and links exactly as they were.
 """
 
 from __future__ import annotations
@@ -122,7 +122,13 @@ class Correction:
         return line[: self.start] + self.new + line[self.end :]
 
     def __str__(self) -> str:
-        return f"{self.old.strip()} -> {self.new.strip() or '(dropped)'}"
+        return f"{_short(self.old)} -> {_short(self.new) or '(dropped)'}"
+
+
+def _short(text: str, most: int = 40) -> str:
+    """`text` stripped, its middle left out where it is longer than `most` (a line of code)."""
+    text = text.strip()
+    return text if len(text) <= most else f"{text[: most // 2]}...{text[-most // 2 :]}"
 
 
 def spelling_doubts(
