@@ -204,7 +204,7 @@ def test_a_fix_or_an_edit_is_not_proofread():
     assert asked and not any(request.proofread for request in asked)
 
 
-def test_the_judgement_reads_each_text_as_the_model_does_alone(tiny_model_dir):
+def test_the_judgement_reads_each_text_as_the_model_does_alone(tiny_model_dir, monkeypatch):
     """Each text's score is the sum of the model's log-softmax over its tokens after a line
     break, with nothing else before: the numbers a plain forward pass of each gives, though
     the texts went in as one tree sharing their first tokens."""
@@ -225,6 +225,10 @@ def test_the_judgement_reads_each_text_as_the_model_does_alone(tiny_model_dir):
     scores = proofread.log_probabilities(lm, texts)
     assert scores == pytest.approx(expected, abs=1e-3)
     assert len(set(scores)) == 3
+    # more texts than one pass takes go in several, the same numbers
+    for name, most in (("PASS_TEXTS", 2), ("PASS_TOKENS", 8)):
+        monkeypatch.setattr(proofread, name, most)
+        assert proofread.log_probabilities(lm, texts) == pytest.approx(expected, abs=1e-3)
 
 
 def test_the_judgement_reads_the_words_around_a_correction():

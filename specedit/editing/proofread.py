@@ -29,7 +29,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-# How much likelier (in nats) the corrected line must be than the answer's, read without the
+# How much likelier (in nats) the corrected words must be than the answer's, read without the
 # document: a misspelling fixed gains far more, a grammatical `that that` far less.
 MARGIN = 5.0
 # A copied token the model was at least this sure of is not doubted.
@@ -37,6 +37,10 @@ DOUBT_BELOW = 0.99
 # The words each side of a correction that the judgement reads: enough for the grammar of a
 # repeated word, few enough for a short pass.
 WINDOW_WORDS = 8
+# The most texts and tokens the judgement reads in one pass (a tree of that many branches fits
+# llama.cpp's batch and its sequences).
+PASS_TEXTS = 32
+PASS_TOKENS = 256
 # Tokens a doubt's line may take beyond the first answer's line before it is given up.
 LINE_SLACK = 8
 # The most spelling doubts tried in one answer (the least sure first): each costs a short
@@ -48,6 +52,30 @@ REPEATED = re.compile(r"(?<![\w'])([^\W\d_]+)( +)\1(?![\w'])")
 FENCE = re.compile(r"[ \t]*(```|~~~)")
 UNFINISHED = "\ufffd"  # what decoding writes for part of a character
 INLINE_CODE = re.compile(r"(`+)[^`\n]+?\1")
+
+
+@dataclass(frozen=True)
+class Correction:
+    """A part of the answer replaced (a word, a code span, a line of code): on its line
+    `line` (0-based), characters start..end, which read `old`, become `new`."""
+
+    line: int
+    start: int
+    end: int
+    old: str
+    new: str
+
+    def applied(self, line: str) -> str:
+        return line[: self.start] + self.new + line[self.end :]
+
+    def __str__(self) -> str:
+        return f"{_short(self.old)} -> {_short(self.new) or '(dropped)'}"
+
+
+def _short(text: str, most: int = 40) -> str:
+    """`text` stripped, its middle left out where it is longer than `most` (a line of code)."""
+    text = text.strip()
+    return text if len(text) <= most else f"{text[: most // 2]}...{text[-most // 2 :]}"
 
 
 def fenced_lines(lines: list[str]) -> set[int]:
@@ -105,30 +133,6 @@ def restore_code(original: str, text: str) -> tuple[str, list[Correction]]:
 
 def _in(spans: list[tuple[int, int]], offset: int) -> bool:
     return any(start <= offset < end for start, end in spans)
-
-
-@dataclass(frozen=True)
-class Correction:
-    """One word of the answer replaced: on its line `line` (0-based), characters start..end,
-    which read `old`, become `new`."""
-
-    line: int
-    start: int
-    end: int
-    old: str
-    new: str
-
-    def applied(self, line: str) -> str:
-        return line[: self.start] + self.new + line[self.end :]
-
-    def __str__(self) -> str:
-        return f"{_short(self.old)} -> {_short(self.new) or '(dropped)'}"
-
-
-def _short(text: str, most: int = 40) -> str:
-    """`text` stripped, its middle left out where it is longer than `most` (a line of code)."""
-    text = text.strip()
-    return text if len(text) <= most else f"{text[: most // 2]}...{text[-most // 2 :]}"
 
 
 def spelling_doubts(
@@ -208,21 +212,36 @@ def token_texts(tokens: list[int], decode: Callable[[list[int]], str]) -> list[s
 
 def log_probabilities(lm, texts: list[str]) -> list[float]:
     """log p(text) under the model for each of `texts`, each after a line break and nothing
-    else: words as the model reads them without the document they were copied from. One
-    pass: the texts go in as the branches of one tree, sharing the tokens they start with."""
+    else: words as the model reads them without the document they were copied from. The
+    texts go in as the branches of a tree, sharing the tokens they start with, as many to a
+    pass as fit one (PASS_TEXTS, PASS_TOKENS)."""
+    ids = [lm.tokenizer(text, add_special_tokens=False)["input_ids"] for text in texts]
+    scores: list[float] = []
+    while len(scores) < len(ids):
+        batch, size = [], 0
+        for text in ids[len(scores) :]:
+            if batch and (len(batch) == PASS_TEXTS or size + len(text) > PASS_TOKENS):
+                break
+            batch.append(text)
+            size += len(text)
+        scores += _tree_scores(lm, batch)
+    return scores
+
+
+def _tree_scores(lm, texts: list[list[int]]) -> list[float]:
+    """`log_probabilities` of token lists in one pass."""
     import numpy as np  # here: a remote client (the server proofreads) never loads NumPy
 
     from specedit.engine.arrays import as_numpy, softmax
     from specedit.engine.target import open_target
     from specedit.engine.tree import DraftTree
 
-    start = lm.tokenizer("\n", add_special_tokens=False)["input_ids"][-1]
-    tree = DraftTree(start)
+    tree = DraftTree(lm.tokenizer("\n", add_special_tokens=False)["input_ids"][-1])
     children: dict[tuple[int, int], int] = {}  # (parent node, token) -> node
     paths = []
     for text in texts:
         node, path = 0, []
-        for token in lm.tokenizer(text, add_special_tokens=False)["input_ids"]:
+        for token in text:
             if (node, token) not in children:
                 children[node, token] = tree.add(token, node)
             path.append((node, token))
@@ -241,7 +260,7 @@ def window(line: str, correction: Correction, words: int = WINDOW_WORDS) -> tupl
     starts = [m.start() for m in re.finditer(r"\S+", line[: correction.start])]
     first = starts[-words] if len(starts) >= words else 0
     ends = [m.end() for m in re.finditer(r"\S+", line[correction.end :])]
-    last = correction.end + (ends[words - 1] if len(ends) >= words else len(line))
+    last = correction.end + ends[words - 1] if len(ends) >= words else len(line)
     before = line[first:last]
     return before, line[first : correction.start] + correction.new + line[correction.end : last]
 
