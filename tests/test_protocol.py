@@ -59,3 +59,18 @@ def test_every_field_of_a_request_crosses_the_wire():
 def test_a_request_without_a_method_gets_the_servers():
     body = EditBody(text="x", instruction="y")
     assert from_body(body, default_method="copy").method == "copy"
+
+
+def test_an_answer_carries_its_proofreading_corrections_back():
+    from specedit.editing.editor import EditResult
+    from specedit.editing.prompts import EditPrompt
+    from specedit.editing.proofread import Correction
+    from specedit.engine.events import Generation, Stats
+    from specedit.server.protocol import EditAnswer
+
+    prompt = EditPrompt([1, 2, 3], "```", "teh\n", 1, 2, input_offsets=((0, 3),))
+    corrections = [Correction(0, 0, 3, "teh", "the")]
+    result = EditResult("the\n", Generation([5], "stop", Stats()), prompt, corrections=corrections)
+    wire = EditAnswer.of("m", result, None).model_dump_json()
+    back = EditAnswer.model_validate_json(wire).result()
+    assert back.corrections == corrections and back.text == "the\n" and back.prompt == prompt

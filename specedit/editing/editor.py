@@ -56,7 +56,7 @@ class EditRequest:
     statement: str | None = None
     choices: bool = False  # report each answer token's probability and runner-up (Generation)
     # Try the words the answer copied against the model's doubt, and its repeated words, as
-    # corrections (editing/proofread.py): for a document's rewrite.
+    # corrections, and put back code it changed (editing/proofread.py): a document's rewrite.
     proofread: bool = False
 
 
@@ -293,6 +293,7 @@ def proofread_answer(
             request,
             forced=tuple(start),
             max_new_tokens=len(start) + most,
+            statement=prepared.statement,  # a template that asks for one: not asked again
             choices=False,
             proofread=False,
         )
