@@ -63,6 +63,18 @@ def test_a_doc_task_passes_only_on_the_expected_text():
     assert check_task(free, "b\n") is None
 
 
+def test_an_answer_the_cli_would_refuse_to_write_does_not_pass():
+    """The tests pass on it, but it drops most of the file unasked: without --force the CLI
+    writes nothing, so the bench counts it as failed and says why."""
+    text = "".join(f"def f{i}():\n    return {i}\n\n\n" for i in range(6))
+    task = Task("t", "edit", "make f0 return 7", text, tests="assert f0() == 7")
+    kept = text.replace("return 0", "return 7", 1)
+    assert check_task(task, kept).passed
+    lazy = "def f0():\n    return 7\n"
+    result = check_task(task, lazy)
+    assert not result.passed and "refused: the edit drops" in result.summary()
+
+
 def test_tasks_file_reads_tests_and_group(tmp_path):
     path = tmp_path / "tasks.jsonl"
     task = {

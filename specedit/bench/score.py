@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from specedit.bench.setups import reference
 from specedit.bench.tasks import Task
+from specedit.editing import safety
 from specedit.editing.checks import CheckResult, run_program
 from specedit.editing.runaway import RUNAWAY
 from specedit.editing.safety import dropped_lines
@@ -67,10 +68,14 @@ class Row:
 
 
 def check_task(task: Task, text: str | None) -> CheckResult | None:
-    """Whether `text` is a right edit for `task`: its tests pass after it (in a child process),
-    or, for a task without tests, it equals the expected text. None: nothing to check against."""
+    """Whether `text` is a right edit for `task`: the safety checks let it be written (as the
+    CLI does without --force), and its tests pass after it (in a child process), or, for a task
+    without tests, it equals the expected text. None: nothing to check against."""
     if text is None:
         return CheckResult(False, 1, "no edited text (the answer was cut off)", 0.0)
+    refused = safety.problems(task.input, text, task.instruction, task.language)
+    if refused and (task.tests is not None or task.expected is not None):
+        return CheckResult(False, 1, f"refused: {refused[0]}", 0.0)
     if task.tests is not None:
         return run_program(text + "\n" + task.tests)
     if task.expected is not None:
