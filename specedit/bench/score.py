@@ -74,7 +74,7 @@ def check_task(task: Task, text: str | None) -> CheckResult | None:
     if text is None:
         return CheckResult(False, 1, "no edited text (the answer was cut off)", 0.0)
     refused = safety.problems(task.input, text, task.instruction, task.language)
-    if refused and (task.tests is not None or task.expected is not None):
+    if refused and task.checkable:
         return CheckResult(False, 1, f"refused: {refused[0]}", 0.0)
     if task.tests is not None:
         return run_program(text + "\n" + task.tests)

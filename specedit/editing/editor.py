@@ -284,9 +284,7 @@ def proofread_answer(
     """`text`, the answer `generation` wrote, proofread (editing/proofread.py): each doubt goes
     on from its runner-up to the end of its line, sharing the answer's cache."""
     request = prepared.request
-
-    def decode(tokens: list[int]) -> str:
-        return lm.tokenizer.decode(tokens, skip_special_tokens=True)
+    decode = LocalEditor(lm).decode
 
     def go_on(start: list[int], most: int) -> str | None:
         branch = replace(

@@ -126,9 +126,16 @@ def restore_code(original: str, text: str) -> tuple[str, list[Correction]]:
             for old, new in reversed(list(zip(mine, theirs))):
                 if old.group() != new.group():
                     restored.append(Correction(j, *old.span(), old.group(), new.group()))
-    for correction in sorted(restored, key=lambda c: (c.line, -c.start)):
-        after[correction.line] = correction.applied(after[correction.line])
-    return "\n".join(after), sorted(restored, key=lambda c: (c.line, c.start))
+    return applied(after, restored), sorted(restored, key=lambda c: (c.line, c.start))
+
+
+def applied(lines: list[str], corrections: list[Correction]) -> str:
+    """The text of `lines` with `corrections` (none overlapping) made, right to left on each
+    line, so that the columns of the others stay right."""
+    lines = list(lines)
+    for correction in sorted(corrections, key=lambda c: (c.line, -c.start)):
+        lines[correction.line] = correction.applied(lines[correction.line])
+    return "\n".join(lines)
 
 
 def _in(spans: list[tuple[int, int]], offset: int) -> bool:
@@ -282,7 +289,7 @@ def proofread(
     (`log_probabilities`)."""
     pieces = token_texts(tokens, decode)
     if not "".join(pieces).startswith(text):
-        return text, []  # the tokens do not write this text
+        return restore_code(original, text)  # the tokens do not write this text: no doubts
     lines = text.split("\n")
     offsets = list(itertools.accumulate(map(len, pieces), initial=0))
     proposed = repeated_words(text, original)
@@ -301,14 +308,12 @@ def proofread(
             proposed.append(replace(change, line=line))
     proposed.sort(key=lambda c: (c.line, -c.start))  # right to left on each line
     windows = [window(lines[c.line], c) for c in proposed]
-    scores = score([text for pair in windows for text in pair]) if proposed else []
+    scores = score([words for pair in windows for words in pair]) if proposed else []
     kept: list[Correction] = []
     for k, correction in enumerate(proposed):
         if kept and kept[-1].line == correction.line and correction.end > kept[-1].start:
             continue  # overlaps one kept already (a doubled word misspelt, say)
         if scores[2 * k + 1] - scores[2 * k] >= MARGIN:
             kept.append(correction)
-    for correction in kept:  # right to left: the columns stay right
-        lines[correction.line] = correction.applied(lines[correction.line])
-    text, restored = restore_code(original, "\n".join(lines))
+    text, restored = restore_code(original, applied(lines, kept))
     return text, sorted(kept + restored, key=lambda c: (c.line, c.start))
