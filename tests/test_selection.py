@@ -15,16 +15,21 @@ BROKEN = ORIGINAL.replace("return sum(values)", "return (sum(values)")
 REFORMATTED = RIGHT.replace("/ len(values)", "/  len(values)")  # same change, other blanks
 
 
-def verdicts(*texts: str, fix: bool = True) -> list[selection.Verdict]:
-    return [selection.judge(ORIGINAL, text, "mean() is wrong", "python", fix) for text in texts]
+def verdicts(*texts: str, asked: str = "fix") -> list[selection.Verdict]:
+    unchanged = selection.unchanged_problem(asked)
+    return [
+        selection.judge(ORIGINAL, text, "mean() is wrong", "python", unchanged) for text in texts
+    ]
 
 
-def test_an_unchanged_answer_is_wrong_for_a_fix_only():
+def test_an_unchanged_answer_is_wrong_for_a_fix_or_an_edit():
     assert verdicts(ORIGINAL)[0].problem == "unchanged, but a fix was asked for"
-    assert verdicts(ORIGINAL, fix=False)[0].acceptable
+    assert verdicts(ORIGINAL, asked="edit")[0].problem == "unchanged, but a change was asked for"
+    assert verdicts(ORIGINAL, asked="rewrite")[0].acceptable  # a clean document stays as it is
     spaced = ORIGINAL.replace("sum(values) * len", "sum(values)  *  len") + "\n\n"
     assert verdicts(spaced)[0].problem == "unchanged, but a fix was asked for"  # blanks only
-    assert verdicts(spaced, fix=False)[0].acceptable
+    assert verdicts(spaced, asked="edit")[0].acceptable  # an edit may ask for blanks alone
+    assert verdicts(spaced, asked="rewrite")[0].acceptable
     indented = ORIGINAL.replace("\nprint(", "\n    print(")  # indentation is code
     assert verdicts(indented)[0].problem != "unchanged, but a fix was asked for"
     assert verdicts(RIGHT)[0].acceptable
@@ -70,7 +75,7 @@ def draw(answers: list[str | None], samples: int, vote: bool, second_look: bool 
         return answers[number]
 
     def judge(text: str) -> selection.Verdict:
-        return selection.judge(ORIGINAL, text, "mean() is wrong", "python", True)
+        return selection.judge(ORIGINAL, text, "mean() is wrong", "python", selection.UNCHANGED_FIX)
 
     chosen, seen = selection.draw(run, str, judge, ORIGINAL, samples, vote, second_look)
     return chosen, [v.text for v in seen], asked
@@ -133,6 +138,8 @@ def test_extra_candidates_sample_at_low_temperature_with_their_own_seed():
 def test_the_fix_template_is_known_by_name_or_path():
     assert selection.asks_for_fix("fix") and selection.asks_for_fix("variants/after/fix.toml")
     assert not selection.asks_for_fix("edit")
+    assert selection.unchanged_problem("variants/after/edit.toml") == selection.UNCHANGED_EDIT
+    assert selection.unchanged_problem("apply") is None
 
 
 @pytest.mark.parametrize(
@@ -210,6 +217,36 @@ def test_an_unchanged_fix_draws_another_candidate(tmp_path, tiny_model_dir, toke
     assert (
         "4 candidates drawn, number 4 delivered (refused: unchanged, but a fix was" in result.stderr
     )
+
+
+def test_an_unchanged_edit_is_redrawn_from_where_it_was_least_sure(
+    tmp_path, tiny_model_dir, tokenizer, monkeypatch
+):
+    """An edit asks for a change as a fix does: an unchanged answer is redrawn from its branch
+    point, then sampled and told that the instruction asks for a change; a changed answer is
+    delivered as it is (no second look for an edit)."""
+    from typer.testing import CliRunner
+
+    from specedit.cli import app
+
+    file = tmp_path / "add.py"
+    file.write_text(SOURCE)
+    other = SOURCE.replace("a - b", "a * b")
+    tiny = ("--model", str(tiny_model_dir), "--dtype", "fp32", "--method", "pld")
+    calls = _answering(monkeypatch, [SOURCE, SOURCE, other], tokenizer)
+    result = CliRunner().invoke(
+        app, ["edit", str(file), "make add multiply", *tiny, "--samples", "3"]
+    )
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == other
+    x, z = (tokenizer.encode(letter, add_special_tokens=False)[0] for letter in "xz")
+    assert [p.request.forced for p in calls] == [(), (x, z), ()]
+    assert calls[0].request.choices
+    assert "the instruction above asks for a change" in calls[2].request.feedback
+    assert "(refused: unchanged, but a change was asked for" in result.stderr
+    calls = _answering(monkeypatch, [other, SOURCE], tokenizer)
+    result = CliRunner().invoke(app, ["edit", str(file), "make add multiply", *tiny])
+    assert result.stdout == other and len(calls) == 1
 
 
 def test_a_changed_fix_is_looked_at_again_from_where_it_was_least_sure(
@@ -367,6 +404,31 @@ def test_branch_points_in_python_comments_come_after_the_code_s():
     assert branch_points(tokens, probabilities, runners_up, decode, 3) == [(0, 4), (3,), (0, 1, 3)]
     code_first = branch_points(tokens, probabilities, runners_up, decode, 3, language="python")
     assert code_first == [(3,), (0, 1, 3), (0, 4)]
+    prose_first = branch_points(
+        tokens, probabilities, runners_up, decode, 3, language="python", prose_first=True
+    )
+    assert prose_first == [(0, 4), (3,), (0, 1, 3)]  # an edit of the comments
+
+
+def test_an_edit_of_the_comments_branches_in_them_first_and_a_fix_never():
+    from specedit.editing.editor import EditRequest, EditResult
+    from specedit.editing.prompts import EditPrompt
+    from specedit.engine.events import Generation, Stats
+
+    pieces = ["x = 1  ", "# eins", "\n", "y", " one"]
+    source = "x = 1  # eins\n"
+    generation = Generation([0, 1, 2], "eos", Stats(), [0.9, 0.2, 0.99], [3, 4, 3])
+    first = EditResult(source, generation, EditPrompt([], "```", source, 0, 0))
+
+    def starts(prompt: str, instruction: str) -> list[tuple[int, ...]]:
+        request = EditRequest(source, instruction, prompt=prompt, language="python")
+        decode = lambda tokens: "".join(pieces[t] for t in tokens)  # noqa: E731
+        return selection.redraw_starts(first, request, decode, 1)
+
+    assert starts("edit", "Translate the comments into English") == [(0, 4)]
+    assert starts("edit", "Add a docstring to each function") == [(0, 4)]
+    assert starts("edit", "Rename x to y") == [(3,)]
+    assert starts("fix", "the comments say one, but x is 2") == [(3,)]
 
 
 def test_branch_points_in_docstrings_or_starting_a_comment_come_after_the_code_s():

@@ -120,8 +120,10 @@ def candidates(lm, editor: LocalEditor, task, redraws: int, judge: bool = True) 
             logs[:branch] = [math.log(max(p, 1e-30)) for p in first.probabilities[:branch]]
             logs[branch] = token_log_probability(lm, prompt_ids, list(start))
         check = check_task(task, result.text)
-        fix = task.kind == "fix"
-        verdict = selection.judge(task.input, result.text, task.instruction, task.language, fix)
+        unchanged = selection.unchanged_problem(task.kind)
+        verdict = selection.judge(
+            task.input, result.text, task.instruction, task.language, unchanged
+        )
         found.append(
             {
                 "branch": len(start) - 1 if start else None,

@@ -5,7 +5,8 @@ pass; only the changed part costs), so an edit may draw more than one and keep t
 can be known without running anything:
 
 - a candidate the safety checks refuse (the syntax breaks, much of the file vanished) is wrong;
-- an unchanged answer to a request to fix something is wrong: the user says there is a bug;
+- an unchanged answer to a fix or an edit is wrong: the user says there is a bug, or asks for
+  a change;
 - among the rest, the candidate whose change the others agree with most is the likeliest right
   (self-consistency): independent samples that make the same change back each other up.
 
@@ -16,7 +17,9 @@ be tested on recorded candidates.
 An unchanged answer to a fix is redrawn where it was least sure (`branch_points`): the model
 copied the bug, but the token it copied there often had a close second, and that second is
 often the fix. The functions the instruction names come first: a symptom is described where
-it shows, and that is mostly where the bug is. The redraw takes that second token and goes on
+it shows, and that is mostly where the bug is. An unchanged edit is redrawn the same way,
+where the change it asks for would start (in comments and docstrings first where the
+instruction speaks of them). The redraw takes that second token and goes on
 as the request asks; its prompt and the answer up to the branch are those of the first
 candidate, so an engine that keeps its cache (llama.cpp) computes only what follows the
 branch. Sampling again rarely helps there: a model that copied the bug at temperature 0
@@ -36,6 +39,7 @@ from __future__ import annotations
 import difflib
 import io
 import itertools
+import re
 import tokenize
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -53,6 +57,10 @@ SAMPLE_TOP_P = 0.95
 
 R = TypeVar("R")  # what one edit returns: a local result, a bench row
 UNCHANGED_FIX = "unchanged, but a fix was asked for"
+UNCHANGED_EDIT = "unchanged, but a change was asked for"
+UNCHANGED = (UNCHANGED_FIX, UNCHANGED_EDIT)
+# An instruction about a file's prose: where its change would start, a comment or a docstring.
+PROSE_WORDS = re.compile(r"\b(?:comments?|docstrings?|doc strings?|documentation)\b", re.I)
 # A second look that changes more input lines than this beyond the first answer's has rewritten
 # what followed its branch rather than corrected the first answer, which then stands.
 LOOK_EXTRA_LINES = 2
@@ -81,12 +89,16 @@ class Verdict:
         return self.problem is None
 
 
-def judge(original: str, text: str, instruction: str, language: str, fix: bool) -> Verdict:
-    """What is wrong with `text` as an answer, knowable without tests. For a fix, an answer
-    that changed only blanks (spaces inside a line, blank lines) is as unchanged as the input:
-    a redraw that took a space for the runner-up at its branch point fixed nothing."""
-    if text == original or (fix and _blanks_only(original, text)):
-        return Verdict(text, UNCHANGED_FIX if fix else None)
+def judge(
+    original: str, text: str, instruction: str, language: str, unchanged: str | None
+) -> Verdict:
+    """What is wrong with `text` as an answer, knowable without tests; `unchanged` is what is
+    wrong with an unchanged one (None: it may be right, as a clean document's rewrite). For a
+    fix, an answer that changed only blanks (spaces inside a line, blank lines) is as
+    unchanged as the input: a redraw that took a space for the runner-up at its branch point
+    fixed nothing (an edit may ask for just that: trailing spaces removed)."""
+    if text == original or (unchanged == UNCHANGED_FIX and _blanks_only(original, text)):
+        return Verdict(text, unchanged)
     problems = safety.problems(original, text, instruction, language)
     return Verdict(text, problems[0] if problems else None)
 
@@ -170,12 +182,14 @@ def branch_points(
     limit: int,
     named: set[int] | frozenset[int] = frozenset(),
     language: str = "",
+    prose_first: bool = False,
 ) -> list[tuple[int, ...]]:
     """Up to `limit` starts for a redraw of an answer: its tokens up to one it was unsure of,
     then the likeliest other token there; the least sure first, those on the `named` lines
     (1-based, the definitions the instruction names) before the others, and those in a
     comment or a docstring, or whose other token starts a comment (Python's), after the
-    code's: a redraw there changes nothing the code does. An other token that writes the
+    code's: a redraw there changes nothing the code does (before them, with `prose_first`:
+    an edit of the comments or docstrings). An other token that writes the
     same characters (another split of them, or a special token that writes none) or differs
     only in its spaces and line breaks changes nothing a test could see, and is passed over.
     One that writes only the first characters of the answer's token (` <` where ` <=` was
@@ -194,7 +208,7 @@ def branch_points(
             python and others[position].lstrip().startswith("#")
         )
         outside = line[position] not in named if named else False
-        return outside, commented, probabilities[position]
+        return outside, commented != prose_first, probabilities[position]
 
     points: list[tuple[int, ...]] = []
     for position in sorted(range(len(tokens)), key=order):
@@ -217,8 +231,11 @@ def redraw_starts(
     first: EditResult, request: EditRequest, decode: Callable[[list[int]], str], limit: int
 ) -> list[tuple[int, ...]]:
     """Up to `limit` starts for redraws of `first`, an answer to `request` made with its
-    `choices` (`branch_points`, the definitions the instruction names first)."""
+    `choices` (`branch_points`, the definitions the instruction names first; the prose first
+    for an edit whose instruction speaks of comments or docstrings, never for a fix: a fix
+    changes what the code does)."""
     generation = first.generation
+    prose = not asks_for_fix(request.prompt) and PROSE_WORDS.search(request.instruction)
     return branch_points(
         generation.tokens,
         generation.probabilities,
@@ -227,6 +244,7 @@ def redraw_starts(
         limit,
         named_lines(request.instruction, request.text),
         request.language,
+        bool(prose),
     )
 
 
@@ -259,6 +277,12 @@ def asks_for_fix(prompt: str) -> bool:
     return Path(prompt).stem == "fix"
 
 
+def unchanged_problem(prompt: str) -> str | None:
+    """What is wrong with an unchanged answer to a request made with the template `prompt`:
+    a fix or an edit asks for a change (None: a rewrite of a clean document may be right)."""
+    return {"fix": UNCHANGED_FIX, "edit": UNCHANGED_EDIT}.get(Path(prompt).stem)
+
+
 def asks_for_rewrite(prompt: str) -> bool:
     """Whether a request's template is the rewrite template (prose: a document's typos)."""
     return Path(prompt).stem == "rewrite"
@@ -275,11 +299,11 @@ def draw(
 ) -> tuple[R | None, list[Verdict]]:
     """Draw up to `samples` candidates with `run(number, problem)` (None: that edit failed, e.g.
     cut off) and pick one. Without `vote`, drawing stops at the first acceptable candidate (an
-    unchanged fix or an unsafe answer draws another, told of the last one's `problem`), or,
-    with `second_look`, at the one after an acceptable first (`problem` None), which is
-    delivered if it is acceptable too; with `vote`, all are drawn independently (`problem`
-    None) and `choose` picks by agreement. Returns the chosen result (None if every edit
-    failed) and the verdicts of the candidates that produced a text, in order."""
+    unchanged answer to a fix or an edit, or an unsafe one, draws another, told of the last
+    one's `problem`), or, with `second_look`, at the one after an acceptable first (`problem`
+    None), which is delivered if it is acceptable too; with `vote`, all are drawn independently
+    (`problem` None) and `choose` picks by agreement. Returns the chosen result (None if every
+    edit failed) and the verdicts of the candidates that produced a text, in order."""
     results: list[R] = []
     verdicts: list[Verdict] = []
     looking = False  # the first was acceptable: one more, then no other
@@ -308,12 +332,17 @@ def draw(
 
 def redraw_feedback(problem: str) -> str:
     """What the model is told when its last candidate could not be right: an unchanged answer
-    to a fix, or one the safety checks refuse."""
+    to a fix or an edit, or one the safety checks refuse."""
     if problem == UNCHANGED_FIX:
         return (
             "Your previous answer returned the file unchanged, but the file does have the "
             "problem described above. Find the line or lines that cause it and change them; "
             "keep every other line exactly as it was."
+        )
+    if problem == UNCHANGED_EDIT:
+        return (
+            "Your previous answer returned the file unchanged, but the instruction above asks "
+            "for a change. Make it; keep every other line exactly as it was."
         )
     return (
         f"Your previous answer could not be used: {problem}. Return the complete file with "
@@ -348,13 +377,15 @@ def draw_edits(
     unchanged fix is redrawn from its branch points while it has any (`decode` reads them),
     else sampled and told why; an acceptable fix from its first branch point, its second look
     (none where it has no branch point). A rewrite's candidates are proofread
-    (editing/proofread.py): its second look, word by word."""
+    (editing/proofread.py): its second look, word by word. An unchanged edit is redrawn from
+    its branch points as an unchanged fix is."""
     failures: list[EditError] = []
     results: list[EditResult] = []
     numbers: list[int] = []  # each result's candidate number (a failed edit has none)
     branches: list[tuple[int, ...]] | None = None  # the first candidate's, listed when first asked
-    fix = asks_for_fix(request.prompt)
-    second_look = fix and not samples.vote
+    unchanged = unchanged_problem(request.prompt)
+    second_look = unchanged == UNCHANGED_FIX and not samples.vote
+    branches_kept = unchanged is not None and not samples.vote  # an unchanged answer branches
     if asks_for_rewrite(request.prompt) and not samples.vote:
         request = replace(request, proofread=True, choices=True)
     looking = False  # the candidate being judged is the second look
@@ -368,10 +399,12 @@ def draw_edits(
 
     def candidate(number: int, problem: str | None) -> EditResult | None:
         nonlocal looking
-        # An unchanged fix is redrawn from a branch point, and so is a changed one, once.
-        branching = second_look and problem in (UNCHANGED_FIX, None) and bool(results)
-        if number == 0:  # a fix keeps what its redraws may branch on
-            redraw = replace(request, choices=second_look or request.choices)
+        # An unchanged answer is redrawn from a branch point, and so is a changed fix, once.
+        branching = bool(results) and (
+            (branches_kept and problem in UNCHANGED) or (second_look and problem is None)
+        )
+        if number == 0:  # keep what its redraws may branch on
+            redraw = replace(request, choices=branches_kept or request.choices)
         elif branching and (start := next_branch()):
             looking = problem is None
             redraw = replace(request, forced=start, statement=results[0].statement)
@@ -392,7 +425,7 @@ def draw_edits(
     original = whole(request.text)
 
     def judge_text(answer: str) -> Verdict:
-        verdict = judge(original, answer, request.instruction, request.language, fix)
+        verdict = judge(original, answer, request.instruction, request.language, unchanged)
         if looking and verdict.acceptable:
             first = len(changed_lines(original, whole(results[0].text)))
             extra = len(changed_lines(original, answer)) - first
