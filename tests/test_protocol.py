@@ -61,7 +61,7 @@ def test_a_request_without_a_method_gets_the_servers():
     assert from_body(body, default_method="copy").method == "copy"
 
 
-def test_an_answer_carries_its_proofreading_corrections_back():
+def test_an_answer_carries_its_corrections_and_resumed_lines_back():
     from specedit.editing.editor import EditResult
     from specedit.editing.prompts import EditPrompt
     from specedit.editing.proofread import Correction
@@ -70,7 +70,9 @@ def test_an_answer_carries_its_proofreading_corrections_back():
 
     prompt = EditPrompt([1, 2, 3], "```", "teh\n", 1, 2, input_offsets=((0, 3),))
     corrections = [Correction(0, 0, 3, "teh", "the")]
-    result = EditResult("the\n", Generation([5], "stop", Stats()), prompt, corrections=corrections)
+    generation = Generation([5], "stop", Stats())
+    result = EditResult("the\n", generation, prompt, corrections=corrections, resumed=[7])
     wire = EditAnswer.of("m", result, None).model_dump_json()
     back = EditAnswer.model_validate_json(wire).result()
     assert back.corrections == corrections and back.text == "the\n" and back.prompt == prompt
+    assert back.resumed == [7]

@@ -200,18 +200,24 @@ def choose_candidate(
 ) -> EditResult:
     """One edit, or the candidate `samples` chooses; EditError when every candidate failed."""
     if samples.count == 1:
-        return run(request)
-    drawn = draw_edits(run, request, whole, samples, decode)
-    if drawn.chosen is None:
-        raise drawn.failures[-1]
-    count = len(drawn.verdicts) + len(drawn.failures)
-    if count > 1 and not quiet:
-        refused = f" (refused: {'; '.join(drawn.problems)})" if drawn.problems else ""
-        say(f"{name}: {count} candidates drawn, number {drawn.delivered + 1} delivered{refused}")
-    if drawn.chosen.corrections and not quiet:
-        words = ", ".join(map(str, drawn.chosen.corrections))
-        say(f"{name}: proofreading corrected {len(drawn.chosen.corrections)}: {words}")
-    return drawn.chosen
+        chosen = run(request)
+    else:
+        drawn = draw_edits(run, request, whole, samples, decode)
+        if drawn.chosen is None:
+            raise drawn.failures[-1]
+        chosen = drawn.chosen
+        count = len(drawn.verdicts) + len(drawn.failures)
+        if count > 1 and not quiet:
+            refused = f" (refused: {'; '.join(drawn.problems)})" if drawn.problems else ""
+            number = drawn.delivered + 1
+            say(f"{name}: {count} candidates drawn, number {number} delivered{refused}")
+    if chosen.resumed and not quiet:
+        lines = ", ".join(map(str, chosen.resumed))
+        say(f"{name}: the answer left out the end of the file; the model went on at line {lines}")
+    if chosen.corrections and not quiet:
+        words = ", ".join(map(str, chosen.corrections))
+        say(f"{name}: proofreading corrected {len(chosen.corrections)}: {words}")
+    return chosen
 
 
 def merge_file(

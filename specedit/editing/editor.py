@@ -20,6 +20,7 @@ from specedit.drafting.registry import (
 from specedit.editing import prompts
 from specedit.editing.proofread import Correction, log_probabilities, proofread
 from specedit.editing.region import Region, Surroundings
+from specedit.editing.resume import RESUMES, resume
 from specedit.editing.runaway import RUNAWAY, RunawayGuard
 from specedit.engine.events import Generation, Step, StopCondition
 from specedit.engine.options import GREEDY, MAX_DRAFT, STRICT, Sampling, Verification
@@ -70,6 +71,9 @@ class EditResult:
     # its indexes), proofreading; the engine's stages are in generation.stats.
     timings: dict[str, float] = field(default_factory=dict)
     corrections: list[Correction] = field(default_factory=list)  # made by proofreading
+    # The input's lines (1-based) where the model was made to go on, the answer having left
+    # out the rest of the file (editing/resume.py).
+    resumed: list[int] = field(default_factory=list)
 
     @property
     def changed(self) -> bool:
@@ -204,10 +208,12 @@ def generate_edit(
     on_step: Callable[[Step], None] | None = None,
     stop: StopCondition | None = None,
     timings: dict[str, float] | None = None,
+    shown: int = 0,
 ) -> Generation:
     """Run the engine on a prepared edit with the request's method and verification; it stops
     at the closing fence, early when the answer loops (stop reason RUNAWAY), or when `stop`
-    says so (a server whose client went away). `timings` gets the drafter's set-up seconds."""
+    says so (a server whose client went away). `timings` gets the drafter's set-up seconds;
+    the first `shown` forced tokens were already shown to `on_step` (a resumed answer's)."""
     from specedit.engine.session import generate  # here: a remote client never loads torch
 
     request, prompt = prepared.request, prepared.prompt
@@ -222,8 +228,9 @@ def generate_edit(
     for token in forced:  # the stops read the answer from its first token
         fence(token)
         guard(token)
-    if forced and on_step:
-        on_step(Step(forced, [None] * len(forced), [None] * len(forced), 0, [False] * len(forced)))
+    if len(forced) > shown and on_step:
+        given = forced[shown:]
+        on_step(Step(given, [None] * len(given), [None] * len(given), 0, [False] * len(given)))
     generation = generate(
         lm.model,
         prompt.ids + forced,
@@ -270,12 +277,58 @@ def execute(
     )
     if text is None:
         raise cut_off(len(generation.tokens), prepared.request.surroundings)
+    resumed: list[int] = []
+    if prepared.request.surroundings is None:  # a region's answer ends where the region does
+        generation, text, resumed = resume_answer(lm, prepared, generation, text, on_step, stop)
     corrections: list[Correction] = []
     if prepared.request.proofread and generation.probabilities:
         started = time.perf_counter()
         text, corrections = proofread_answer(lm, prepared, generation, text)
         timings["proofread"] = time.perf_counter() - started
-    return EditResult(text, generation, prepared.prompt, prepared.statement, timings, corrections)
+    return EditResult(
+        text, generation, prepared.prompt, prepared.statement, timings, corrections, resumed
+    )
+
+
+def resume_answer(
+    lm: LoadedModel,
+    prepared: PreparedEdit,
+    generation: Generation,
+    text: str,
+    on_step: Callable[[Step], None] | None = None,
+    stop: StopCondition | None = None,
+) -> tuple[Generation, str, list[int]]:
+    """`text`, the answer `generation` wrote, made to go on where it left out the end of the
+    input (editing/resume.py), up to RESUMES times: the generation and text it came to, and the
+    input's lines it went on at. A resumption that loops or reaches the token limit is dropped,
+    and the answer before it stands."""
+    request = prepared.request
+    decode = LocalEditor(lm).decode
+    lines: list[int] = []
+    for _ in range(RESUMES):
+        where = resume(request.text, text, request.instruction, generation.tokens, decode)
+        if where is None:
+            break
+        given = lm.tokenizer(where.given, add_special_tokens=False)["input_ids"]
+        forced = (*generation.tokens[: where.kept], *given)
+        if len(forced) >= prepared.max_new_tokens:
+            break
+        on = replace(prepared, request=replace(request, forced=forced))
+        more = generate_edit(lm, on, on_step, stop, shown=where.kept)
+        more_text = prompts.extract(lm.tokenizer, more.tokens, prepared.prompt)
+        if more.stop_reason == RUNAWAY or more_text is None:
+            break
+        if request.choices:  # the kept tokens were chosen as the first answer chose them
+            kept = where.kept
+            more = replace(
+                more,
+                probabilities=generation.probabilities[:kept] + more.probabilities[kept:],
+                runners_up=generation.runners_up[:kept] + more.runners_up[kept:],
+            )
+        generation = replace(more, stats=generation.stats.then(more.stats))
+        text = more_text
+        lines.append(where.line)
+    return generation, text, lines
 
 
 def proofread_answer(

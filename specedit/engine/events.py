@@ -51,6 +51,28 @@ class Stats:
     def other_seconds(self) -> float:
         return self.total_seconds - self.prefill_seconds - self.draft_seconds - self.verify_seconds
 
+    def then(self, later: Stats) -> Stats:
+        """These counters and those of a generation that went on from this one's answer (a
+        resumed answer, editing/resume.py): the work of both, the first's prompt."""
+        return Stats(
+            prompt_tokens=self.prompt_tokens,
+            new_tokens=self.new_tokens + later.new_tokens,
+            forward_passes=self.forward_passes + later.forward_passes,
+            drafted_tokens=self.drafted_tokens + later.drafted_tokens,
+            accepted_tokens=self.accepted_tokens + later.accepted_tokens,
+            relaxed_tokens=self.relaxed_tokens + later.relaxed_tokens,
+            accepted_lengths=self.accepted_lengths + later.accepted_lengths,
+            accepted_paths=self.accepted_paths + later.accepted_paths,
+            drafting={
+                key: self.drafting.get(key, 0) + later.drafting.get(key, 0)
+                for key in {**self.drafting, **later.drafting}
+            },
+            prefill_seconds=self.prefill_seconds + later.prefill_seconds,
+            draft_seconds=self.draft_seconds + later.draft_seconds,
+            verify_seconds=self.verify_seconds + later.verify_seconds,
+            total_seconds=self.total_seconds + later.total_seconds,
+        )
+
     @classmethod
     def from_dict(cls, data: dict) -> Stats:
         """Stats back from `as_dict` (as a server sends them); derived figures are recomputed."""

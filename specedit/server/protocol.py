@@ -133,6 +133,7 @@ class EditAnswer(BaseModel):
     probabilities: list[float] = []  # per token: the model's (Generation.probabilities)
     runners_up: list[int] = []
     corrections: list[dict] = []  # proofreading's, as Correction's fields
+    resumed: list[int] = []  # the input's lines the answer was made to go on at
     stats: dict
     prompt: dict
     attribution: dict | None = None  # left out of the answer where there is none
@@ -150,6 +151,7 @@ class EditAnswer(BaseModel):
             probabilities=result.generation.probabilities,
             runners_up=result.generation.runners_up,
             corrections=[asdict(c) for c in result.corrections],
+            resumed=result.resumed,
             stats=result.generation.stats.as_dict(),
             prompt=prompt_data(result.prompt),
             attribution=json.loads(attribution_json) if attribution_json is not None else None,
@@ -166,7 +168,15 @@ class EditAnswer(BaseModel):
         )
         prompt = prompt or prompt_from(self.prompt)
         corrections = [Correction(**c) for c in self.corrections]
-        return EditResult(self.text, generation, prompt, self.statement, self.timings, corrections)
+        return EditResult(
+            self.text,
+            generation,
+            prompt,
+            self.statement,
+            self.timings,
+            corrections,
+            self.resumed,
+        )
 
 
 # --- the stream's events: JSON objects, each with its "type" ---------------------------------

@@ -1,0 +1,92 @@
+"""An answer that leaves out the end of the file is made to go on (editing/resume.py)."""
+
+from __future__ import annotations
+
+from specedit.editing.resume import dropped_tail, resume
+
+SOURCE = (
+    "def first(a):\n"
+    "    return a + 1\n"
+    "\n"
+    "\n"
+    "def second(b):\n"
+    "    return b * 2\n"
+    "\n"
+    "\n"
+    "def third(c):\n"
+    "    return c - 3\n"
+)
+CHANGED = SOURCE.replace("first(a)", "first(a: int)")
+STOPPED = CHANGED[: CHANGED.index("\n\n\ndef second")] + "\n"  # the change, then the end
+
+
+def test_an_answer_that_stops_after_its_change_left_out_the_rest():
+    assert dropped_tail(SOURCE, STOPPED, "add a type hint to first") == 2
+    stopped_later = CHANGED[: CHANGED.index("\n\n\ndef third")] + "\n"
+    assert dropped_tail(SOURCE, stopped_later, "add a type hint to first") == 6
+
+
+def test_a_whole_answer_a_removal_or_a_move_is_left_as_answered():
+    assert dropped_tail(SOURCE, CHANGED, "add a type hint to first") is None
+    assert dropped_tail(SOURCE, STOPPED, "remove second and third") is None
+    # the last functions moved up: their lines are in the answer, elsewhere
+    moved = SOURCE[SOURCE.index("def second") :] + "\n\n" + SOURCE[: SOURCE.index("\n\ndef second")]
+    assert dropped_tail(SOURCE, moved + "\n", "put first last") is None
+    # the answer changed its last line: it may have meant to end there
+    assert dropped_tail(SOURCE, STOPPED.replace("a + 1", "a + 10"), "x") is None
+    changed_last = SOURCE.replace("return c - 3", "return c - 4")
+    assert dropped_tail(SOURCE, changed_last, "make third subtract 4") is None
+
+
+def test_the_answer_goes_on_from_its_last_line_with_the_input_s_next_lines():
+    """Its tokens are kept up to the end of its last line, a token that runs on past it (one
+    that starts the closing fence) is given again as text, and the input's lines follow up to
+    the first that is not blank."""
+    pieces = ["def first(a: int):\n", "    return a + 1", "\n```", "\n"]
+    decode = lambda tokens: "".join(pieces[t] for t in tokens)  # noqa: E731
+    where = resume(SOURCE, STOPPED, "add a type hint to first", [0, 1, 2, 3], decode)
+    assert where is not None
+    assert (where.kept, where.given, where.line) == (2, "\n\n\ndef second(b):\n", 5)
+    assert resume(SOURCE, CHANGED, "add a type hint to first", [0, 1, 2, 3], decode) is None
+
+
+def test_an_edit_goes_on_where_its_answer_stopped_early(tiny_model_dir, monkeypatch):
+    """The editor gives the answer's tokens up to its last line and the input's next lines as
+    the start of a new generation, delivers what that comes to with the work of both counted,
+    and says where it went on; an answer that reached the end is left alone."""
+    from dataclasses import replace
+
+    from specedit.editing import editor
+    from specedit.editing.editor import EditRequest, execute, prepare
+    from specedit.engine.events import Generation, Stats
+    from specedit.models.load import load
+
+    lm = load(str(tiny_model_dir), dtype="fp32")
+    encode = lambda text: lm.tokenizer(text, add_special_tokens=False)["input_ids"]  # noqa: E731
+    asked: list[tuple[int, ...]] = []
+
+    def answering(first: str):
+        def generate_edit(lm, prepared, on_step=None, stop=None, timings=None, shown=0):
+            forced = prepared.request.forced
+            asked.append(forced)
+            if not forced:
+                return Generation(
+                    encode(first + "```\n"), "stop", Stats(new_tokens=9, forward_passes=2)
+                )
+            written = lm.tokenizer.decode(list(forced))
+            rest = encode(CHANGED[len(written) :] + "```\n")
+            return Generation([*forced, *rest], "stop", Stats(new_tokens=5, forward_passes=1))
+
+        return generate_edit
+
+    request = EditRequest(SOURCE, "add a type hint to first", method="pld")
+    monkeypatch.setattr(editor, "generate_edit", answering(STOPPED))
+    result = execute(lm, prepare(lm, request))
+    assert result.text == CHANGED and result.resumed == [5]
+    assert lm.tokenizer.decode(list(asked[1])) == STOPPED + "\n\ndef second(b):\n"
+    stats = result.generation.stats
+    assert (stats.new_tokens, stats.forward_passes) == (14, 3)
+    asked.clear()
+    monkeypatch.setattr(editor, "generate_edit", answering(CHANGED))
+    result = execute(lm, prepare(lm, replace(request, instruction="remove second")))
+    assert result.text == CHANGED and result.resumed == [] and asked == [()]
