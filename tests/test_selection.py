@@ -307,6 +307,35 @@ def test_a_second_look_that_rewrites_more_than_the_first_answer_leaves_the_first
     assert delivered(wide) == (first, ["the second look changes 3 lines more than the first"])
 
 
+def test_a_fix_s_branch_redraw_keeps_its_first_change_only():
+    """Going on from its branch, a fix's redraw often changes more than the line it branched
+    on; its first change is delivered (changes up to CHANGE_GAP unchanged lines apart are
+    one), the rest as the first answer had it. An edit's redraw is delivered whole: a
+    translation or a rename changes many places."""
+    from specedit.editing.editor import EditRequest, EditResult
+    from specedit.editing.prompts import EditPrompt
+    from specedit.engine.events import Generation, Stats
+
+    original = "".join(f"x{i} = {i}\n" for i in range(12))
+    redraw = original.replace("x1 = 1", "x1 = 10").replace("x3 = 3", "x3 = 30")
+    redraw = redraw.replace("x9 = 9", "x9 = 90")  # 5 unchanged lines after the x3 change
+
+    def delivered(prompt: str) -> str:
+        answers = iter([original, redraw])
+
+        def run(request: EditRequest) -> EditResult:
+            generation = Generation([0, 1], "eos", Stats(), [0.9, 0.4], [0, 2])
+            return EditResult(next(answers), generation, EditPrompt([], "```", original, 0, 0))
+
+        request = EditRequest(original, "x1 and x3 are wrong", prompt=prompt)
+        decode = lambda tokens: "".join("abc"[t] for t in tokens)  # noqa: E731
+        return selection.draw_edits(run, request, str, selection.Samples(2), decode).chosen.text
+
+    assert delivered("fix") == redraw.replace("x9 = 90", "x9 = 9")
+    assert delivered("edit") == redraw
+    assert selection.first_change(original, original) == original
+
+
 def test_a_branch_redraw_keeps_the_first_candidate_s_statement():
     """A template that has the model state the change first asks once: the branch redraw of an
     unchanged fix goes on from the same statement (and so the same prompt), a sampled redraw,

@@ -64,6 +64,8 @@ PROSE_WORDS = re.compile(r"\b(?:comments?|docstrings?|doc strings?|documentation
 # A second look that changes more input lines than this beyond the first answer's has rewritten
 # what followed its branch rather than corrected the first answer, which then stands.
 LOOK_EXTRA_LINES = 2
+# Changes of a fix's branch redraw this many unchanged lines apart, or fewer, are one change.
+CHANGE_GAP = 4
 
 
 @dataclass(frozen=True)
@@ -127,6 +129,25 @@ def change_of(original: str, text: str) -> frozenset[tuple[str, str]]:
         for line in diff
         if line[:1] in "+-" and not line.startswith(("+++", "---")) and line[1:].strip()
     )
+
+
+def first_change(first: str, redraw: str) -> str:
+    """`first` with the first of `redraw`'s changes to it made, and no other: the change a
+    fix's branch redraw made where it branched (it shares the first answer's text up to
+    there). Going on from its branch, the model is in the middle of changing the file and
+    often changes more (the same call elsewhere, the definition it calls renamed to match),
+    while a fix changes "the line or lines that cause it"; changed lines up to CHANGE_GAP
+    unchanged ones apart count as one change (a loop's header and its body)."""
+    old, new = first.splitlines(keepends=True), redraw.splitlines(keepends=True)
+    matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
+    groups = matcher.get_grouped_opcodes(CHANGE_GAP // 2)
+    change = next(iter(groups), [])
+    kept: list[str] = []
+    at = 0  # where `old` goes on after the change's last piece
+    for _, i1, i2, j1, j2 in change:
+        kept += old[at:i1] + new[j1:j2]
+        at = i2
+    return "".join(kept + old[at:]) if change else redraw
 
 
 def changed_lines(before: str, after: str) -> set[int]:
@@ -415,12 +436,17 @@ def draw_edits(
             feedback = redraw_feedback(problem) if problem else request.feedback
             redraw = replace(request, sampling=sampling, feedback=feedback)
         try:
-            results.append(run(redraw))
+            result = run(redraw)
         except EditError as exc:
             failures.append(exc)
             return None
+        if redraw.forced and second_look:
+            # A fix's branch redraw: its change where it branched. The result is changed in
+            # place: its caller knows it by identity (the attribution of its tokens).
+            result.text = first_change(results[0].text, result.text)
+        results.append(result)
         numbers.append(number)
-        return results[-1]
+        return result
 
     original = whole(request.text)
 
