@@ -76,3 +76,15 @@ def test_an_answer_carries_its_corrections_and_resumed_lines_back():
     back = EditAnswer.model_validate_json(wire).result()
     assert back.corrections == corrections and back.text == "the\n" and back.prompt == prompt
     assert back.resumed == [7]
+
+
+def test_a_step_crosses_the_wire_with_what_it_takes_back():
+    """A resumed answer's step takes back tokens shown before; a remote dashboard must too."""
+    import json
+
+    from specedit.engine.events import Step
+    from specedit.server.protocol import read_step, step_event
+
+    step = Step([7, 8], [3, None], ["main", None], 2, [False, False], rewind=5)
+    back, hex_bytes = read_step(json.loads(json.dumps(step_event(step, ["61", "62"]))))
+    assert back == step and hex_bytes == ["61", "62"]

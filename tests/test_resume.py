@@ -50,43 +50,71 @@ def test_the_answer_goes_on_from_its_last_line_with_the_input_s_next_lines():
     assert resume(SOURCE, CHANGED, "add a type hint to first", [0, 1, 2, 3], decode) is None
 
 
+def test_line_endings_stay_as_the_input_has_them():
+    crlf = SOURCE.replace("\n", "\r\n")
+    stopped = STOPPED.replace("\n", "\r\n")
+    pieces = ["def first(a: int):\r\n", "    return a + 1\r\n", "```"]
+    decode = lambda tokens: "".join(pieces[t] for t in tokens)  # noqa: E731
+    where = resume(crlf, stopped, "add a type hint to first", [0, 1, 2], decode)
+    assert where is not None
+    assert (where.kept, where.given) == (2, "\r\n\r\ndef second(b):\r\n")
+
+
 def test_an_edit_goes_on_where_its_answer_stopped_early(tiny_model_dir, monkeypatch):
-    """The editor gives the answer's tokens up to its last line and the input's next lines as
-    the start of a new generation, delivers what that comes to with the work of both counted,
-    and says where it went on; an answer that reached the end is left alone."""
+    """The editor gives the answer's tokens up to its last line (never its end-of-text token)
+    and the input's next lines as the start of a new generation, delivers what that comes to
+    with the work of both counted, and says where it went on; what the first answer showed
+    past the kept tokens is taken back, so the attribution reads the delivered answer. An
+    end the instruction asks for stays."""
     from dataclasses import replace
 
     from specedit.editing import editor
     from specedit.editing.editor import EditRequest, execute, prepare
-    from specedit.engine.events import Generation, Stats
+    from specedit.engine.events import Generation, Stats, Step
     from specedit.models.load import load
+    from specedit.view.attribution import Attribution
 
     lm = load(str(tiny_model_dir), dtype="fp32")
     encode = lambda text: lm.tokenizer(text, add_special_tokens=False)["input_ids"]  # noqa: E731
+    eos = sorted(lm.eos_token_ids)[0]
     asked: list[tuple[int, ...]] = []
 
     def answering(first: str):
         def generate_edit(lm, prepared, on_step=None, stop=None, timings=None, shown=0):
             forced = prepared.request.forced
             asked.append(forced)
-            if not forced:
-                return Generation(
-                    encode(first + "```\n"), "stop", Stats(new_tokens=9, forward_passes=2)
-                )
-            written = lm.tokenizer.decode(list(forced))
-            rest = encode(CHANGED[len(written) :] + "```\n")
-            return Generation([*forced, *rest], "stop", Stats(new_tokens=5, forward_passes=1))
+            if forced:
+                written = lm.tokenizer.decode(list(forced))
+                new = encode(CHANGED[len(written) :] + "```\n")
+                stats = Stats(new_tokens=len(new), forward_passes=1)
+            else:
+                new = [*encode(first), eos]
+                stats = Stats(new_tokens=len(new), forward_passes=2)
+            shown_now = [*forced[shown:], *new]
+            if on_step:
+                on_step(Step(shown_now, [None] * len(shown_now), [None] * len(shown_now), 1))
+            return Generation([*forced, *new], "eos", stats)
 
         return generate_edit
 
     request = EditRequest(SOURCE, "add a type hint to first", method="pld")
     monkeypatch.setattr(editor, "generate_edit", answering(STOPPED))
-    result = execute(lm, prepare(lm, request))
+    prepared = prepare(lm, request)
+    attribution = Attribution(
+        prepared.prompt, lambda t: lm.tokenizer.decode(t, skip_special_tokens=True)
+    )
+    result = execute(lm, prepared, on_step=attribution.add)
     assert result.text == CHANGED and result.resumed == [5]
     assert lm.tokenizer.decode(list(asked[1])) == STOPPED + "\n\ndef second(b):\n"
+    assert eos not in asked[1]
+    assert attribution.tokens == result.generation.tokens
+    assert attribution.text == CHANGED + "```\n"
     stats = result.generation.stats
-    assert (stats.new_tokens, stats.forward_passes) == (14, 3)
+    assert stats.forward_passes == 3
+    assert stats.new_tokens == len(encode(STOPPED)) + 1 + len(result.generation.tokens) - len(
+        asked[1]
+    )
     asked.clear()
-    monkeypatch.setattr(editor, "generate_edit", answering(CHANGED))
-    result = execute(lm, prepare(lm, replace(request, instruction="remove second")))
-    assert result.text == CHANGED and result.resumed == [] and asked == [()]
+    removal = replace(request, instruction="remove second and third")
+    result = execute(lm, prepare(lm, removal))
+    assert result.text == STOPPED and result.resumed == [] and asked == [()]

@@ -151,7 +151,7 @@ def shipped(found: list[dict], original: str) -> dict | None:
     first, redraw = found[0], found[1] if len(found) > 1 else None
     if _acceptable(first):
         return first
-    unchanged = first.get("problem") == selection.UNCHANGED_FIX
+    unchanged = first.get("problem") in selection.UNCHANGED
     return redraw if unchanged and _acceptable(redraw) else None
 
 

@@ -165,6 +165,8 @@ def edit_file(
             tries = attempt_edits(run, request, check, test.attempts, editor.decode)
             # the delivered candidate is the last one: the one that passed, if any did
             result = next((t.result for t in reversed(tries) if t.result is not None), None)
+            if result is not None and not delivery.quiet:
+                say_what_was_mended(name, result)
     except (InputError, EditError, PromptError, DrafterUnavailable) as exc:
         error(str(exc))
         return Exit.INPUT
@@ -211,13 +213,20 @@ def choose_candidate(
             refused = f" (refused: {'; '.join(drawn.problems)})" if drawn.problems else ""
             number = drawn.delivered + 1
             say(f"{name}: {count} candidates drawn, number {number} delivered{refused}")
-    if chosen.resumed and not quiet:
-        lines = ", ".join(map(str, chosen.resumed))
-        say(f"{name}: the answer left out the end of the file; the model went on at line {lines}")
-    if chosen.corrections and not quiet:
-        words = ", ".join(map(str, chosen.corrections))
-        say(f"{name}: proofreading corrected {len(chosen.corrections)}: {words}")
+    if not quiet:
+        say_what_was_mended(name, chosen)
     return chosen
+
+
+def say_what_was_mended(name: str, result: EditResult) -> None:
+    """What was done to the model's answer beyond decoding it: where it was made to go on,
+    and what proofreading corrected."""
+    if result.resumed:
+        lines = ", ".join(map(str, result.resumed))
+        say(f"{name}: the answer left out the end of the file; the model went on at line {lines}")
+    if result.corrections:
+        words = ", ".join(map(str, result.corrections))
+        say(f"{name}: proofreading corrected {len(result.corrections)}: {words}")
 
 
 def merge_file(

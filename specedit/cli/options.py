@@ -15,7 +15,7 @@ from specedit.models.bundled import DEFAULT_MODEL
 from specedit.models.load import DTYPES, ENGINES
 
 # Candidates an edit may draw unless told: a second one where the first cannot be right (an
-# unchanged fix, an unsafe answer) or is a fix to look at again, which wins on the suite
+# unchanged fix or edit, an unsafe answer) or is a fix to look at again, which wins on the suite
 # (docs/quality.md, "--samples").
 DEFAULT_SAMPLES = 2
 
@@ -124,12 +124,13 @@ def edit_options(
         opt(
             "--samples",
             help="Candidates an edit may draw without --test, while the answer is unchanged "
-            "for a fix or fails the safety checks: an unchanged fix is redrawn with the "
-            "runner-up token where it was least sure (in the functions the instruction names "
-            "first), the rest sampled (temperature 0.2, top-p 0.95). A fix that changed the "
-            "file is redrawn so once too, and the redraw delivered if it is acceptable. A "
-            "rewrite is proofread: the words it copied against the model's doubt, and its "
-            f"repeated words, corrected. [default: {DEFAULT_SAMPLES}; 1 with --test]",
+            "for a fix or an edit, or fails the safety checks: an unchanged answer is redrawn "
+            "with the runner-up token where it was least sure (in the functions the "
+            "instruction names first), the rest sampled (temperature 0.2, top-p 0.95). A fix "
+            "that changed the file is redrawn so once too, and the redraw delivered if it is "
+            "acceptable; a fix's redraw keeps its first change only. A rewrite is proofread: "
+            "the words it copied against the model's doubt, and its repeated words, "
+            f"corrected. [default: {DEFAULT_SAMPLES}; 1 with --test]",
             show_default=False,
         ),
     ] = None,

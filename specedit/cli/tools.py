@@ -97,8 +97,8 @@ def bench(
         str,
         typer.Option(
             help="Comma-separated candidate selections: N (up to N candidates, another drawn "
-            "while the answer is unchanged for a fix or unsafe), voteN (N drawn, the one the "
-            "others agree with kept); labelled method~sN."
+            "while the answer is unchanged for a fix or an edit, or unsafe), voteN (N drawn, the "
+            "one the others agree with kept); labelled method~sN."
         ),
     ] = "1",
 ) -> None:

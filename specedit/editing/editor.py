@@ -304,17 +304,28 @@ def resume_answer(
     and the answer before it stands."""
     request = prepared.request
     decode = LocalEditor(lm).decode
+    special = set(lm.tokenizer.all_special_ids)
     lines: list[int] = []
     for _ in range(RESUMES):
-        where = resume(request.text, text, request.instruction, generation.tokens, decode)
+        written = len(generation.tokens)
+        while written and generation.tokens[written - 1] in special:  # an EOS is not text
+            written -= 1
+        tokens = generation.tokens[:written]
+        where = resume(request.text, text, request.instruction, tokens, decode)
         if where is None:
             break
         given = lm.tokenizer(where.given, add_special_tokens=False)["input_ids"]
         forced = (*generation.tokens[: where.kept], *given)
-        if len(forced) >= prepared.max_new_tokens:
+        if (
+            len(forced) >= prepared.max_new_tokens
+            or decode(list(forced)) != decode(tokens[: where.kept]) + where.given
+        ):  # a tokenizer that writes `given` otherwise on its own (a leading space)
             break
+        if on_step:  # what was shown after the kept tokens is taken back
+            back = len(generation.tokens) - where.kept
+            on_step(Step(given, [None] * len(given), [None] * len(given), 0, rewind=back))
         on = replace(prepared, request=replace(request, forced=forced))
-        more = generate_edit(lm, on, on_step, stop, shown=where.kept)
+        more = generate_edit(lm, on, on_step, stop, shown=len(forced))
         more_text = prompts.extract(lm.tokenizer, more.tokens, prepared.prompt)
         if more.stop_reason == RUNAWAY or more_text is None:
             break

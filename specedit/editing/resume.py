@@ -67,10 +67,12 @@ def resume(
     first = dropped_tail(original, answer, instruction)
     if first is None:
         return None
-    lines = original.splitlines()
+    lines = original.splitlines(keepends=True)  # CRLF stays CRLF: the answer copies it
     upto = next(i for i in range(first, len(lines)) if lines[i].strip())
-    written = "".join(line + "\n" for line in answer.splitlines())
-    target = written + "".join(line + "\n" for line in lines[first : upto + 1])
+    written = answer
+    if not written.endswith(("\n", "\r")):  # its last line as the input's ends
+        written += "\r\n" if lines[first - 1].endswith("\r\n") else "\n"
+    target = written + "".join(lines[first : upto + 1])
     kept = _longest_prefix(tokens, decode, target)
     return Resume(kept, target[len(decode(tokens[:kept])) :], upto + 1)
 

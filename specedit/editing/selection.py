@@ -64,7 +64,8 @@ PROSE_WORDS = re.compile(r"\b(?:comments?|docstrings?|doc strings?|documentation
 # A second look that changes more input lines than this beyond the first answer's has rewritten
 # what followed its branch rather than corrected the first answer, which then stands.
 LOOK_EXTRA_LINES = 2
-# Changes of a fix's branch redraw this many unchanged lines apart, or fewer, are one change.
+# Changes of a fix's branch redraw this many unchanged lines apart, or fewer, are one change
+# (an even number: the diff's context on either side of a change is half of it).
 CHANGE_GAP = 4
 
 
@@ -440,7 +441,7 @@ def draw_edits(
         except EditError as exc:
             failures.append(exc)
             return None
-        if redraw.forced and second_look:
+        if number and redraw.forced and second_look:
             # A fix's branch redraw: its change where it branched. The result is changed in
             # place: its caller knows it by identity (the attribution of its tokens).
             result.text = first_change(results[0].text, result.text)

@@ -18,6 +18,9 @@ class Step:
     kinds: list[str | None]
     drafted: int  # drafted tokens verified in this pass
     relaxed: list[bool] = field(default_factory=list)  # accepted only by conditional verification
+    # Tokens shown before that this step takes back first: a resumed answer goes on from one of
+    # its earlier tokens (editing/resume.py).
+    rewind: int = 0
 
 
 @dataclass
@@ -63,10 +66,7 @@ class Stats:
             relaxed_tokens=self.relaxed_tokens + later.relaxed_tokens,
             accepted_lengths=self.accepted_lengths + later.accepted_lengths,
             accepted_paths=self.accepted_paths + later.accepted_paths,
-            drafting={
-                key: self.drafting.get(key, 0) + later.drafting.get(key, 0)
-                for key in {**self.drafting, **later.drafting}
-            },
+            drafting=later.drafting,  # a drafter reports gauges beside counts: the latest
             prefill_seconds=self.prefill_seconds + later.prefill_seconds,
             draft_seconds=self.draft_seconds + later.draft_seconds,
             verify_seconds=self.verify_seconds + later.verify_seconds,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from difflib import SequenceMatcher
 from itertools import accumulate, chain, repeat
 
@@ -62,12 +62,18 @@ class Attribution:
 
     def __init__(self, prompt: EditPrompt, decode: Callable[[list[int]], str]) -> None:
         self.prompt = prompt
-        self.answer = AnswerText(decode)
+        self.decode = decode
+        self._reset()
+
+    def _reset(self) -> None:
+        """As before any step."""
+        self.answer = AnswerText(self.decode)
         self.spans: list[Span] = []
         self.sources: Counter[str] = Counter()  # tokens by source, "generated" for the model's
         self.kinds: Counter[str] = Counter()  # tokens by kind, "generated" for the model's
         self._pending: list[tuple[int | None, str | None]] = []  # (source, kind) not yet settled
         self._next: int | None = None  # the memory position that would extend the last span
+        self._steps: list[Step] = []  # what it was given, to replay after a rewind
 
     @property
     def tokens(self) -> list[int]:
@@ -93,7 +99,11 @@ class Attribution:
 
     def add(self, step: Step) -> None:
         """Each token that completes its characters settles with the pending tokens before it
-        (which get empty output spans)."""
+        (which get empty output spans). A step that takes tokens back first (`rewind`) has the
+        steps before it replayed up to there."""
+        if step.rewind:
+            self._replay(sum(len(s.tokens) for s in self._steps) - step.rewind)
+        self._steps.append(replace(step, rewind=0))
         for source, kind in zip(step.sources, step_kinds(step)):
             self._pending.append((source, kind))
             self.sources[self.origin(source) or GENERATED] += 1
@@ -104,6 +114,25 @@ class Attribution:
             start, end = end, end + len(piece)
             for i, (source, kind) in enumerate(group):
                 self._extend(source, kind, start, end if i == len(group) - 1 else start)
+
+    def _replay(self, tokens: int) -> None:
+        """Start again from nothing and take the first `tokens` tokens of the steps given."""
+        steps = self._steps
+        self._reset()
+        for step in steps:
+            keep = max(tokens, 0)
+            tokens -= len(step.tokens)
+            if keep < len(step.tokens):
+                cut = slice(0, keep)
+                step = replace(
+                    step,
+                    tokens=step.tokens[cut],
+                    sources=step.sources[cut],
+                    kinds=step.kinds[cut],
+                    relaxed=step.relaxed[cut],
+                )
+            if step.tokens:
+                self.add(step)
 
     def _extend(self, source: int | None, kind: str | None, start: int, end: int) -> None:
         origin = self.origin(source)
