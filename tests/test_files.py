@@ -181,7 +181,12 @@ def test_a_file_changed_while_the_model_worked_is_left_alone_and_the_batch_goes_
 def test_output_onto_the_input_itself_is_checked_too(tmp_path, tiny, monkeypatch):
     path = tmp_path / "code.py"
     path.write_text(SOURCE)
-    answering(monkeypatch, lambda k, text: path.write_text("# mine\n" + text) or fixing(k, text))
+
+    def meddling(k: int, text: str) -> str:
+        path.write_text("# mine\n" + text)  # while the model works
+        return fixing(k, text)
+
+    answering(monkeypatch, meddling)
     result = _run("fix", path, "add subtracts", "-o", path, *tiny)
     assert result.exit_code == Exit.CHANGED_ON_DISK and path.read_text() == "# mine\n" + SOURCE
     assert result.stdout == "" and "changed on disk" in result.stderr
