@@ -16,7 +16,7 @@ REFORMATTED = RIGHT.replace("/ len(values)", "/  len(values)")  # same change, o
 
 
 def verdicts(*texts: str, asked: str = "fix") -> list[selection.Verdict]:
-    unchanged = selection.unchanged_problem(asked)
+    unchanged = selection.unchanged_problem(asked, "python")
     return [
         selection.judge(ORIGINAL, text, "mean() is wrong", "python", unchanged) for text in texts
     ]
@@ -138,8 +138,13 @@ def test_extra_candidates_sample_at_low_temperature_with_their_own_seed():
 def test_the_fix_template_is_known_by_name_or_path():
     assert selection.asks_for_fix("fix") and selection.asks_for_fix("variants/after/fix.toml")
     assert not selection.asks_for_fix("edit")
-    assert selection.unchanged_problem("variants/after/edit.toml") == selection.UNCHANGED_EDIT
-    assert selection.unchanged_problem("apply") is None
+    edit = selection.unchanged_problem("variants/after/edit.toml", "python")
+    assert edit == selection.UNCHANGED_EDIT
+    assert selection.unchanged_problem("apply", "python") is None
+    # prose: "fix the spelling mistakes" on a clean file must leave it as it was
+    assert selection.unchanged_problem("edit", "") is None
+    assert selection.unchanged_problem("edit", "markdown") is None
+    assert selection.unchanged_problem("fix", "") == selection.UNCHANGED_FIX
 
 
 @pytest.mark.parametrize(
@@ -327,7 +332,7 @@ def test_a_fix_s_branch_redraw_keeps_its_first_change_only():
             generation = Generation([0, 1], "eos", Stats(), [0.9, 0.4], [0, 2])
             return EditResult(next(answers), generation, EditPrompt([], "```", original, 0, 0))
 
-        request = EditRequest(original, "x1 and x3 are wrong", prompt=prompt)
+        request = EditRequest(original, "x1 and x3 are wrong", prompt=prompt, language="python")
         decode = lambda tokens: "".join("abc"[t] for t in tokens)  # noqa: E731
         return selection.draw_edits(run, request, str, selection.Samples(2), decode).chosen.text
 

@@ -120,7 +120,7 @@ def candidates(lm, editor: LocalEditor, task, redraws: int, judge: bool = True) 
             logs[:branch] = [math.log(max(p, 1e-30)) for p in first.probabilities[:branch]]
             logs[branch] = token_log_probability(lm, prompt_ids, list(start))
         check = check_task(task, result.text)
-        unchanged = selection.unchanged_problem(task.kind)
+        unchanged = selection.unchanged_problem(task.kind, task.language)
         verdict = selection.judge(
             task.input, result.text, task.instruction, task.language, unchanged
         )

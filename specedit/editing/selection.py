@@ -299,10 +299,16 @@ def asks_for_fix(prompt: str) -> bool:
     return Path(prompt).stem == "fix"
 
 
-def unchanged_problem(prompt: str) -> str | None:
-    """What is wrong with an unchanged answer to a request made with the template `prompt`:
-    a fix or an edit asks for a change (None: a rewrite of a clean document may be right)."""
-    return {"fix": UNCHANGED_FIX, "edit": UNCHANGED_EDIT}.get(Path(prompt).stem)
+def unchanged_problem(prompt: str, language: str) -> str | None:
+    """What is wrong with an unchanged answer to a request made with the template `prompt` on
+    a file in `language`: a fix asks for a change, and so does an edit of code (a language the
+    safety checks parse). None where it may be right: a rewrite of a clean document, or an
+    edit of prose, where "fix the spelling mistakes" is the everyday instruction and a clean
+    file must come back as it was (`--check` in a pre-commit hook)."""
+    stem = Path(prompt).stem
+    if stem == "edit":
+        return UNCHANGED_EDIT if language in safety.PARSERS else None
+    return UNCHANGED_FIX if stem == "fix" else None
 
 
 def asks_for_rewrite(prompt: str) -> bool:
@@ -405,7 +411,7 @@ def draw_edits(
     results: list[EditResult] = []
     numbers: list[int] = []  # each result's candidate number (a failed edit has none)
     branches: list[tuple[int, ...]] | None = None  # the first candidate's, listed when first asked
-    unchanged = unchanged_problem(request.prompt)
+    unchanged = unchanged_problem(request.prompt, request.language or safety.sniff(request.text))
     second_look = unchanged == UNCHANGED_FIX and not samples.vote
     branches_kept = unchanged is not None and not samples.vote  # an unchanged answer branches
     if asks_for_rewrite(request.prompt) and not samples.vote:
