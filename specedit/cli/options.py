@@ -124,8 +124,8 @@ def edit_options(
         opt(
             "--samples",
             help="Candidates an edit may draw without --test, while the answer is unchanged "
-            "for a fix or an edit of code, or fails the safety checks: an unchanged answer is redrawn "
-            "with the runner-up token where it was least sure (in the functions the "
+            "for a fix or an edit of code, or fails the safety checks: an unchanged answer is "
+            "redrawn with the runner-up token where it was least sure (in the functions the "
             "instruction names first), the rest sampled (temperature 0.2, top-p 0.95). A fix "
             "that changed the file is redrawn so once too, and the redraw delivered if it is "
             "acceptable; a fix's redraw keeps its first change only. A rewrite is proofread: "
