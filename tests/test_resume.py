@@ -80,7 +80,7 @@ def test_an_edit_goes_on_where_its_answer_stopped_early(tiny_model_dir, monkeypa
     asked: list[tuple[int, ...]] = []
 
     def answering(first: str):
-        def generate_edit(lm, prepared, on_step=None, stop=None, timings=None, shown=0):
+        def generate_edit(lm, prepared, on_step=None, stop=None, timings=None, show_forced=True):
             forced = prepared.request.forced
             asked.append(forced)
             if forced:
@@ -90,7 +90,7 @@ def test_an_edit_goes_on_where_its_answer_stopped_early(tiny_model_dir, monkeypa
             else:
                 new = [*encode(first), eos]
                 stats = Stats(new_tokens=len(new), forward_passes=2)
-            shown_now = [*forced[shown:], *new]
+            shown_now = [*forced, *new] if show_forced else new
             if on_step:
                 on_step(Step(shown_now, [None] * len(shown_now), [None] * len(shown_now), 1))
             return Generation([*forced, *new], "eos", stats)

@@ -208,12 +208,12 @@ def generate_edit(
     on_step: Callable[[Step], None] | None = None,
     stop: StopCondition | None = None,
     timings: dict[str, float] | None = None,
-    shown: int = 0,
+    show_forced: bool = True,
 ) -> Generation:
     """Run the engine on a prepared edit with the request's method and verification; it stops
     at the closing fence, early when the answer loops (stop reason RUNAWAY), or when `stop`
     says so (a server whose client went away). `timings` gets the drafter's set-up seconds;
-    the first `shown` forced tokens were already shown to `on_step` (a resumed answer's)."""
+    `show_forced` False: the forced tokens were shown to `on_step` already (a resumed answer's)."""
     from specedit.engine.session import generate  # here: a remote client never loads torch
 
     request, prompt = prepared.request, prepared.prompt
@@ -228,9 +228,8 @@ def generate_edit(
     for token in forced:  # the stops read the answer from its first token
         fence(token)
         guard(token)
-    if len(forced) > shown and on_step:
-        given = forced[shown:]
-        on_step(Step(given, [None] * len(given), [None] * len(given), 0, [False] * len(given)))
+    if forced and on_step and show_forced:
+        on_step(Step(forced, [None] * len(forced), [None] * len(forced), 0, [False] * len(forced)))
     generation = generate(
         lm.model,
         prompt.ids + forced,
@@ -325,7 +324,7 @@ def resume_answer(
             back = len(generation.tokens) - where.kept
             on_step(Step(given, [None] * len(given), [None] * len(given), 0, rewind=back))
         on = replace(prepared, request=replace(request, forced=forced))
-        more = generate_edit(lm, on, on_step, stop, shown=len(forced))
+        more = generate_edit(lm, on, on_step, stop, show_forced=False)
         more_text = prompts.extract(lm.tokenizer, more.tokens, prepared.prompt)
         if more.stop_reason == RUNAWAY or more_text is None:
             break
