@@ -31,7 +31,8 @@ whether to make it, and the redraw copies the bug back (an unchanged answer, ref
 first stands. Where its closest doubt lies elsewhere, the first answer is often wrong there:
 a second change it should not have made, the wrong one of two near-equal fixes, or a
 docstring edited where the code is at fault; the redraw makes the other choice
-(docs/quality.md, "A second look at a changed fix").
+(docs/quality.md, "A second look at a changed fix"). A fix's redraw is delivered with the
+change it made where it branched and no other (`first_change`).
 """
 
 from __future__ import annotations
