@@ -156,7 +156,8 @@ def shipped(found: list[dict], original: str) -> dict | None:
 
 
 def second_look(found: list[dict], original: str, extra: int | None = None) -> dict | None:
-    """`--samples 2` now: an acceptable first answer's branch redraw is delivered if it is
+    """`--samples 2` with the second look, the redraw whole (before a fix's redraw was kept to
+    its first change): an acceptable first answer's branch redraw is delivered if it is
     acceptable too and changes at most `extra` input lines more (no limit: None)."""
     first, redraw = found[0], found[1] if len(found) > 1 else None
     # an unchanged redraw is never delivered (a fix's is refused; an edit's may be acceptable)
