@@ -22,6 +22,7 @@ from specedit.editing.proofread import Correction, log_probabilities, proofread
 from specedit.editing.region import Region, Surroundings
 from specedit.editing.resume import RESUMES, resume
 from specedit.editing.runaway import RUNAWAY, RunawayGuard
+from specedit.editing.typos import asks_for_typos_only, keep_to_typos
 from specedit.engine.events import Generation, Step, StopCondition
 from specedit.engine.options import GREEDY, MAX_DRAFT, STRICT, Sampling, Verification
 from specedit.models.load import LoadedModel
@@ -57,7 +58,8 @@ class EditRequest:
     statement: str | None = None
     choices: bool = False  # report each answer token's probability and runner-up (Generation)
     # Try the words the answer copied against the model's doubt, and its repeated words, as
-    # corrections, and put back code it changed (editing/proofread.py): a document's rewrite.
+    # corrections, and put back code it changed (editing/proofread.py), and what an answer to
+    # typos alone changed beyond typos (editing/typos.py): a document's rewrite.
     proofread: bool = False
 
 
@@ -283,6 +285,9 @@ def execute(
     if prepared.request.proofread and generation.probabilities:
         started = time.perf_counter()
         text, corrections = proofread_answer(lm, prepared, generation, text)
+        if asks_for_typos_only(prepared.request.instruction):
+            text, put_back = keep_to_typos(prepared.request.text, text)
+            corrections += put_back
         timings["proofread"] = time.perf_counter() - started
     return EditResult(
         text, generation, prepared.prompt, prepared.statement, timings, corrections, resumed

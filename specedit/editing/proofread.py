@@ -69,7 +69,7 @@ class Correction:
         return line[: self.start] + self.new + line[self.end :]
 
     def __str__(self) -> str:
-        return f"{_short(self.old)} -> {_short(self.new) or '(dropped)'}"
+        return f"{_short(self.old) or '(nothing)'} -> {_short(self.new) or '(dropped)'}"
 
 
 def _short(text: str, most: int = 40) -> str:
