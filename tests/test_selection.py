@@ -366,6 +366,53 @@ def test_a_branch_redraw_keeps_the_first_candidate_s_statement():
     assert asked[2].feedback
 
 
+def test_an_answer_that_copies_the_prompt_s_own_words_is_redrawn_before_them():
+    """A docstring that paraphrases the instruction goes on with the prompt's next sentence,
+    then the answer ends: it is wrong whatever the safety checks say, and redrawn from the
+    least sure token between the line before the copied sentence and its first word, passing
+    over an other token that is the same word otherwise ended."""
+    from specedit.editing.editor import EditRequest, EditResult
+    from specedit.editing.prompts import EditPrompt
+    from specedit.engine.events import Generation, Stats
+
+    closing = "Return the complete edited file and nothing else."
+    vocabulary = [
+        "def f():\n",
+        '    """Return x.\n\n',
+        "    ",
+        "Return",
+        '    """\n',
+        " Returns",
+        f" {closing.removeprefix('Return ')}\n",
+        "x = 1\n",
+        "```\n\nEdit this file: ",
+        "add f",
+        f"\n\n{closing}",
+    ]
+    decode = lambda tokens: "".join(vocabulary[t] for t in tokens)  # noqa: E731
+    original = "x = 1\n"
+    prompt = EditPrompt([7, 8, 9, 10], "```", original, 0, 1)
+    leaked = [0, 1, 2, 3, 6]
+    answers = iter([decode(leaked), 'def f():\n    """Return x."""\n    return 1\n'])
+    asked: list[EditRequest] = []
+
+    def run(request: EditRequest) -> EditResult:
+        asked.append(request)
+        probabilities, runners_up = [1.0, 0.6, 1.0, 0.4, 1.0], [0, 4, 2, 5, 6]
+        generation = Generation(leaked, "eos", Stats(), probabilities, runners_up)
+        return EditResult(original + next(answers), generation, prompt)
+
+    request = EditRequest(original, "add f", prompt="edit", language="python")
+    drawn = selection.draw_edits(run, request, str, selection.Samples(2), decode)
+    assert [r.forced for r in asked] == [(), (0, 4)]
+    assert drawn.problems == [f"{selection.PROMPT_WORDS} ({closing!r})"]
+    assert drawn.chosen.text.endswith("return 1\n")
+    words = decode(prompt.ids[1:]).replace("add f", "")
+    assert selection.copied_from_prompt(f"# {closing}\n", "", words) == closing
+    assert selection.copied_from_prompt(f"# {closing}\n", closing, words) is None  # the input's
+    assert selection.copied_from_prompt("Edit this file:\n", "", words) is None  # too short
+
+
 def test_branch_points_take_the_second_choice_where_the_answer_was_least_sure():
     """Least sure first; an other token that writes the same characters (`ab` for `a` then
     `b`), only other spaces, or nothing (a special token) is passed over."""

@@ -33,6 +33,10 @@ a second change it should not have made, the wrong one of two near-equal fixes, 
 docstring edited where the code is at fault; the redraw makes the other choice
 (docs/quality.md, "A second look at a changed fix"). A fix's redraw is delivered with the
 change it made where it branched and no other (`first_change`).
+
+An answer that copies a sentence of its prompt's own words (`copied_from_prompt`: "Return the
+complete edited file ..." inside a docstring that paraphrased the instruction) is wrong, and
+redrawn from where it could have gone otherwise just before that sentence (`leak_start`).
 """
 
 from __future__ import annotations
@@ -68,6 +72,11 @@ LOOK_EXTRA_LINES = 2
 # Changes of a fix's branch redraw this many unchanged lines apart, or fewer, are one change
 # (an even number: the diff's context on either side of a change is half of it).
 CHANGE_GAP = 4
+# An answer line this long or longer that the prompt's own words hold, and the input does not,
+# was copied from the prompt ("Return the complete edited file in a single code block ..."),
+# not written for the file.
+LEAK_CHARS = 24
+PROMPT_WORDS = "it copied the prompt's own words"
 
 
 @dataclass(frozen=True)
@@ -250,6 +259,61 @@ def branch_points(
     return points
 
 
+def prompt_words(result: EditResult, instruction: str, decode: Callable[[list[int]], str]) -> str:
+    """What `result`'s prompt says after the file, the instruction left out: the template's own
+    words ("Return the complete edited file ..."), which an answer has no reason to write."""
+    tail = decode(result.prompt.ids[result.prompt.input_end :])
+    return tail.replace(instruction, "")
+
+
+def copied_from_prompt(answer: str, original: str, words: str) -> str | None:
+    """The first line of `answer` (its comment marks and quotes aside) that copies a sentence
+    of the prompt's own `words` found nowhere in `original`. A docstring that paraphrases the
+    instruction ends in a blank line and goes on with the sentence that followed the
+    instruction in the prompt; the model then ends the code block as the prompt did, and the
+    answer ends inside its docstring."""
+    for line in answer.splitlines():
+        sentence = line.strip().strip("#/*-'\" ")
+        if len(sentence) >= LEAK_CHARS and sentence in words and sentence not in original:
+            return sentence
+    return None
+
+
+def leak_start(
+    result: EditResult, sentence: str, decode: Callable[[list[int]], str]
+) -> tuple[int, ...] | None:
+    """A start for a redraw of `result`, whose answer copied `sentence` from its prompt: its
+    tokens up to the least sure one from the line before the sentence to the sentence's first
+    word, then the likeliest other token there (where the docstring could have ended). An
+    other token that differs in spaces alone, or is the same word otherwise ended (` Returns`
+    for ` Return`), goes on into the same sentence, and is passed over. None where the answer
+    has no choices or no such token."""
+    generation = result.generation
+    tokens, runners_up = generation.tokens, generation.runners_up
+    if not runners_up:
+        return None
+    pieces = [decode([token]) for token in tokens]
+    offsets = list(itertools.accumulate(map(len, pieces), initial=0))
+    text = "".join(pieces)
+    at = text.find(sentence)
+    if at < 0:
+        return None
+    window = text[:at].rstrip().rfind("\n") + 1  # the start of the line before it
+
+    def passed_over(position: int) -> bool:
+        mine, other = pieces[position].strip(), decode([runners_up[position]]).strip()
+        if runners_up[position] == tokens[position] or not other or other == mine:
+            return True
+        return mine.isalpha() and other.isalpha() and other.startswith(mine)
+
+    positions = [k for k in range(len(tokens)) if window <= offsets[k + 1] and offsets[k] <= at]
+    unsure = [k for k in positions if not passed_over(k)]
+    if not unsure:
+        return None
+    branch = min(unsure, key=lambda k: generation.probabilities[k])
+    return (*tokens[:branch], runners_up[branch])
+
+
 def redraw_starts(
     first: EditResult, request: EditRequest, decode: Callable[[list[int]], str], limit: int
 ) -> list[tuple[int, ...]]:
@@ -407,7 +471,8 @@ def draw_edits(
     else sampled and told why; an acceptable fix from its first branch point, its second look
     (none where it has no branch point). A rewrite's candidates are proofread
     (editing/proofread.py): its second look, word by word. An unchanged edit is redrawn from
-    its branch points as an unchanged fix is."""
+    its branch points as an unchanged fix is, and an answer that copied its prompt's own words
+    from just before them."""
     failures: list[EditError] = []
     results: list[EditResult] = []
     numbers: list[int] = []  # each result's candidate number (a failed edit has none)
@@ -418,6 +483,7 @@ def draw_edits(
     if asks_for_rewrite(request.prompt) and not samples.vote:
         request = replace(request, proofread=True, choices=True)
     looking = False  # the candidate being judged is the second look
+    original = whole(request.text)
 
     def next_branch() -> tuple[int, ...] | None:
         """The next start for a redraw of the first candidate, its branch points listed once."""
@@ -432,8 +498,11 @@ def draw_edits(
         branching = bool(results) and (
             (branches_kept and problem in UNCHANGED) or (second_look and problem is None)
         )
+        leaked = number == 1 and problem and problem.startswith(PROMPT_WORDS)
         if number == 0:  # keep what its redraws may branch on
             redraw = replace(request, choices=branches_kept or request.choices)
+        elif leaked and (start := leak_start(results[0], leak_of(results[0]) or "", decode)):
+            redraw = replace(request, forced=start, statement=results[0].statement)
         elif branching and (start := next_branch()):
             looking = problem is None
             redraw = replace(request, forced=start, statement=results[0].statement)
@@ -448,7 +517,7 @@ def draw_edits(
         except EditError as exc:
             failures.append(exc)
             return None
-        if number and redraw.forced and second_look:
+        if number and redraw.forced and second_look and not leaked:
             # A fix's branch redraw: its change where it branched. The result is changed in
             # place: its caller knows it by identity (the attribution of its tokens).
             result.text = first_change(results[0].text, result.text)
@@ -456,9 +525,13 @@ def draw_edits(
         numbers.append(number)
         return result
 
-    original = whole(request.text)
+    def leak_of(result: EditResult) -> str | None:
+        words = prompt_words(result, request.instruction, decode)
+        return copied_from_prompt(whole(result.text), original, words)
 
     def judge_text(answer: str) -> Verdict:
+        if answer != original and (sentence := leak_of(results[-1])):
+            return Verdict(answer, f"{PROMPT_WORDS} ({sentence!r})")
         verdict = judge(original, answer, request.instruction, request.language, unchanged)
         if looking and verdict.acceptable:
             first = len(changed_lines(original, whole(results[0].text)))
