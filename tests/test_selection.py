@@ -15,11 +15,11 @@ BROKEN = ORIGINAL.replace("return sum(values)", "return (sum(values)")
 REFORMATTED = RIGHT.replace("/ len(values)", "/  len(values)")  # same change, other blanks
 
 
-def verdicts(*texts: str, asked: str = "fix") -> list[selection.Verdict]:
+def verdicts(
+    *texts: str, asked: str = "fix", instruction: str = "mean() is wrong"
+) -> list[selection.Verdict]:
     unchanged = selection.unchanged_problem(asked, "python")
-    return [
-        selection.judge(ORIGINAL, text, "mean() is wrong", "python", unchanged) for text in texts
-    ]
+    return [selection.judge(ORIGINAL, text, instruction, "python", unchanged) for text in texts]
 
 
 def test_an_unchanged_answer_is_wrong_for_a_fix_or_an_edit():
@@ -28,11 +28,30 @@ def test_an_unchanged_answer_is_wrong_for_a_fix_or_an_edit():
     assert verdicts(ORIGINAL, asked="rewrite")[0].acceptable  # a clean document stays as it is
     spaced = ORIGINAL.replace("sum(values) * len", "sum(values)  *  len") + "\n\n"
     assert verdicts(spaced)[0].problem == "unchanged, but a fix was asked for"  # blanks only
-    assert verdicts(spaced, asked="edit")[0].acceptable  # an edit may ask for blanks alone
+    assert verdicts(spaced, asked="edit")[0].problem == "unchanged, but a change was asked for"
+    # ... unless the instruction asks for blanks alone
+    assert verdicts(spaced, asked="edit", instruction="remove the trailing spaces")[0].acceptable
     assert verdicts(spaced, asked="rewrite")[0].acceptable
     indented = ORIGINAL.replace("\nprint(", "\n    print(")  # indentation is code
     assert verdicts(indented)[0].problem != "unchanged, but a fix was asked for"
     assert verdicts(RIGHT)[0].acceptable
+
+
+def test_python_whose_code_is_unchanged_is_unchanged_unless_the_prose_was_asked_for():
+    """A docstring's quotes or a comment changed, and nothing the code does: as unchanged as
+    the input, for a fix and an edit of code alike; an instruction about the prose, the typos
+    or the layout may ask for just that."""
+    documented = ORIGINAL.replace("def mean(values):\n", 'def mean(values):\n    """Mean."""\n')
+    quoted = documented.replace('"""Mean."""', "'Mean.'")
+    commented = documented.replace("\nprint(", "\n# mean of two\nprint(")
+    for answer in (quoted, commented):
+        assert not selection.judge(documented, answer, "mean() is wrong", "python", "x").acceptable
+        for instruction in ("fix the typo in the comment", "reformat it", "use single quotes"):
+            assert selection.judge(documented, answer, instruction, "python", "x").acceptable
+        assert selection.judge(documented, answer, "mean() is wrong", "python", None).acceptable
+    assert selection.same_code(documented, quoted) and selection.same_code(documented, commented)
+    assert not selection.same_code(documented, documented.replace("*", "/"))
+    assert not selection.same_code(documented, BROKEN)
 
 
 def test_an_answer_the_safety_checks_refuse_is_not_acceptable():

@@ -41,6 +41,7 @@ redrawn from where it could have gone otherwise just before that sentence (`leak
 
 from __future__ import annotations
 
+import ast
 import difflib
 import io
 import itertools
@@ -66,6 +67,14 @@ UNCHANGED_EDIT = "unchanged, but a change was asked for"
 UNCHANGED = (UNCHANGED_FIX, UNCHANGED_EDIT)
 # An instruction about a file's prose: where its change would start, a comment or a docstring.
 PROSE_WORDS = re.compile(r"\b(?:comments?|docstrings?|doc strings?|documentation)\b", re.I)
+# An instruction that may ask for no change to what Python code does: its prose, its typos, its
+# layout. Elsewhere an answer that changes the code's prose or layout alone changed nothing.
+NO_CODE_WORDS = re.compile(
+    r"\b(?:comments?|docstrings?|doc strings?|documentation|typos?|spelling|(?:re)?format\w*"
+    r"|indent\w*|white ?space|spac(?:e|es|ing)|wrap\w*|long lines?|line length|style|quotes?"
+    r"|pep ?8|blank lines?)\b",
+    re.I,
+)
 # A second look that changes more input lines than this beyond the first answer's has rewritten
 # what followed its branch rather than corrected the first answer, which then stands.
 LOOK_EXTRA_LINES = 2
@@ -109,8 +118,20 @@ def judge(
     wrong with an unchanged one (None: it may be right, as a clean document's rewrite). For a
     fix, an answer that changed only blanks (spaces inside a line, blank lines) is as
     unchanged as the input: a redraw that took a space for the runner-up at its branch point
-    fixed nothing (an edit may ask for just that: trailing spaces removed)."""
-    if text == original or (unchanged == UNCHANGED_FIX and _blanks_only(original, text)):
+    fixed nothing (an edit may ask for just that: trailing spaces removed). So is Python whose
+    code is the input's (`same_code`: a docstring's quotes or a comment changed), unless the
+    instruction speaks of the prose, the typos or the layout (`NO_CODE_WORDS`): the first
+    answer to "make `commonprefix` accept any iterable" changed a docstring's quotes alone."""
+    if (
+        text == original
+        or (unchanged == UNCHANGED_FIX and _blanks_only(original, text))
+        or (
+            unchanged is not None
+            and language == "python"
+            and not NO_CODE_WORDS.search(instruction)
+            and same_code(original, text)
+        )
+    ):
         return Verdict(text, unchanged)
     problems = safety.problems(original, text, instruction, language)
     return Verdict(text, problems[0] if problems else None)
@@ -128,6 +149,25 @@ def _blanks_only(original: str, text: str) -> bool:
         ]
 
     return lines(original) == lines(text)
+
+
+_DOCUMENTED = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def same_code(original: str, text: str) -> bool:
+    """Whether Python `text` does what `original` does: the same syntax tree once docstrings
+    are set aside (comments and layout are not in it). False where either does not parse."""
+    trees = []
+    for source in (original, text):
+        try:
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError):
+            return False
+        for node in ast.walk(tree):
+            if isinstance(node, _DOCUMENTED) and ast.get_docstring(node, clean=False) is not None:
+                node.body = node.body[1:]
+        trees.append(ast.dump(tree))
+    return trees[0] == trees[1]
 
 
 def change_of(original: str, text: str) -> frozenset[tuple[str, str]]:
