@@ -47,7 +47,7 @@ def test_a_rewrite_is_proofread_where_the_model_copied_a_typo(bundled_model_dir,
     result = runner.invoke(app, ["rewrite", str(doc), "-m", "Fix the typos."])
     assert result.exit_code == 0, result.stderr
     assert result.stdout == doc.read_text().replace("epxressive", "expressive")
-    assert "proofreading corrected 1: epxressive -> expressive" in result.stderr
+    assert "corrected after the model (1): epxressive -> expressive" in result.stderr
     result = runner.invoke(app, ["rewrite", str(doc), "-m", "Fix the typos.", "--samples", "1"])
     assert result.exit_code == 0 and result.stdout == doc.read_text(), result.stderr
 

@@ -181,7 +181,7 @@ def test_a_rewrite_is_proofread_by_default_and_says_what_it_corrected(
     assert result.exit_code == 0, result.stderr
     assert result.stdout == DOC.replace("Teh", "The")
     assert len(calls) == 1 and calls[0].request.proofread and calls[0].request.choices
-    assert "proofreading corrected 1: Teh -> The" in result.stderr
+    assert "corrected after the model (1): Teh -> The" in result.stderr
     # one candidate as the model wrote it, or a vote among samples: no proofreading
     for options in (("--samples", "1"), ("--samples", "3", "--vote")):
         result, calls = _rewrite(tmp_path, tiny_model_dir, monkeypatch, *options)

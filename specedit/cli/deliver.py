@@ -220,13 +220,13 @@ def choose_candidate(
 
 def say_what_was_mended(name: str, result: EditResult) -> None:
     """What was done to the model's answer beyond decoding it: where it was made to go on,
-    and what proofreading corrected."""
+    and what was corrected after it (proofreading, a rename finished)."""
     if result.resumed:
         lines = ", ".join(map(str, result.resumed))
         say(f"{name}: the answer left out the end of the file; the model went on at line {lines}")
     if result.corrections:
         words = ", ".join(map(str, result.corrections))
-        say(f"{name}: proofreading corrected {len(result.corrections)}: {words}")
+        say(f"{name}: corrected after the model ({len(result.corrections)}): {words}")
 
 
 def merge_file(

@@ -20,6 +20,7 @@ from specedit.drafting.registry import (
 from specedit.editing import prompts
 from specedit.editing.proofread import Correction, log_probabilities, proofread
 from specedit.editing.region import Region, Surroundings
+from specedit.editing.rename import finish_rename
 from specedit.editing.resume import RESUMES, resume
 from specedit.editing.runaway import RUNAWAY, RunawayGuard
 from specedit.editing.typos import asks_for_typos_only, keep_to_typos
@@ -289,6 +290,9 @@ def execute(
             text, put_back = keep_to_typos(prepared.request.text, text)
             corrections += put_back
         timings["proofread"] = time.perf_counter() - started
+    if prepared.request.language == "python":
+        text, renamed = finish_rename(prepared.request.text, text, prepared.request.instruction)
+        corrections += renamed
     return EditResult(
         text, generation, prepared.prompt, prepared.statement, timings, corrections, resumed
     )
