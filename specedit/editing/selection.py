@@ -118,10 +118,11 @@ def judge(
     wrong with an unchanged one (None: it may be right, as a clean document's rewrite). For a
     fix, an answer that changed only blanks (spaces inside a line, blank lines) is as
     unchanged as the input: a redraw that took a space for the runner-up at its branch point
-    fixed nothing (an edit may ask for just that: trailing spaces removed). So is Python whose
-    code is the input's (`same_code`: a docstring's quotes or a comment changed), unless the
-    instruction speaks of the prose, the typos or the layout (`NO_CODE_WORDS`): the first
-    answer to "make `commonprefix` accept any iterable" changed a docstring's quotes alone."""
+    fixed nothing. So, for a fix or an edit of code, is Python whose code is the input's
+    (`same_code`: a docstring, a comment or the layout changed, and nothing the code does;
+    the first answer to "make `commonprefix` accept any iterable" changed a docstring's
+    quotes alone), unless the instruction speaks of the prose, the typos or the layout
+    (`NO_CODE_WORDS`), which may ask for just that (trailing spaces removed)."""
     if (
         text == original
         or (unchanged == UNCHANGED_FIX and _blanks_only(original, text))
