@@ -72,7 +72,7 @@ def finish_rename(original: str, text: str, instruction: str) -> tuple[str, list
         return text, []  # the model began no rename
     try:
         docstrings = _docstrings(text)
-    except SyntaxError:
+    except (SyntaxError, ValueError):  # ValueError: a null byte
         return text, []
     # the definitions it names besides the renamed one
     others = instruction.replace(f"`{old}`", "").replace(f"`{new}`", "")
@@ -97,7 +97,7 @@ def finish_rename(original: str, text: str, instruction: str) -> tuple[str, list
     finished = "\n".join(lines)
     try:
         ast.parse(finished)
-    except SyntaxError:
+    except (SyntaxError, ValueError):
         return text, []
     return finished, sorted(renamed, key=lambda c: (c.line, c.start))
 
