@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from specedit.editing.resume import dropped_tail, resume
+from specedit.editing.resume import dropped_run, resume
 
 SOURCE = (
     "def first(a):\n"
@@ -21,21 +21,43 @@ STOPPED = CHANGED[: CHANGED.index("\n\n\ndef second")] + "\n"  # the change, the
 
 
 def test_an_answer_that_stops_after_its_change_left_out_the_rest():
-    assert dropped_tail(SOURCE, STOPPED, "add a type hint to first") == 2
+    assert dropped_run(SOURCE, STOPPED, "add a type hint to first") == (2, 2)
     stopped_later = CHANGED[: CHANGED.index("\n\n\ndef third")] + "\n"
-    assert dropped_tail(SOURCE, stopped_later, "add a type hint to first") == 6
+    assert dropped_run(SOURCE, stopped_later, "add a type hint to first") == (6, 6)
 
 
 def test_a_whole_answer_a_removal_or_a_move_is_left_as_answered():
-    assert dropped_tail(SOURCE, CHANGED, "add a type hint to first") is None
-    assert dropped_tail(SOURCE, STOPPED, "remove second and third") is None
+    assert dropped_run(SOURCE, CHANGED, "add a type hint to first") is None
+    assert dropped_run(SOURCE, STOPPED, "remove second and third") is None
     # the last functions moved up: their lines are in the answer, elsewhere
     moved = SOURCE[SOURCE.index("def second") :] + "\n\n" + SOURCE[: SOURCE.index("\n\ndef second")]
-    assert dropped_tail(SOURCE, moved + "\n", "put first last") is None
+    assert dropped_run(SOURCE, moved + "\n", "put first last") is None
     # the answer changed its last line: it may have meant to end there
-    assert dropped_tail(SOURCE, STOPPED.replace("a + 1", "a + 10"), "x") is None
+    assert dropped_run(SOURCE, STOPPED.replace("a + 1", "a + 10"), "x") is None
     changed_last = SOURCE.replace("return c - 3", "return c - 4")
-    assert dropped_tail(SOURCE, changed_last, "make third subtract 4") is None
+    assert dropped_run(SOURCE, changed_last, "make third subtract 4") is None
+
+
+FIVE = "".join(f"def f{i}(x):\n    return x + {i}\n\n\n" for i in range(5))
+
+
+def test_an_answer_the_safety_checks_would_refuse_goes_on_where_it_first_left_the_input():
+    """It starts at the function it changes, or jumps over functions to it: the run it left
+    out first is where it goes on. A jump over fewer than DROP_MIN_LINES lines, or a drop the
+    safety checks pass, is left as answered."""
+    only_third = "def third(c):\n    return c - 4\n"
+    assert dropped_run(SOURCE, only_third, "make third subtract 4") == (0, 0)
+    jumped = FIVE.replace("def f1(x):\n    return x + 1\n\n\n", "").replace(
+        "def f2(x):\n    return x + 2\n\n\n", ""
+    )
+    assert dropped_run(FIVE, jumped.replace("x + 3", "x + 30"), "f3 adds 30") == (4, 4)
+    small = FIVE.replace("def f1(x):\n    return x + 1\n\n\n", "")
+    assert dropped_run(FIVE, small, "f3 adds 30") is None  # 2 of 10 lines: not refused
+    pieces = ["def", " third(c):\n", "    return c - 4\n"]
+    decode = lambda tokens: "".join(pieces[t] for t in tokens)  # noqa: E731
+    where = resume(SOURCE, only_third, "make third subtract 4", [0, 1, 2], decode)
+    assert where is not None
+    assert (where.kept, where.given, where.line) == (1, " first(a):\n", 1)
 
 
 def test_the_answer_goes_on_from_its_last_line_with_the_input_s_next_lines():

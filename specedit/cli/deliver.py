@@ -223,7 +223,7 @@ def say_what_was_mended(name: str, result: EditResult) -> None:
     and what was corrected after it (proofreading, a rename finished)."""
     if result.resumed:
         lines = ", ".join(map(str, result.resumed))
-        say(f"{name}: the answer left out the end of the file; the model went on at line {lines}")
+        say(f"{name}: the answer left out part of the file; the model went on at line {lines}")
     if result.corrections:
         words = ", ".join(map(str, result.corrections))
         say(f"{name}: corrected after the model ({len(result.corrections)}): {words}")

@@ -73,9 +73,10 @@ class EditResult:
     # Seconds spent around the engine's own: building the prompt, making the drafter (loading
     # its indexes), proofreading; the engine's stages are in generation.stats.
     timings: dict[str, float] = field(default_factory=dict)
-    corrections: list[Correction] = field(default_factory=list)  # made by proofreading
+    # Made after the model: by proofreading, by keeping to typos, by finishing a rename.
+    corrections: list[Correction] = field(default_factory=list)
     # The input's lines (1-based) where the model was made to go on, the answer having left
-    # out the rest of the file (editing/resume.py).
+    # out part of the file (editing/resume.py).
     resumed: list[int] = field(default_factory=list)
 
     @property
@@ -306,7 +307,7 @@ def resume_answer(
     on_step: Callable[[Step], None] | None = None,
     stop: StopCondition | None = None,
 ) -> tuple[Generation, str, list[int]]:
-    """`text`, the answer `generation` wrote, made to go on where it left out the end of the
+    """`text`, the answer `generation` wrote, made to go on where it left out part of the
     input (editing/resume.py), up to RESUMES times: the generation and text it came to, and the
     input's lines it went on at. A resumption that loops or reaches the token limit is dropped,
     and the answer before it stands."""

@@ -1,4 +1,4 @@
-"""An answer that stops before the end of the file: the model is made to go on.
+"""An answer that leaves out part of the file: the model is made to go on where it left it.
 
 A small model that has made its change sometimes closes the answer right after it, leaving
 out the rest of the file (the function after the one it changed, a README's last lines). The
@@ -7,8 +7,11 @@ them and would be lost without a word. Where the answer's last lines are the inp
 input goes on past them and what follows is nowhere in the answer, the answer is resumed: the
 input's next lines, up to the first that is not blank, are given as the answer's, and the
 model goes on from there as it goes on anywhere else (copying, drafted from the input,
-changing what the instruction asks for). An instruction that asks to remove something may
-have asked for exactly that end, and is left as answered.
+changing what the instruction asks for). An answer that leaves out so much that the safety
+checks would refuse it (it starts at the function it changes, or jumps from one function to
+another) goes on the same way from where it first left the input: what it wrote after that
+is drawn again. An instruction that asks to remove something may have asked for exactly
+that, and is left as answered.
 """
 
 from __future__ import annotations
@@ -23,25 +26,36 @@ from specedit.editing import safety
 RESUMES = 3
 
 
-def dropped_tail(original: str, answer: str, instruction: str) -> int | None:
-    """The index of the first of `original`'s lines that `answer` left out at its end (None:
-    it left out none, or on purpose). The answer's last lines must be the input's own (its end
-    is the place to resume from), and most of the non-blank lines it left out must be nowhere
-    in it (not moved elsewhere)."""
+def dropped_run(original: str, answer: str, instruction: str) -> tuple[int, int] | None:
+    """Where `answer` left out a run of `original`'s lines, as (the index of the run's first
+    line in `original`, how many of the answer's lines come before it); None where it left
+    out none, or on purpose. At the answer's end, the answer's last lines must be the input's
+    own (its end is the place to resume from); elsewhere, the answer must drop enough for the
+    safety checks to refuse it, and the run be lines it left out with nothing in their place,
+    at least DROP_MIN_LINES of them not blank (lines it replaced are its change). Either way
+    most of the non-blank lines left out must be nowhere in the answer (not moved
+    elsewhere)."""
     if safety.asks_for_removal(instruction):
         return None
     old, new = original.splitlines(), answer.splitlines()
     opcodes = difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes()
-    if len(opcodes) < 2:
-        return None
-    (before, *_), (tag, first, last, *_) = opcodes[-2], opcodes[-1]
-    if tag != "delete" or last != len(old) or before != "equal":
-        return None
-    left_out = [line.strip() for line in old[first:] if line.strip()]
     kept = {line.strip() for line in new}
-    if not left_out or 2 * sum(line in kept for line in left_out) >= len(left_out):
+
+    def moved(lines: list[str]) -> bool:
+        left_out = [line.strip() for line in lines if line.strip()]
+        return not left_out or 2 * sum(line in kept for line in left_out) >= len(left_out)
+
+    if len(opcodes) >= 2:
+        (before, *_), (tag, first, last, at, _) = opcodes[-2], opcodes[-1]
+        if tag == "delete" and last == len(old) and before == "equal":
+            return None if moved(old[first:]) else (first, at)
+    if not safety.drops_too_much(original, answer, instruction):
         return None
-    return first
+    for tag, i1, i2, j1, _ in opcodes:
+        gone = sum(1 for line in old[i1:i2] if line.strip())
+        if tag == "delete" and gone >= safety.DROP_MIN_LINES and not moved(old[i1:i2]):
+            return i1, j1
+    return None
 
 
 @dataclass(frozen=True)
@@ -60,18 +74,19 @@ def resume(
     tokens: list[int],
     decode: Callable[[list[int]], str],
 ) -> Resume | None:
-    """How to make the answer `tokens` (whose text is `answer`) go on where it left out the
-    end of `original`, or None where it did not. The answer's tokens are kept up to the end
-    of its last line at most (a token that runs past it, such as one that starts the closing
-    fence, is given again as text)."""
-    first = dropped_tail(original, answer, instruction)
-    if first is None:
+    """How to make the answer `tokens` (whose text is `answer`) go on where it left out part
+    of `original` (`dropped_run`), or None where it did not. The answer's tokens are kept up
+    to the end of its last line before the part it left out at most (a token that runs past
+    it, such as one that starts the closing fence, is given again as text)."""
+    run = dropped_run(original, answer, instruction)
+    if run is None:
         return None
+    first, before = run
     lines = original.splitlines(keepends=True)  # CRLF stays CRLF: the answer copies it
     upto = next(i for i in range(first, len(lines)) if lines[i].strip())
-    written = answer
-    if not written.endswith(("\n", "\r")):  # its last line as the input's ends
-        written += "\r\n" if lines[first - 1].endswith("\r\n") else "\n"
+    written = "".join(answer.splitlines(keepends=True)[:before])
+    if written and not written.endswith(("\n", "\r")):  # its last line as the input's ends
+        written += "\r\n" if lines[max(first - 1, 0)].endswith("\r\n") else "\n"
     target = written + "".join(lines[first : upto + 1])
     kept = _longest_prefix(tokens, decode, target)
     return Resume(kept, target[len(decode(tokens[:kept])) :], upto + 1)

@@ -135,15 +135,21 @@ def problems(original: str, edited: str, instruction: str, language: str = "") -
         message = syntax_error(edited, language)
         if message is not None:
             found.append(f"the edit breaks its {PARSERS[language][0]} syntax: {message}")
-    total = sum(1 for line in original.splitlines() if line.strip())
-    dropped = dropped_lines(original, edited)
-    if (
-        dropped >= DROP_MIN_LINES
-        and dropped > DROP_SHARE * total
-        and not asks_for_removal(instruction)
-    ):
+    if drops_too_much(original, edited, instruction):
+        total = sum(1 for line in original.splitlines() if line.strip())
+        dropped = dropped_lines(original, edited)
         found.append(
             f"the edit drops {dropped} of {total} non-blank lines ({dropped / total:.0%}) "
             "and the instruction asks to remove nothing"
         )
     return found
+
+
+def drops_too_much(original: str, edited: str, instruction: str) -> bool:
+    """Whether `edited` drops more than DROP_SHARE of `original`'s non-blank lines (and at
+    least DROP_MIN_LINES) while the instruction asks to remove nothing."""
+    if asks_for_removal(instruction):
+        return False
+    total = sum(1 for line in original.splitlines() if line.strip())
+    dropped = dropped_lines(original, edited)
+    return dropped >= DROP_MIN_LINES and dropped > DROP_SHARE * total
