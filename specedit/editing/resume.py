@@ -17,6 +17,7 @@ that, and is left as answered.
 from __future__ import annotations
 
 import difflib
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -39,21 +40,24 @@ def dropped_run(original: str, answer: str, instruction: str) -> tuple[int, int]
         return None
     old, new = original.splitlines(), answer.splitlines()
     opcodes = difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes()
-    kept = {line.strip() for line in new}
 
-    def moved(lines: list[str]) -> bool:
-        left_out = [line.strip() for line in lines if line.strip()]
-        return not left_out or 2 * sum(line in kept for line in left_out) >= len(left_out)
+    def moved(first: int, last: int) -> bool:
+        """Whether most of old[first:last] is in the answer more often than in the rest of
+        the input: a function moved, not one left out beside its near twin."""
+        rest = Counter(line.strip() for line in old[:first] + old[last:] if line.strip())
+        extra = Counter(line.strip() for line in new if line.strip()) - rest
+        left_out = [line.strip() for line in old[first:last] if line.strip()]
+        return not left_out or 2 * sum(line in extra for line in left_out) >= len(left_out)
 
     if len(opcodes) >= 2:
         (before, *_), (tag, first, last, at, _) = opcodes[-2], opcodes[-1]
         if tag == "delete" and last == len(old) and before == "equal":
-            return None if moved(old[first:]) else (first, at)
+            return None if moved(first, last) else (first, at)
     if not safety.drops_too_much(original, answer, instruction):
         return None
     for tag, i1, i2, j1, _ in opcodes:
         gone = sum(1 for line in old[i1:i2] if line.strip())
-        if tag == "delete" and gone >= safety.DROP_MIN_LINES and not moved(old[i1:i2]):
+        if tag == "delete" and gone >= safety.DROP_MIN_LINES and not moved(i1, i2):
             return i1, j1
     return None
 
