@@ -81,13 +81,13 @@ def is_typo_fix(before: list[str], old: list[str], new: list[str], after: list[s
         return len(old_words) == 1 and old_words[0] in neighbours
     if not old_words or max(len(old_words), len(new_words)) > 2:
         return False  # a word added, or more than a word's change
-    longest = max(len(squeezed_old), len(squeezed_new))
-    return respelling_distance(squeezed_old, squeezed_new) <= (2 if longest >= 5 else 1)
+    return _respelt(squeezed_old, squeezed_new)
 
 
 @functools.lru_cache(maxsize=4096)
 def _respelt(old: str, new: str) -> bool:
-    """Whether `old` and `new` are words a typo fix would turn one into the other."""
+    """Whether `old` and `new` are words a typo fix would turn one into the other (the same but
+    for their case, or respelt by one letter, two from five letters up)."""
     if abs(len(old) - len(new)) > 2 or not (WORD.fullmatch(old) and WORD.fullmatch(new)):
         return False
     return respelling_distance(old, new) <= (2 if max(len(old), len(new)) >= 5 else 1)
