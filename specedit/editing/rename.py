@@ -20,7 +20,7 @@ import keyword
 import re
 import tokenize
 
-from specedit.editing.proofread import Correction
+from specedit.editing.proofread import Correction, applied
 from specedit.editing.region import named_lines
 
 # "Rename `old` ... to `new`": the first name in backticks after "rename", and the first after
@@ -91,10 +91,7 @@ def finish_rename(original: str, text: str, instruction: str) -> tuple[str, list
         else:
             continue
         renamed += [Correction(n, start, end, old, new) for n, start, end in spans]
-    lines = text.split("\n")
-    for correction in sorted(renamed, key=lambda c: (c.line, -c.start)):
-        lines[correction.line] = correction.applied(lines[correction.line])
-    finished = "\n".join(lines)
+    finished = applied(text.split("\n"), renamed)
     try:
         ast.parse(finished)
     except (SyntaxError, ValueError):
