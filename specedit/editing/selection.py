@@ -321,7 +321,7 @@ def copied_from_prompt(answer: str, original: str, words: str) -> str | None:
 
 
 def leak_start(
-    result: EditResult, sentence: str, decode: Callable[[list[int]], str]
+    result: EditResult, sentence: str | None, decode: Callable[[list[int]], str]
 ) -> tuple[int, ...] | None:
     """A start for a redraw of `result`, whose answer copied `sentence` from its prompt: its
     tokens up to the least sure one from the line before the sentence to the sentence's first
@@ -331,7 +331,7 @@ def leak_start(
     has no choices or no such token."""
     generation = result.generation
     tokens, runners_up = generation.tokens, generation.runners_up
-    if not runners_up:
+    if not runners_up or not sentence:
         return None
     pieces = [decode([token]) for token in tokens]
     offsets = list(itertools.accumulate(map(len, pieces), initial=0))
@@ -539,10 +539,10 @@ def draw_edits(
         branching = bool(results) and (
             (branches_kept and problem in UNCHANGED) or (second_look and problem is None)
         )
-        leaked = number == 1 and problem and problem.startswith(PROMPT_WORDS)
+        leaked = number == 1 and problem is not None and problem.startswith(PROMPT_WORDS)
         if number == 0:  # keep what its redraws may branch on
             redraw = replace(request, choices=branches_kept or request.choices)
-        elif leaked and (start := leak_start(results[0], leak_of(results[0]) or "", decode)):
+        elif leaked and (start := leak_start(results[0], leak_of(results[0]), decode)):
             redraw = replace(request, forced=start, statement=results[0].statement)
         elif branching and (start := next_branch()):
             looking = problem is None
