@@ -220,7 +220,8 @@ def choose_candidate(
 
 def say_what_was_mended(name: str, result: EditResult) -> None:
     """What was done to the model's answer beyond decoding it: where it was made to go on,
-    and what was corrected after it (proofreading, a rename finished)."""
+    and what was corrected after it (proofreading, changes beyond typos put back, a rename
+    finished)."""
     if result.resumed:
         lines = ", ".join(map(str, result.resumed))
         say(f"{name}: the answer left out part of the file; the model went on at line {lines}")
