@@ -435,7 +435,7 @@ def test_an_answer_that_copies_the_prompt_s_own_words_is_redrawn_before_them():
 def test_branch_points_take_the_second_choice_where_the_answer_was_least_sure():
     """Least sure first; an other token that writes the same characters (`ab` for `a` then
     `b`), only other spaces, or nothing (a special token) is passed over."""
-    from specedit.editing.selection import branch_points
+    from specedit.editing.branches import branch_points
 
     pieces = ["a", "b", "ab", " c", "c", "d", "", "e"]  # id -> text; id 6 is special
 
@@ -455,7 +455,7 @@ def test_branch_points_take_the_second_choice_where_the_answer_was_least_sure():
 def test_a_branch_point_may_write_the_start_of_the_copied_token():
     """` <` where ` <=` was copied: the model rarely writes `=` next, so the branch can change
     the answer; ` <= h` for ` <=` (the same characters and more) cannot."""
-    from specedit.editing.selection import branch_points
+    from specedit.editing.branches import branch_points
 
     pieces = ["lo", " <=", " hi", " <", " <= h", "i"]
 
@@ -468,8 +468,8 @@ def test_a_branch_point_may_write_the_start_of_the_copied_token():
 
 
 def test_branch_points_on_the_lines_the_instruction_names_come_first():
+    from specedit.editing.branches import branch_points
     from specedit.editing.region import named_lines
-    from specedit.editing.selection import branch_points
 
     source = "def first():\n    return 1\n\n\ndef second():\n    return 2\n"
     assert named_lines("`second()` returns 2; `first` is fine; `nothing` here", source) == {
@@ -493,7 +493,7 @@ def test_branch_points_on_the_lines_the_instruction_names_come_first():
 
 
 def test_branch_points_in_python_comments_come_after_the_code_s():
-    from specedit.editing.selection import branch_points
+    from specedit.editing.branches import branch_points
 
     pieces = ["x = 1  ", "# one", "\n", "y", "z"]
 
@@ -534,7 +534,7 @@ def test_an_edit_of_the_comments_branches_in_them_first_and_a_fix_never():
 def test_branch_points_in_docstrings_or_starting_a_comment_come_after_the_code_s():
     """A docstring runs nothing, and neither does a comment the other token would start; a
     string that is part of the code counts as code."""
-    from specedit.editing.selection import branch_points
+    from specedit.editing.branches import branch_points
 
     pieces = ['def f():\n    """Sum', ' all."""\n', "    return", " 'a'", "\n", " #", " x", " 'b'"]
 

@@ -5,7 +5,7 @@ after the fix prompt (teacher-forced), once with the task's instruction and once
 one that names no symptom. At each answer token this reads the model's log-probability of the
 copied token and of its likeliest other token, under both. The fix is the first token where the
 expected answer differs from the input; printed per task is its rank among the branch points
-(`selection.branch_points`, 0 = the first redraw) under each order:
+(`branches.branch_points`, 0 = the first redraw) under each order:
 
 - shipped: the least sure token first, as `--samples` and `--test` redraw;
 - shipped, no names: the same without the definitions the instruction names first;
@@ -28,8 +28,8 @@ import torch
 
 from specedit.bench.tasks import load_tasks
 from specedit.editing import prompts
+from specedit.editing.branches import branch_points
 from specedit.editing.region import named_lines
-from specedit.editing.selection import branch_points
 from specedit.engine.target import open_target
 from specedit.engine.tree import DraftTree
 from specedit.models.load import load
