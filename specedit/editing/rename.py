@@ -29,9 +29,10 @@ RENAME = re.compile(
     r"\brename\b[^`]*`(?P<old>[A-Za-z_]\w*)`.*?\bto\b[^`]*`(?P<new>[A-Za-z_]\w*)`",
     re.I | re.S,
 )
+DOCUMENTED = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
 
 
-def _names(source: str) -> list[tokenize.TokenInfo]:
+def _tokens(source: str) -> list[tokenize.TokenInfo]:
     """`source`'s tokens (none where it does not tokenize)."""
     try:
         return list(tokenize.generate_tokens(io.StringIO(source).readline))
@@ -43,8 +44,7 @@ def _docstrings(source: str) -> set[int]:
     """The first lines (1-based) of `source`'s docstrings."""
     starts = set()
     for node in ast.walk(ast.parse(source)):
-        documented = ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef
-        if isinstance(node, documented) and ast.get_docstring(node, clean=False) is not None:
+        if isinstance(node, DOCUMENTED) and ast.get_docstring(node, clean=False) is not None:
             starts.add(node.body[0].lineno)
     return starts
 
@@ -61,7 +61,7 @@ def finish_rename(original: str, text: str, instruction: str) -> tuple[str, list
     old, new = match["old"], match["new"]
     if old == new or any(keyword.iskeyword(n) or hasattr(builtins, n) for n in (old, new)):
         return text, []
-    before, after = _names(original), _names(text)
+    before, after = _tokens(original), _tokens(text)
     if not before or not after:
         return text, []
 
@@ -76,7 +76,8 @@ def finish_rename(original: str, text: str, instruction: str) -> tuple[str, list
         return text, []
     # the definitions it names besides the renamed one
     others = instruction.replace(f"`{old}`", "").replace(f"`{new}`", "")
-    scope = named_lines(others, text) or set(range(1, text.count("\n") + 2))
+    lines = text.split("\n")
+    scope = named_lines(others, text) or set(range(1, len(lines) + 1))
     word = re.compile(rf"\b{re.escape(old)}\b")
     renamed: list[Correction] = []
     for token in after:
@@ -87,11 +88,11 @@ def finish_rename(original: str, text: str, instruction: str) -> tuple[str, list
         elif token.type == tokenize.COMMENT or (
             token.type == tokenize.STRING and token.start[0] in docstrings
         ):
-            spans = _spans(text, token, word)
+            spans = _spans(lines, token, word)
         else:
             continue
         renamed += [Correction(n, start, end, old, new) for n, start, end in spans]
-    finished = applied(text.split("\n"), renamed)
+    finished = applied(lines, renamed)
     try:
         ast.parse(finished)
     except (SyntaxError, ValueError):
@@ -100,11 +101,10 @@ def finish_rename(original: str, text: str, instruction: str) -> tuple[str, list
 
 
 def _spans(
-    text: str, token: tokenize.TokenInfo, word: re.Pattern[str]
+    lines: list[str], token: tokenize.TokenInfo, word: re.Pattern[str]
 ) -> list[tuple[int, int, int]]:
     """Where `word` occurs in `token` (a comment or a docstring, which may span lines), as
-    (0-based line, start column, end column) in `text`, on lines in the token alone."""
-    lines = text.split("\n")
+    (0-based line, start column, end column) in `lines`, on lines in the token alone."""
     spans = []
     for number in range(token.start[0], token.end[0] + 1):
         line = lines[number - 1]

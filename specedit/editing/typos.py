@@ -65,10 +65,10 @@ def respelling_distance(old: str, new: str) -> int:
 
 
 def is_typo_fix(before: list[str], old: list[str], new: list[str], after: list[str]) -> bool:
-    """Whether replacing the tokens `old` by `new` (`before` and `after` are the input's tokens
-    around them) is what a typo fix does: on one line, a word respelt by at most one letter (two
-    from five letters up; its case aside), a word written twice made once, or words split or
-    joined."""
+    """Whether replacing the tokens `old` by `new` (`before` and `after` are the input's two
+    tokens each side of them) is what a typo fix does: on one line, a word respelt by at most
+    one letter (two from five letters up; its case aside), a word written twice made once, or
+    words split or joined."""
     old_text, new_text = "".join(old), "".join(new)
     if "\n" in old_text or "\n" in new_text:
         return False  # lines added, dropped, joined or split
@@ -77,7 +77,7 @@ def is_typo_fix(before: list[str], old: list[str], new: list[str], after: list[s
     if squeezed_old != "".join(old_words) or squeezed_new != "".join(new_words):
         return False  # punctuation changed
     if not new_words:  # only the second of a word written twice may go: `the the` -> `the`
-        neighbours = [token for token in before[-2:] + after[:2] if WORD.fullmatch(token)]
+        neighbours = [token for token in before + after if WORD.fullmatch(token)]
         return len(old_words) == 1 and old_words[0] in neighbours
     if not old_words or max(len(old_words), len(new_words)) > 2:
         return False  # a word added, or more than a word's change
@@ -93,16 +93,20 @@ def _respelt(old: str, new: str) -> bool:
     return respelling_distance(old, new) <= (2 if max(len(old), len(new)) >= 5 else 1)
 
 
+def _matched(old: str, new: str) -> int:
+    """What pairing token `old` with `new` is worth to `realigned`: 2 alike, 1 respelt, 0."""
+    return 2 if old == new else 1 if _respelt(old, new) else 0
+
+
 def realigned(old: list[str], new: list[str]) -> list[tuple[str, int, int, int, int]]:
     """The opcodes (as difflib's) of a change that holds a typo fix and more (`tabels.` and the
     lines after it -> `tables.`): the tokens aligned once more, a respelt word pairing with the
     word it respells, so that the fix and the rest are judged apart."""
-    # best[i][j]: the most matched tokens of old[i:] and new[j:], an equal token counting 2 and
-    # a respelt word 1.
+    # best[i][j]: the most matched tokens of old[i:] and new[j:] (`_matched`).
     best = [[0] * (len(new) + 1) for _ in range(len(old) + 1)]
     for i in range(len(old) - 1, -1, -1):
         for j in range(len(new) - 1, -1, -1):
-            pair = 2 if old[i] == new[j] else 1 if _respelt(old[i], new[j]) else 0
+            pair = _matched(old[i], new[j])
             matched = best[i + 1][j + 1] + pair if pair else 0
             best[i][j] = max(best[i + 1][j], best[i][j + 1], matched)
     opcodes: list[tuple[str, int, int, int, int]] = []
@@ -113,7 +117,7 @@ def realigned(old: list[str], new: list[str]) -> list[tuple[str, int, int, int, 
             opcodes.append(("replace", i_open, i_end, j_open, j_end))
 
     while i < len(old) and j < len(new):
-        pair = 2 if old[i] == new[j] else 1 if _respelt(old[i], new[j]) else 0
+        pair = _matched(old[i], new[j])
         if pair and best[i][j] == best[i + 1][j + 1] + pair:
             close(i, j)
             opcodes.append(("equal" if pair == 2 else "replace", i, i + 1, j, j + 1))
@@ -137,13 +141,15 @@ def keep_to_typos(original: str, text: str) -> tuple[str, list[Correction]]:
     put_back: list[Correction] = []
     offset = 0  # where in `text` the change starts
 
-    def judge(i1: int, i2: int, j1: int, j2: int) -> None:
+    def fixes_a_typo(i1: int, i2: int, j1: int, j2: int) -> bool:
+        before, after = old[max(i1 - 2, 0) : i1], old[i2 : i2 + 2]  # what is_typo_fix reads
+        return is_typo_fix(before, old[i1:i2], new[j1:j2], after)
+
+    def take(i1: int, i2: int, j1: int, j2: int, kept: bool) -> None:
         nonlocal offset
         theirs, mine = "".join(old[i1:i2]), "".join(new[j1:j2])
-        if theirs == mine or is_typo_fix(old[:i1], old[i1:i2], new[j1:j2], old[i2:]):
-            pieces.append(mine)
-        else:
-            pieces.append(theirs)
+        pieces.append(mine if kept else theirs)
+        if not kept:
             line = text.count("\n", 0, offset)
             column = offset - (text.rfind("\n", 0, offset) + 1)
             put_back.append(Correction(line, column, column + len(mine), mine, theirs))
@@ -151,10 +157,12 @@ def keep_to_typos(original: str, text: str) -> tuple[str, list[Correction]]:
 
     matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        whole = tag == "equal" or is_typo_fix(old[:i1], old[i1:i2], new[j1:j2], old[i2:])
-        if whole or (i2 - i1) * (j2 - j1) > REALIGN_MOST:
-            judge(i1, i2, j1, j2)
-            continue
-        for _, a1, a2, b1, b2 in realigned(old[i1:i2], new[j1:j2]):
-            judge(i1 + a1, i1 + a2, j1 + b1, j1 + b2)
+        if tag == "equal" or fixes_a_typo(i1, i2, j1, j2):
+            take(i1, i2, j1, j2, True)
+        elif (i2 - i1) * (j2 - j1) > REALIGN_MOST:
+            take(i1, i2, j1, j2, False)
+        else:
+            for part, a1, a2, b1, b2 in realigned(old[i1:i2], new[j1:j2]):
+                spans = (i1 + a1, i1 + a2, j1 + b1, j1 + b2)
+                take(*spans, part == "equal" or fixes_a_typo(*spans))
     return "".join(pieces), put_back
