@@ -41,11 +41,13 @@ def dropped_run(original: str, answer: str, instruction: str) -> tuple[int, int]
     old, new = original.splitlines(), answer.splitlines()
     opcodes = difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes()
 
+    written = Counter(line.strip() for line in new if line.strip())
+
     def moved(first: int, last: int) -> bool:
         """Whether most of old[first:last] is in the answer more often than in the rest of
         the input: a function moved, not one left out beside its near twin."""
         rest = Counter(line.strip() for line in old[:first] + old[last:] if line.strip())
-        extra = Counter(line.strip() for line in new if line.strip()) - rest
+        extra = written - rest
         left_out = [line.strip() for line in old[first:last] if line.strip()]
         return not left_out or 2 * sum(line in extra for line in left_out) >= len(left_out)
 
@@ -53,7 +55,7 @@ def dropped_run(original: str, answer: str, instruction: str) -> tuple[int, int]
         (before, *_), (tag, first, last, at, _) = opcodes[-2], opcodes[-1]
         if tag == "delete" and last == len(old) and before == "equal":
             return None if moved(first, last) else (first, at)
-    if not safety.drops_too_much(original, answer, instruction):
+    if safety.drop_problem(original, answer, instruction) is None:
         return None
     for tag, i1, i2, j1, _ in opcodes:
         gone = sum(1 for line in old[i1:i2] if line.strip())

@@ -135,21 +135,22 @@ def problems(original: str, edited: str, instruction: str, language: str = "") -
         message = syntax_error(edited, language)
         if message is not None:
             found.append(f"the edit breaks its {PARSERS[language][0]} syntax: {message}")
-    if drops_too_much(original, edited, instruction):
-        total = sum(1 for line in original.splitlines() if line.strip())
-        dropped = dropped_lines(original, edited)
-        found.append(
-            f"the edit drops {dropped} of {total} non-blank lines ({dropped / total:.0%}) "
-            "and the instruction asks to remove nothing"
-        )
+    if (dropped := drop_problem(original, edited, instruction)) is not None:
+        found.append(dropped)
     return found
 
 
-def drops_too_much(original: str, edited: str, instruction: str) -> bool:
-    """Whether `edited` drops more than DROP_SHARE of `original`'s non-blank lines (and at
-    least DROP_MIN_LINES) while the instruction asks to remove nothing."""
+def drop_problem(original: str, edited: str, instruction: str) -> str | None:
+    """What is wrong where `edited` drops more than DROP_SHARE of `original`'s non-blank lines
+    (and at least DROP_MIN_LINES) while the instruction asks to remove nothing; None where it
+    does not."""
     if asks_for_removal(instruction):
-        return False
+        return None
     total = sum(1 for line in original.splitlines() if line.strip())
     dropped = dropped_lines(original, edited)
-    return dropped >= DROP_MIN_LINES and dropped > DROP_SHARE * total
+    if dropped < DROP_MIN_LINES or dropped <= DROP_SHARE * total:
+        return None
+    return (
+        f"the edit drops {dropped} of {total} non-blank lines ({dropped / total:.0%}) "
+        "and the instruction asks to remove nothing"
+    )
