@@ -151,21 +151,24 @@ def test_named_regions_and_unknown_regions_are_refused_where_they_mean_nothing()
 def test_each_row_is_set_against_the_floor_of_the_model_its_passes_ran_on():
     """llama-cpp-python's own decoding runs the GGUF file as the llama.cpp engine does: that
     engine's cost, or none where it was not loaded; a merge made without the model has none."""
-    from types import SimpleNamespace
 
     from specedit.bench.runner import _floor
     from specedit.bench.setups import Setup
-    from specedit.engine.cost import PassCost
+    from specedit.engine.cost import ContextCost
 
-    on_torch = SimpleNamespace(pass_cost=lambda: PassCost((1, 64), (0.1, 1.28), 0.01))
-    on_gguf = SimpleNamespace(pass_cost=lambda: PassCost((1, 64), (0.05, 0.64), 0.005))
-    models = {"torch": on_torch, "llama.cpp": on_gguf}
+    on_torch = [ContextCost(prefill=(0.01, 0.0), verify=(0.02, 0.0))]
+    # measured twice, the second time beside other work: the lower floor counts
+    on_gguf = [
+        ContextCost(prefill=(0.005, 0.0), verify=(0.01, 0.0)),
+        ContextCost(prefill=(0.006, 0.0), verify=(0.012, 0.0)),
+    ]
+    floors = {"torch": on_torch, "llama.cpp": on_gguf}
     row = Row("t", "m", 100, 4.0, 5, prompt_tokens=200)
-    assert _floor(row, Setup("ar"), models) == pytest.approx(200 * 0.01 + 100 * 0.02)
-    assert _floor(row, Setup("pld", engine="llama.cpp"), models) == pytest.approx(2.0)
-    assert _floor(row, Setup("llama.cpp-pld"), models) == pytest.approx(2.0)
+    assert _floor(row, Setup("ar"), floors) == pytest.approx(200 * 0.01 + 100 * 0.02)
+    assert _floor(row, Setup("pld", engine="llama.cpp"), floors) == pytest.approx(2.0)
+    assert _floor(row, Setup("llama.cpp-pld"), floors) == pytest.approx(2.0)
     assert _floor(row, Setup("llama.cpp"), {"torch": on_torch}) is None
-    assert _floor(replace(row, prompt_tokens=0, new_tokens=0), Setup("merge"), models) is None
+    assert _floor(replace(row, prompt_tokens=0, new_tokens=0), Setup("merge"), floors) is None
     row.floor_seconds = 2.0
     assert row.times_floor == pytest.approx(2.0)  # generation seconds, not the wall's
     others = [replace(row, task="u", seconds=3.0), replace(row, task="v", floor_seconds=None)]
@@ -174,12 +177,13 @@ def test_each_row_is_set_against_the_floor_of_the_model_its_passes_ran_on():
 
 def test_a_bench_run_reports_each_row_against_its_floor(tiny_model_dir, tmp_path):
     """transformers' `ar` and an engine setup are fed the same prompt: both rows carry its
-    length and the floor of the cost measured in the warm-up, in the JSON and the tables."""
+    length and the floor of the costs measured in the warm-up, in the JSON and the tables."""
     import io
 
     from rich.console import Console
 
     from specedit.bench.runner import run_bench
+    from specedit.engine.cost import ContextCost
     from specedit.models.load import load
 
     task = {
@@ -202,9 +206,12 @@ def test_a_bench_run_reports_each_row_against_its_floor(tiny_model_dir, tmp_path
     data = json.loads(report.read_text())
     rows = {row["method"]: row for row in data["rows"]}
     assert rows["ar"]["prompt_tokens"] == rows["pld"]["prompt_tokens"] > 0  # the same prompt
-    cost = lm.pass_cost()
+    # measured before the first row and after the last; each row's floor is the lower
+    measured = data["floor_costs"]["torch"]
+    costs = [ContextCost(tuple(m["prefill"]), tuple(m["verify"])) for m in measured]
+    assert len(costs) == 2 and all(c.prefill[0] > 0 and c.verify[0] > 0 for c in costs)
     for method, row in rows.items():
-        floor = cost.floor(row["prompt_tokens"], row["new_tokens"])
+        floor = min(c.floor(row["prompt_tokens"], row["new_tokens"]) for c in costs)
         assert row["new_tokens"] > 0 and floor > 0 and row["floor_seconds"] == pytest.approx(floor)
         assert row["times_floor"] == pytest.approx(row["seconds"] / floor, abs=1e-3)
         assert data["summary"][method]["median_times_floor"] == row["times_floor"]

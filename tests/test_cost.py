@@ -9,7 +9,7 @@ from test_engine import ChainsOnly, OracleDrafter
 from specedit.drafting.length import AdaptiveLength, AgreementLength
 from specedit.drafting.registry import make_drafter
 from specedit.engine import cost
-from specedit.engine.cost import PROBE_SIZES, PassCost, measure, size
+from specedit.engine.cost import PROBE_SIZES, ContextCost, PassCost, measure, measure_context, size
 from specedit.engine.memory import Memory
 from specedit.engine.session import generate
 from specedit.engine.tree import DraftTree
@@ -39,12 +39,100 @@ def test_the_curve_round_trips_through_its_file(tmp_path):
     assert PassCost.load(tmp_path / "cost.json") == STEEP
 
 
-def test_the_floor_is_the_prompt_prefilled_and_the_output_verified_at_full_batch():
-    cost = PassCost((1, 8, 64), (0.05, 0.3, 1.28), 0.014)
-    # The widest pass's 20 ms a token, not the last segment's slope (17.5 ms) nor a step's.
-    assert cost.verify_per_token == pytest.approx(0.02)
-    assert cost.floor(500, 300) == pytest.approx(500 * 0.014 + 300 * 0.02)
-    assert cost.floor(0, 64) == pytest.approx(1.28)  # one full pass
+def test_the_floor_is_the_prompt_prefilled_and_the_output_verified_each_where_it_sits():
+    flat = ContextCost(prefill=(0.014, 0.0), verify=(0.02, 0.0))
+    assert flat.floor(500, 300) == pytest.approx(500 * 0.014 + 300 * 0.02)
+    # 1 us more a token for each token before it: the prompt's tokens sit at 0-499 (249.5 on
+    # average), the answer's at 500-799 (649.5).
+    grows = ContextCost(prefill=(0.014, 1e-6), verify=(0.02, 1e-6))
+    assert grows.floor(500, 300) == pytest.approx(
+        500 * (0.014 + 249.5e-6) + 300 * (0.02 + 649.5e-6)
+    )
+    assert grows.floor(0, 0) == 0
+
+
+class GrowingTarget:
+    """A scripted clock on which a token fed at position c takes base + slope * c seconds:
+    prefill 10 ms + 1 us * c, verify 20 ms + 2 us * c. The first batch takes 5 s more (buffers
+    sized, weights paged in); another process adds 5 s to every second feed of a batch and to
+    the first pass of each three."""
+
+    def __init__(self) -> None:
+        self.now, self.held, self.passes, self.prefills = 0.0, 0, 0, 0
+
+    def _feed(self, start: int, count: int, base: float, slope: float) -> None:
+        self.now += sum(base + slope * c for c in range(start, start + count))
+
+    def prefill(self, tokens, hidden) -> None:
+        self.prefills += 1
+        slow = self.held == 0 or self.prefills % 2 == 0  # the first, and every second feed
+        self.now += 5.0 if slow else 0.0
+        self._feed(self.held, len(tokens) - self.held, 0.01, 1e-6)
+        self.held = len(tokens)
+
+    def forward(self, tree, prefix, hidden) -> None:
+        assert prefix == self.held  # every pass goes on from what the cache holds
+        self._feed(prefix, len(tree), 0.02, 2e-6)
+        self.now += 5.0 if self.passes % 3 == 0 else 0.0
+        self.passes += 1
+
+    def keep(self, prefix, nodes) -> None:
+        self.held = prefix + len(nodes)
+
+    def clock(self) -> float:
+        return self.now
+
+
+def test_the_floor_costs_are_fitted_over_a_long_context(monkeypatch):
+    from types import SimpleNamespace
+
+    from specedit.engine import target as targets
+
+    scripted = GrowingTarget()
+    monkeypatch.setattr(targets, "open_target", lambda model, capacity, reuse=True: scripted)
+    measured = measure_context(SimpleNamespace(config=SimpleNamespace(vocab_size=100)), 2048)
+    assert scripted.held == 2048 + 4 * 3  # four batches of 512, each followed by 3 passes
+    assert scripted.prefills == 4 * 2  # each batch fed twice, the fastest counted
+    assert measured.prefill == pytest.approx((0.01, 1e-6), rel=1e-6)
+    # Each size's fastest of three is placed at the middle one: here the second (the first
+    # took 5 s more), one token earlier, so the base is off by a token's slope at most.
+    assert measured.verify[1] == pytest.approx(2e-6, rel=1e-6)
+    assert measured.verify[0] == pytest.approx(0.02, abs=2e-6)
+
+
+def test_a_fit_never_says_a_later_token_costs_less():
+    """Noise can make a longer context measure faster; that is no saving to count on."""
+    from specedit.engine.cost import _line
+
+    assert _line([(100.0, 0.02), (900.0, 0.019)]) == (pytest.approx(0.0195), 0.0)
+    assert _line([(100.0, 0.02)]) == (0.02, 0.0)
+
+
+def test_a_prefill_feeds_only_what_the_cache_does_not_hold(qwen_tiny):
+    """As llama.cpp's target does: a prompt fed in two prefills scores the next tokens as one
+    prefill of it does (what the context probe relies on)."""
+    import torch
+
+    from specedit.engine.target import open_target
+
+    tokens = list(range(3, 43))
+    chain = DraftTree(tokens[30])
+    chain.add_chain(tokens[31:35])
+    whole, halves = open_target(qwen_tiny, 64), open_target(qwen_tiny, 64)
+    whole.prefill(tokens[:30], False)
+    halves.prefill(tokens[:12], False)
+    halves.prefill(tokens[:30], False)
+    assert halves.cache.get_seq_length() == 30
+    expected = whole.forward(chain, 30, False).logits
+    assert torch.allclose(halves.forward(chain, 30, False).logits, expected, atol=1e-5)
+
+
+def test_the_floor_costs_of_a_real_model_grow_with_the_context(qwen_tiny):
+    """On the tiny model: the passes go on from batches fed past what the cache holds (the
+    torch target's prefill feeds only what it does not hold), and each cost is positive."""
+    measured = measure_context(qwen_tiny, 512)
+    assert measured.prefill[0] > 0 and measured.verify[0] > 0
+    assert measured.floor(100, 50) > 0
 
 
 def test_doubtful_copies_are_cut_where_wide_passes_cost_more():
@@ -230,6 +318,13 @@ def test_the_curve_is_measured_once_per_model_and_machine(qwen_tiny, tmp_path, m
     saved.write_text('{"sizes": [1, 64], "seconds": [0.05, 1.3]}')
     assert LoadedModel("tiny", qwen_tiny, tokenizer=None).pass_cost() == measured
     assert len(calls) == 4 and PassCost.load(saved) == measured
+    # The bench measures it again whatever the cache holds, and keeps what it measured.
+    now = PassCost((1, 64), (0.04, 1.1), 0.01)
+    monkeypatch.setattr(cost, "measure", lambda model, threads: calls.append(threads) or now)
+    bench = LoadedModel("tiny", qwen_tiny, tokenizer=None)
+    assert bench.pass_cost() == measured and bench.pass_cost(refresh=True) == now
+    assert len(calls) == 5 and PassCost.load(saved) == now
+    assert LoadedModel("tiny", qwen_tiny, tokenizer=None).pass_cost() == now
 
 
 class ScriptedTarget:

@@ -705,6 +705,41 @@ def test_measuring_the_pass_cost_keeps_no_prompt_head(bundled_model_dir, tmp_pat
 
 @pytest.mark.llamacpp
 @pytest.mark.skipif(not HAS_LLAMA_CPP, reason="needs llama-cpp-python (the llamacpp extra)")
+def test_the_floor_probe_leaves_the_cache_as_one_prefill_of_its_tokens(bundled_model_dir):
+    """The floor's probe feeds batches after passes whose roots it keeps, and drops a batch to
+    feed it again: the cache then holds exactly those tokens, and scores what follows them as a
+    plain prefill of the same tokens does."""
+    from specedit.engine import cost
+    from specedit.models.load import load
+
+    lm = load(TEST_MODEL, engine="llama.cpp")
+    targets = []
+    opened = lm.model.open_target
+
+    def keeping(capacity, reuse=True):
+        targets.append(opened(capacity, reuse))
+        return targets[-1]
+
+    lm.model.open_target = keeping
+    try:
+        measured = cost.measure_context(lm.model, 512)
+    finally:
+        del lm.model.open_target
+    assert measured.prefill[0] > 0 and measured.verify[0] > 0
+    probe = targets[0]
+    held = list(probe.held)
+    assert len(held) == 4 * (128 + cost.PROBE_SAMPLES)
+    chain = DraftTree(7)
+    chain.add_chain([8, 9])
+    after_probe = probe.forward(chain, len(held), False).logits
+    plain = lm.model.open_target(len(held) + 8, reuse=False)
+    plain.prefill(held, False)
+    fed = plain.forward(chain, len(held), False).logits
+    assert float(np.abs(after_probe - fed).max()) < NEAR_TIE  # the batched kernels' rounding
+
+
+@pytest.mark.llamacpp
+@pytest.mark.skipif(not HAS_LLAMA_CPP, reason="needs llama-cpp-python (the llamacpp extra)")
 def test_a_load_that_fails_in_the_background_is_a_model_error(tmp_path):
     from specedit.engine.llamacpp import GgufModel
     from specedit.models.bundled import ModelError

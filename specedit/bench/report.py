@@ -15,6 +15,7 @@ from rich.table import Table
 from specedit.bench.llamacpp import LLAMA_CPP_METHODS
 from specedit.bench.score import Row, verdict
 from specedit.editing.runaway import RUNAWAY
+from specedit.engine.cost import ContextCost
 from specedit.models.load import LoadedModel
 
 
@@ -221,7 +222,15 @@ def print_tables(console: Console, rows: list[Row], summary: dict, methods: list
         console.print(versus)
 
 
-def report(lm: LoadedModel, rows: list[Row], summary: dict) -> dict:
+def report(
+    lm: LoadedModel,
+    rows: list[Row],
+    summary: dict,
+    floors: dict[str, list[ContextCost]] | None = None,
+) -> dict:
+    """The run as JSON: the machine, every row, the summary, and per engine the costs the
+    rows' floors were made of, each time they were measured (seconds per token at position 0,
+    and more per earlier token)."""
     return {
         "model": lm.name,
         "engine": lm.engine,  # the first engine; setups on others name theirs in the label
@@ -240,4 +249,8 @@ def report(lm: LoadedModel, rows: list[Row], summary: dict) -> dict:
             for r in rows
         ],
         "summary": summary,
+        "floor_costs": {
+            engine: [{"prefill": list(c.prefill), "verify": list(c.verify)} for c in costs]
+            for engine, costs in (floors or {}).items()
+        },
     }

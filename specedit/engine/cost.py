@@ -11,8 +11,11 @@ verified. Each pass then advances the edit at the best rate open to it (which al
 the edit's total time while the chances hold). Nodes whose drafter gave no chance are verified
 as drafted.
 
-The same measurement times a prompt's prefill, so that `specedit bench` can set each edit
-against its floor: the least its passes could take on this machine (`PassCost.floor`).
+The same measurement times a prompt's prefill (what the hybrid weighs a draft model's catch-up
+by). `specedit bench` sets each edit against its floor, the least its passes could take on this
+machine, from a longer measurement (`ContextCost`): a token's cost grows with the context before
+it (attention reads every earlier token), so a floor timed over a short context is one that a
+long prompt's own prefill already exceeds.
 
 A curve measured while other processes held the cores is not the machine's: llama.cpp's
 threads, descheduled in turn, wait on each other, and wide passes slow far more than narrow
@@ -35,6 +38,8 @@ PROBE_SIZES = (1, 2, 4, 8, 16, 32, 64)  # wider passes follow the last segment
 PROBE_CONTEXT = 128  # tokens in the cache while the probe runs
 PROBE_PROMPT = 512  # tokens of the timed prefill: one of llama.cpp's prefill batches
 PROBE_SAMPLES = 3  # passes timed per size; the fastest counts
+CONTEXT_PROBE = 2048  # tokens the floor's costs are measured over (ContextCost)
+BATCH_SAMPLES = 2  # times each of its prefill batches is fed; the fastest counts
 # Below this share of its threads' CPU time, a measurement shared the cores with other work.
 CONTENDED_SHARE = 0.75
 
@@ -55,17 +60,6 @@ class PassCost:
         i = min(max(bisect_left(sizes, tokens), 1), len(sizes) - 1)
         slope = (seconds[i] - seconds[i - 1]) / (sizes[i] - sizes[i - 1])
         return max(seconds[i - 1] + slope * (tokens - sizes[i - 1]), seconds[0])
-
-    @property
-    def verify_per_token(self) -> float:
-        """Seconds per token of the widest measured pass: a token verified at full batch."""
-        return self.seconds[-1] / self.sizes[-1]
-
-    def floor(self, prompt_tokens: int, new_tokens: int) -> float:
-        """The least a generation's passes could take here: each prompt token prefilled once
-        and each new token verified once in a pass of the widest measured size, no drafted
-        token rejected. A generation's seconds over it say how much is left to gain."""
-        return prompt_tokens * self.prefill_per_token + new_tokens * self.verify_per_token
 
     def save(self, path: Path) -> None:
         path.write_text(json.dumps(asdict(self)))
@@ -142,6 +136,84 @@ def _prefill_per_token(model, tokens: list[int]) -> float:
     started = target.clock()
     target.prefill(tokens, False)
     return (target.clock() - started) / len(tokens)
+
+
+@dataclass(frozen=True)
+class ContextCost:
+    """Seconds per token by the context before it, as `base + slope * position`: for a prompt
+    prefilled in full batches (`prefill`) and for tokens verified in passes of the widest probe
+    size (`verify`). What the bench's floor is made of."""
+
+    prefill: tuple[float, float]  # (seconds per token at position 0, more per earlier token)
+    verify: tuple[float, float]
+
+    def floor(self, prompt_tokens: int, new_tokens: int) -> float:
+        """The least a generation's passes could take here: each prompt token prefilled once,
+        then each new token verified once in a pass of the widest size, no drafted token
+        rejected, each at the position where it sits. A generation's seconds over it say how
+        much is left to gain."""
+        (prefill, prefill_slope), (verify, verify_slope) = self.prefill, self.verify
+        prompt_middle, answer_middle = (prompt_tokens - 1) / 2, prompt_tokens + (new_tokens - 1) / 2
+        return prompt_tokens * (prefill + prefill_slope * prompt_middle) + new_tokens * (
+            verify + verify_slope * answer_middle
+        )
+
+
+def measure_context(
+    model, length: int = CONTEXT_PROBE, widest: int = PROBE_SIZES[-1], batches: int = 4
+) -> ContextCost:
+    """Prefill `length` tokens into an empty cache in `batches` equal batches (full ones,
+    PROBE_PROMPT tokens, at the default length; each fed BATCH_SAMPLES times, dropped in
+    between) and after each time a pass of `widest` tokens (the fastest of PROBE_SAMPLES);
+    then fit each cost per token to a line over the middle position of what it fed. Other work
+    on the machine only ever adds time, hence the fastest. The first batch is not counted: it
+    also pages in and sizes what the rest reuse. About twice as long as prefilling `length`
+    tokens takes: the bench measures it once per run, before it times anything."""
+    from specedit.engine.target import open_target
+
+    batch = length // batches
+    vocabulary = min(int(model.config.vocab_size), 32000)
+    capacity = batches * (batch + PROBE_SAMPLES) + widest
+    tokens = [(7919 * i) % vocabulary for i in range(1, capacity + 1)]
+    target = open_target(model, capacity, reuse=False)
+    prefilled: list[tuple[float, float]] = []  # (middle position, seconds per token)
+    verified: list[tuple[float, float]] = []
+    held = 0  # tokens in the cache: what was prefilled, and the root each pass kept
+    for _ in range(batches):
+        fastest = float("inf")
+        for sample in range(BATCH_SAMPLES):
+            if sample:
+                target.keep(held, [])  # the batch dropped, to be fed again
+            started = target.clock()
+            target.prefill(tokens[: held + batch], False)
+            fastest = min(fastest, target.clock() - started)
+        prefilled.append((held + (batch - 1) / 2, fastest / batch))
+        held += batch
+        fastest = float("inf")
+        for _ in range(PROBE_SAMPLES):
+            chain = DraftTree(tokens[held])
+            chain.add_chain(tokens[held + 1 : held + widest])
+            started = target.clock()
+            target.forward(chain, held, False)
+            fastest = min(fastest, target.clock() - started)
+            target.keep(held, [0])  # the root stays: the next batch goes on after it
+            held += 1
+        # the middle pass's middle position: whichever was fastest, within a token of it
+        verified.append((held - PROBE_SAMPLES + 1 + (widest - 1) / 2, fastest / widest))
+    return ContextCost(_line(prefilled[1:]), _line(verified[1:]))
+
+
+def _line(points: list[tuple[float, float]]) -> tuple[float, float]:
+    """Least-squares (base, slope) through `points`, the slope never below 0 (a later point
+    measured faster only by chance) nor the base."""
+    if len(points) < 2:
+        return (min(y for _, y in points), 0.0)
+    n = len(points)
+    mean_x = sum(x for x, _ in points) / n
+    mean_y = sum(y for _, y in points) / n
+    spread = sum((x - mean_x) ** 2 for x, _ in points)
+    slope = max(sum((x - mean_x) * (y - mean_y) for x, y in points) / spread, 0.0)
+    return (max(mean_y - slope * mean_x, 0.0), slope)
 
 
 def size(tree: DraftTree, cost: PassCost) -> DraftTree:

@@ -42,13 +42,17 @@ class Target(Protocol):
     state_layers: Collection[int]  # the hidden-state layers it returns (see state_layers)
 
     def prefill(self, tokens: list[int], hidden: bool) -> HiddenStates | None:
-        """Feed `tokens` into the cache (none: a score from the first token on); their hidden
-        states if `hidden`."""
+        """Feed `tokens` into the cache past what it already holds of them (an empty cache: all
+        of them; none: a score from the first token on); the fed tokens' hidden states if
+        `hidden`."""
         ...
 
     def forward(self, tree: DraftTree, prefix_length: int, hidden: bool) -> Pass: ...
 
-    def keep(self, prefix_length: int, nodes: list[int]) -> None: ...
+    def keep(self, prefix_length: int, nodes: list[int]) -> None:
+        """Keep the first `prefix_length` tokens and then the last pass's `nodes` (its
+        accepted path); with no nodes, nothing past the prefix."""
+        ...
 
     def clock(self) -> float: ...
 
@@ -84,7 +88,8 @@ class TransformersTarget:
     def prefill(self, tokens: list[int], hidden: bool) -> HiddenStates | None:
         import torch
 
-        if not tokens:  # its cache is a new one: nothing to feed
+        tokens = tokens[self.cache.get_seq_length() :]
+        if not tokens:  # nothing it does not hold
             return None
         # No mask is passed, so attention takes its causal path instead of an n x n mask.
         out = self.model(

@@ -62,12 +62,17 @@ class LoadedModel:
     def context_length(self) -> int:
         return int(getattr(self.model.config, "max_position_embeddings", 0) or 32768)
 
-    def pass_cost(self) -> PassCost:
+    def pass_cost(self, refresh: bool = False) -> PassCost:
         """What a verify pass costs with this model on this machine, by its width (drafts are
-        sized by it: engine/cost.py), and a prompt token's prefill (the bench's floor).
+        sized by it: engine/cost.py), and a prompt token's prefill (the hybrid's catch-up).
         Measured once, in a few seconds, and kept in the cache per model, engine, dtype,
         threads and host; a file saved before the prefill was timed is measured again, and so is
-        one llama.cpp measured while other work held the cores, once they look free."""
+        one llama.cpp measured while other work held the cores, once they look free. With
+        `refresh` (the bench, which times the machine as it is now) it is measured again
+        whatever the cache holds, and kept: llama.cpp's threads wait for each other spinning,
+        so a curve measured beside other work is not always told apart."""
+        if refresh:
+            self._pass_cost = None
         if self._pass_cost is None:
             from specedit.engine.cost import PassCost, cores_free, measure
 
@@ -84,7 +89,7 @@ class LoadedModel:
             digest = hashlib.sha256(where.encode()).hexdigest()[:16]
             path = cache_dir() / "cost" / f"{Path(self.name).name}-{digest}.json"
             try:
-                self._pass_cost = PassCost.load(path)
+                self._pass_cost = None if refresh else PassCost.load(path)
             except (OSError, ValueError, KeyError, TypeError):  # none yet, or unreadable
                 self._pass_cost = None
             if self._pass_cost is None or (self._pass_cost.contended and cores_free(threads)):
