@@ -69,8 +69,8 @@ class LoadedModel:
         threads and host; a file saved before the prefill was timed is measured again, and so is
         one llama.cpp measured while other work held the cores, once they look free. With
         `refresh` (the bench, which times the machine as it is now) it is measured again
-        whatever the cache holds, and kept: llama.cpp's threads wait for each other spinning,
-        so a curve measured beside other work is not always told apart."""
+        whatever the cache holds, and kept: a curve measured at a slower hour is not always
+        told apart from the machine's own (docs/design.md)."""
         if refresh:
             self._pass_cost = None
         if self._pass_cost is None:
