@@ -703,6 +703,7 @@ def test_measuring_the_pass_cost_keeps_no_prompt_head(bundled_model_dir, tmp_pat
             gguf.close()
 
 
+@pytest.mark.e2e
 @pytest.mark.llamacpp
 @pytest.mark.skipif(not HAS_LLAMA_CPP, reason="needs llama-cpp-python (the llamacpp extra)")
 def test_the_floor_probe_leaves_the_cache_as_one_prefill_of_its_tokens(bundled_model_dir):
