@@ -94,10 +94,9 @@ def test_the_floor_costs_are_fitted_over_a_long_context(monkeypatch):
     assert scripted.held == 2048 + 4 * 3  # four batches of 512, each followed by 3 passes
     assert scripted.prefills == 4 * 2  # each batch fed twice, the fastest counted
     assert measured.prefill == pytest.approx((0.01, 1e-6), rel=1e-6)
-    # Each size's fastest of three is placed at the middle one: here the second (the first
-    # took 5 s more), one token earlier, so the base is off by a token's slope at most.
-    assert measured.verify[1] == pytest.approx(2e-6, rel=1e-6)
-    assert measured.verify[0] == pytest.approx(0.02, abs=2e-6)
+    # The fastest of three passes is placed at the middle one's position: here it is the
+    # middle one (the first took 5 s more, the third sits a token further on).
+    assert measured.verify == pytest.approx((0.02, 2e-6), rel=1e-6)
 
 
 def test_a_fit_never_says_a_later_token_costs_less():
@@ -127,7 +126,7 @@ def test_a_prefill_feeds_only_what_the_cache_does_not_hold(qwen_tiny):
     assert torch.allclose(halves.forward(chain, 30, False).logits, expected, atol=1e-5)
 
 
-def test_the_floor_costs_of_a_real_model_grow_with_the_context(qwen_tiny):
+def test_the_floor_costs_are_measured_on_a_real_model(qwen_tiny):
     """On the tiny model: the passes go on from batches fed past what the cache holds (the
     torch target's prefill feeds only what it does not hold), and each cost is positive."""
     measured = measure_context(qwen_tiny, 512)
