@@ -128,10 +128,10 @@ def test_a_prefill_feeds_only_what_the_cache_does_not_hold(qwen_tiny):
 
 def test_the_floor_costs_are_measured_on_a_real_model(qwen_tiny):
     """On the tiny model: the passes go on from batches fed past what the cache holds (the
-    torch target's prefill feeds only what it does not hold), and each cost is positive."""
+    torch target's prefill feeds only what it does not hold); a longer prompt's floor is more."""
     measured = measure_context(qwen_tiny, 512)
-    assert measured.prefill[0] > 0 and measured.verify[0] > 0
-    assert measured.floor(100, 50) > 0
+    assert min(*measured.prefill, *measured.verify) >= 0  # a base at 0 where the fit says less
+    assert measured.floor(100, 50) > 0 and measured.floor(200, 50) > measured.floor(100, 50)
 
 
 def test_doubtful_copies_are_cut_where_wide_passes_cost_more():
