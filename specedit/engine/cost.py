@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 import time
 from bisect import bisect_left
 from dataclasses import asdict, dataclass
@@ -208,12 +209,10 @@ def _line(points: list[tuple[float, float]]) -> tuple[float, float]:
     measured faster only by chance) nor the base."""
     if len(points) < 2:
         return (min(y for _, y in points), 0.0)
-    n = len(points)
-    mean_x = sum(x for x, _ in points) / n
-    mean_y = sum(y for _, y in points) / n
-    spread = sum((x - mean_x) ** 2 for x, _ in points)
-    slope = max(sum((x - mean_x) * (y - mean_y) for x, y in points) / spread, 0.0)
-    return (max(mean_y - slope * mean_x, 0.0), slope)
+    xs, ys = zip(*points, strict=True)
+    fit = statistics.linear_regression(xs, ys)
+    slope = max(fit.slope, 0.0)
+    return (max(statistics.fmean(ys) - slope * statistics.fmean(xs), 0.0), slope)
 
 
 def size(tree: DraftTree, cost: PassCost) -> DraftTree:

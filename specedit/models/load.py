@@ -5,6 +5,7 @@ local model folder, a `.gguf` file, or a hub id (prepare.resolve).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -71,34 +72,32 @@ class LoadedModel:
         `refresh` (the bench, which times the machine as it is now) it is measured again
         whatever the cache holds, and kept: a curve measured at a slower hour is not always
         told apart from the machine's own (docs/design.md)."""
-        if refresh:
-            self._pass_cost = None
-        if self._pass_cost is None:
-            from specedit.engine.cost import PassCost, cores_free, measure
+        if self._pass_cost is not None and not refresh:
+            return self._pass_cost
+        from specedit.engine.cost import PassCost, cores_free, measure
 
-            if self.engine == "torch":
-                import torch
+        if self.engine == "torch":
+            import torch
 
-                threads = torch.get_num_threads()
-                weights = f"{self.model.dtype}|{self.model.device}"
-            else:  # the GGUF file's own types, on the CPU
-                threads, weights = self.model.threads, "gguf"
-            where = (
-                f"{self.name}|{self.engine}|{weights}|{threads}|{platform.node()}|{os.cpu_count()}"
-            )
-            digest = hashlib.sha256(where.encode()).hexdigest()[:16]
-            path = cache_dir() / "cost" / f"{Path(self.name).name}-{digest}.json"
-            try:
-                self._pass_cost = None if refresh else PassCost.load(path)
-            except (OSError, ValueError, KeyError, TypeError):  # none yet, or unreadable
-                self._pass_cost = None
-            if self._pass_cost is None or (self._pass_cost.contended and cores_free(threads)):
-                # llama.cpp's threads wait on each other when descheduled: its curve is judged
-                judged = threads if self.engine == "llama.cpp" else None
-                self._pass_cost = measure(self.model, threads=judged)
-                ensure_dir(path.parent)
-                replace_atomically(path, self._pass_cost.save)
-        return self._pass_cost
+            threads = torch.get_num_threads()
+            weights = f"{self.model.dtype}|{self.model.device}"
+        else:  # the GGUF file's own types, on the CPU
+            threads, weights = self.model.threads, "gguf"
+        where = f"{self.name}|{self.engine}|{weights}|{threads}|{platform.node()}|{os.cpu_count()}"
+        digest = hashlib.sha256(where.encode()).hexdigest()[:16]
+        path = cache_dir() / "cost" / f"{Path(self.name).name}-{digest}.json"
+        cost = None
+        if not refresh:  # none yet, or unreadable: measured below
+            with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+                cost = PassCost.load(path)
+        if cost is None or (cost.contended and cores_free(threads)):
+            # llama.cpp's threads wait on each other when descheduled: its curve is judged
+            judged = threads if self.engine == "llama.cpp" else None
+            cost = measure(self.model, threads=judged)
+            ensure_dir(path.parent)
+            replace_atomically(path, cost.save)
+        self._pass_cost = cost
+        return cost
 
     def ready(self) -> None:
         """Wait for weights still loading in the background (llama.cpp's, the draft model's
