@@ -150,11 +150,13 @@ def test_named_regions_and_unknown_regions_are_refused_where_they_mean_nothing()
 
 def test_each_row_is_set_against_the_floor_of_the_model_its_passes_ran_on():
     """llama-cpp-python's own decoding runs the GGUF file as the llama.cpp engine does: that
-    engine's cost, or none where it was not loaded; a merge made without the model has none."""
+    engine's cost, or none where it was not loaded; a merge made without the model has none.
+    A row of one generation is also set against the copy bound of its answer, never below its
+    floor."""
 
-    from specedit.bench.runner import _floor
+    from specedit.bench.runner import _set_floors
     from specedit.bench.setups import Setup
-    from specedit.engine.cost import ContextCost
+    from specedit.engine.cost import PROBE_SIZES, ContextCost, PassCost
 
     on_torch = [ContextCost(prefill=(0.01, 0.0), verify=(0.02, 0.0))]
     # measured twice, the second time beside other work: the lower floor counts
@@ -163,16 +165,37 @@ def test_each_row_is_set_against_the_floor_of_the_model_its_passes_ran_on():
         ContextCost(prefill=(0.006, 0.0), verify=(0.012, 0.0)),
     ]
     floors = {"torch": on_torch, "llama.cpp": on_gguf}
+    passes = PassCost(PROBE_SIZES, tuple(0.05 + 0.01 * w for w in PROBE_SIZES), 0.01)
+    curves = {"torch": passes, "llama.cpp": passes}
+
+    def floor_of(row: Row, setup: Setup, given=floors) -> float | None:
+        row = replace(row, floor_seconds=None, copy_bound_seconds=None)
+        _set_floors(row, setup, given, curves)
+        return row.floor_seconds
+
     row = Row("t", "m", 100, 4.0, 5, prompt_tokens=200)
-    assert _floor(row, Setup("ar"), floors) == pytest.approx(200 * 0.01 + 100 * 0.02)
-    assert _floor(row, Setup("pld", engine="llama.cpp"), floors) == pytest.approx(2.0)
-    assert _floor(row, Setup("llama.cpp-pld"), floors) == pytest.approx(2.0)
-    assert _floor(row, Setup("llama.cpp"), {"torch": on_torch}) is None
-    assert _floor(replace(row, prompt_tokens=0, new_tokens=0), Setup("merge"), floors) is None
+    assert floor_of(row, Setup("ar")) == pytest.approx(200 * 0.01 + 100 * 0.02)
+    assert floor_of(row, Setup("pld", engine="llama.cpp")) == pytest.approx(2.0)
+    assert floor_of(row, Setup("llama.cpp-pld")) == pytest.approx(2.0)
+    assert floor_of(row, Setup("llama.cpp"), {"torch": on_torch}) is None
+    assert floor_of(replace(row, prompt_tokens=0, new_tokens=0), Setup("merge")) is None
     row.floor_seconds = 2.0
     assert row.times_floor == pytest.approx(2.0)  # generation seconds, not the wall's
     others = [replace(row, task="u", seconds=3.0), replace(row, task="v", floor_seconds=None)]
     assert summarize([row, *others], ["m"])["m"]["median_times_floor"] == 1.75
+    assert row.copy_bound_seconds is None  # no prompt ids: a row of several candidates
+
+    # one generation: its answer's pairs are the prompt's, so one pass drafts 4 and yields 2
+    single = Row("t", "m", 2, 1.0, 1, prompt_tokens=3, tokens=[4, 2], prompt_ids=[2, 4, 2])
+    _set_floors(single, Setup("pld"), floors, curves)
+    bound = on_torch[0].copy_bound([2, 4, 2], [4, 2], passes)
+    assert single.copy_bound_seconds == pytest.approx(bound)
+    assert bound > single.floor_seconds
+    assert bound == pytest.approx(0.03 + passes(2))
+    assert single.times_copy_bound == pytest.approx(1.0 / bound)
+    # a bound under the floor (costs measured apart) is the floor
+    _set_floors(single, Setup("pld"), {"torch": [ContextCost((0.01, 0.0), (1.0, 0.0))]}, curves)
+    assert single.copy_bound_seconds == single.floor_seconds == pytest.approx(2.03)
 
 
 def test_a_bench_run_reports_each_row_against_its_floor(tiny_model_dir, tmp_path):
@@ -215,4 +238,17 @@ def test_a_bench_run_reports_each_row_against_its_floor(tiny_model_dir, tmp_path
         assert row["new_tokens"] > 0 and floor > 0 and row["floor_seconds"] == pytest.approx(floor)
         assert row["times_floor"] == pytest.approx(row["seconds"] / floor, abs=1e-3)
         assert data["summary"][method]["median_times_floor"] == row["times_floor"]
+        # one generation each: set against the copy bound of its answer too
+        assert row["copy_bound_seconds"] >= row["floor_seconds"]
+        assert row["times_copy_bound"] == pytest.approx(
+            row["seconds"] / row["copy_bound_seconds"], abs=1e-3
+        )
     assert "median x floor" in out.getvalue()  # the summary table's column
+    assert "median x copy" in out.getvalue()
+    # it keeps what a replay needs: the answers and the curve that sized the drafts
+    from specedit.bench.replay import replay_run
+
+    assert rows["pld"]["prompt_ids"] and rows["pld"]["tokens"]
+    assert data["pass_costs"]["torch"]["sizes"] == list(lm.pass_cost().sizes)
+    (replayed,) = replay_run(report, ["pld"])
+    assert replayed.task == "add" and replayed.seconds >= replayed.copy_bound > 0

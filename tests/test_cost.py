@@ -51,6 +51,43 @@ def test_the_floor_is_the_prompt_prefilled_and_the_output_verified_each_where_it
     assert grows.floor(0, 0) == 0
 
 
+def _linear_passes(fixed: float, per_token: float) -> PassCost:
+    """A pass of w tokens costs fixed + per_token * w."""
+    return PassCost(PROBE_SIZES, tuple(fixed + per_token * w for w in PROBE_SIZES), 0.01)
+
+
+def test_the_copy_bound_drafts_every_copyable_token_and_lets_the_model_say_the_rest():
+    flat = ContextCost(prefill=(0.01, 0.0), verify=(0.02, 0.0))
+    passes = _linear_passes(1.0, 0.1)
+    prompt = [7, 1, 2, 3, 4, 5, 7]
+    # every pair of the answer is in the prompt: one pass drafts four tokens and yields the last
+    assert flat.copy_bound(prompt, [1, 2, 3, 4, 5], passes) == pytest.approx(0.07 + 1.5)
+    # 99 follows 2 nowhere before: a pass ends with it; 3 after 99 neither; 4 after 3 may be
+    # drafted but nothing follows it to yield, so it is a pass's own token too
+    assert flat.copy_bound(prompt, [1, 2, 99, 3, 4], passes) == pytest.approx(0.07 + 1.3 + 2.2)
+    # a pair the answer has already said can be drafted when it comes again
+    assert flat.copy_bound(prompt, [1, 99, 1, 99, 1], passes) == pytest.approx(
+        0.07 + 1.2 + 1.1 + 1.2  # [1 drafted, 99], [1], [99 drafted, 1]
+    )
+    # where passes cost nothing more per token, the widest pass is the cheapest way through
+    long_prompt = list(range(200))
+    assert flat.copy_bound(long_prompt, list(range(1, 130)), _linear_passes(1.0, 0.0)) == (
+        pytest.approx(2.0 + 3 * 1.0)  # 129 tokens: 1 (its pair is new) + 64 + 64
+    )
+
+
+def test_the_copy_bound_counts_each_pass_where_it_sits():
+    """The pass costs were measured over PROBE_CONTEXT tokens; a pass that sits further on
+    costs more in proportion to what a token costs there."""
+    grows = ContextCost(prefill=(0.01, 0.0), verify=(0.02, 1e-4))
+    prompt = [5, 6, 5, 6, 5, 6, 5, 6, 9] * 50  # 450 tokens, the answer's first pair new
+    answer = [8]
+    at_probe = 0.02 + 1e-4 * cost.PROBE_CONTEXT
+    there = 0.02 + 1e-4 * 450
+    bound = grows.copy_bound(prompt, answer, _linear_passes(1.0, 0.1))
+    assert bound == pytest.approx(grows.floor(450, 0) + 1.1 * there / at_probe)
+
+
 class GrowingTarget:
     """A scripted clock on which a token fed at position c takes base + slope * c seconds:
     prefill 10 ms + 1 us * c, verify 20 ms + 2 us * c. The first batch takes 5 s more (buffers

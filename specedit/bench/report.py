@@ -15,7 +15,7 @@ from rich.table import Table
 from specedit.bench.llamacpp import LLAMA_CPP_METHODS
 from specedit.bench.score import Row, verdict
 from specedit.editing.runaway import RUNAWAY
-from specedit.engine.cost import ContextCost
+from specedit.engine.cost import ContextCost, PassCost
 from specedit.models.load import LoadedModel
 
 
@@ -25,6 +25,7 @@ def summarize(rows: list[Row], methods: list[str]) -> dict[str, dict]:
         mine = [r for r in rows if r.method == method]
         speedups = [r.speedup for r in mine if r.speedup]
         floors = [r.times_floor for r in mine if r.times_floor is not None]
+        bounds = [r.times_copy_bound for r in mine if r.times_copy_bound is not None]
         scored = [r for r in mine if r.exact_match is not None]
         checked = [r for r in mine if r.passed is not None]
         summary[method] = {
@@ -46,6 +47,7 @@ def summarize(rows: list[Row], methods: list[str]) -> dict[str, dict]:
             "median_wall_seconds": round(statistics.median(r.wall_seconds for r in mine), 2),
             "total_wall_seconds": round(sum(r.wall_seconds for r in mine), 1),
             "median_times_floor": round(statistics.median(floors), 3) if floors else None,
+            "median_times_copy_bound": round(statistics.median(bounds), 3) if bounds else None,
             "median_speedup": round(statistics.median(speedups), 3) if speedups else None,
             "geomean_speedup": round(math.exp(statistics.fmean(map(math.log, speedups))), 3)
             if speedups
@@ -111,7 +113,8 @@ def _x(value: float | None) -> str:
 def print_tables(console: Console, rows: list[Row], summary: dict, methods: list[str]) -> None:
     table = Table(
         title="specedit bench (speedup = tokens/s over plain greedy `ar`; "
-        "x floor = generation seconds over the least this machine allows)"
+        "x floor = generation seconds over the least this machine allows; x copy = over the "
+        "least a drafter copying from the input could take on this answer)"
     )
     for column in (
         "task",
@@ -122,6 +125,7 @@ def print_tables(console: Console, rows: list[Row], summary: dict, methods: list
         "tok/s",
         "speedup",
         "x floor",
+        "x copy",
         "MAL",
         "passes",
         "wall s",
@@ -140,6 +144,7 @@ def print_tables(console: Console, rows: list[Row], summary: dict, methods: list
             f"{row.tokens_per_second:.1f}",
             _x(row.speedup),
             _x(row.times_floor),
+            _x(row.times_copy_bound),
             f"{row.mean_accepted:.2f}",
             str(row.forward_passes),
             f"{row.wall_seconds:.1f}",
@@ -161,6 +166,7 @@ def print_tables(console: Console, rows: list[Row], summary: dict, methods: list
         "median tok/s",
         "median wall s",
         "median x floor",
+        "median x copy",
         "speedup",
         "vs hf-pld",
         "MAL",
@@ -181,6 +187,7 @@ def print_tables(console: Console, rows: list[Row], summary: dict, methods: list
             f"{s['median_tokens_per_second']:.1f}",
             f"{s['median_wall_seconds']:.1f}",
             _x(s["median_times_floor"]),
+            _x(s["median_times_copy_bound"]),
             _x(s["median_speedup"]),
             _x(s.get("median_over_hf_pld")),
             f"{s['mean_accepted']:.2f}",
@@ -227,10 +234,13 @@ def report(
     rows: list[Row],
     summary: dict,
     floors: dict[str, list[ContextCost]] | None = None,
+    pass_costs: dict[str, PassCost] | None = None,
 ) -> dict:
-    """The run as JSON: the machine, every row, the summary, and per engine the costs the
-    rows' floors were made of, each time they were measured (seconds per token at position 0,
-    and more per earlier token)."""
+    """The run as JSON: the machine, every row (with its prompt's and answer's tokens, which a
+    replay drafts again: bench/replay.py), the summary, and per engine the costs the rows'
+    floors were made of, each time they were measured (seconds per token at position 0, and
+    more per earlier token), and the pass-cost curve that sized the drafts. One line: the
+    tokens would make an indented file long."""
     return {
         "model": lm.name,
         "engine": lm.engine,  # the first engine; setups on others name theirs in the label
@@ -240,11 +250,14 @@ def report(
         "python": platform.python_version(),
         "torch": torch.__version__,
         "rows": [
-            {k: v for k, v in asdict(r).items() if k != "tokens"}
+            asdict(r)
             | {
                 "tokens_per_second": round(r.tokens_per_second, 2),
                 "mean_accepted": round(r.mean_accepted, 3),
                 "times_floor": None if r.times_floor is None else round(r.times_floor, 3),
+                "times_copy_bound": None
+                if r.times_copy_bound is None
+                else round(r.times_copy_bound, 3),
             }
             for r in rows
         ],
@@ -252,5 +265,9 @@ def report(
         "floor_costs": {
             engine: [{"prefill": list(c.prefill), "verify": list(c.verify)} for c in costs]
             for engine, costs in (floors or {}).items()
+        },
+        "pass_costs": {
+            engine: {"sizes": list(cost.sizes), "seconds": list(cost.seconds)}
+            for engine, cost in (pass_costs or {}).items()
         },
     }

@@ -56,7 +56,7 @@ from specedit.editing.editor import (
     prepare,
 )
 from specedit.editing.runaway import RUNAWAY
-from specedit.engine.cost import CONTEXT_PROBE, ContextCost, measure_context
+from specedit.engine.cost import CONTEXT_PROBE, ContextCost, PassCost, measure_context
 from specedit.engine.events import Stats
 from specedit.engine.options import Verification
 from specedit.engine.session import generate
@@ -156,10 +156,12 @@ def run_bench(
     labels = [setup.label for setup in setups]
     console = console or Console(width=max(Console().width, 110))
     floors: dict[str, list[ContextCost]] = {}
+    pass_costs: dict[str, PassCost] = {}  # what sized the drafts, kept for replays
     for engine in engines:
         asked = tuple(s.method for s in setups if s.engine == engine and s.method in METHODS)
         _warm_up(models[engine], asked)
         floors[engine] = [_floor_costs(models[engine])]
+        pass_costs[engine] = models[engine].pass_cost()
     rows: list[Row] = []
     timed: list[Setup] = []  # each row's setup
     for task in tasks:
@@ -180,7 +182,7 @@ def run_bench(
                 ),
                 key=lambda r: r.wall_seconds,
             )
-            row.floor_seconds = _floor(row, setup, floors)
+            _set_floors(row, setup, floors, pass_costs)
             rows.append(row)
             timed.append(setup)
             console.print(
@@ -192,7 +194,7 @@ def run_bench(
         compare_with_reference([r for r in rows if r.task == task.id])
         if json_file:  # after every task, so that a long run that is stopped still reports
             json_file.write_text(
-                json.dumps(report(lm, rows, summarize(rows, labels), floors), indent=2)
+                json.dumps(report(lm, rows, summarize(rows, labels), floors, pass_costs))
             )
     if llama:
         llama.close()
@@ -201,11 +203,11 @@ def run_bench(
     for engine in engines:
         floors[engine].append(_floor_costs(models[engine]))
     for row, setup in zip(rows, timed, strict=True):
-        row.floor_seconds = _floor(row, setup, floors)
+        _set_floors(row, setup, floors, pass_costs)
     summary = summarize(rows, labels)
     print_tables(console, rows, summary, labels)
     if json_file:
-        json_file.write_text(json.dumps(report(lm, rows, summary, floors), indent=2) + "\n")
+        json_file.write_text(json.dumps(report(lm, rows, summary, floors, pass_costs)) + "\n")
     return rows
 
 
@@ -215,15 +217,27 @@ def _on_engine(lm: LoadedModel, engine: str) -> LoadedModel:
     return other if lm.draft is None else with_draft(other, lm.draft.name)
 
 
-def _floor(row: Row, setup: Setup, floors: dict[str, list[ContextCost]]) -> float | None:
-    """The least the row's passes could take with the model they ran on: the lowest floor of
-    its engine's costs measured so far. llama-cpp-python's own decoding runs the GGUF file with
-    the threads the llama.cpp engine has: that engine's costs, when it is among the engines.
-    None for a row that ran no model (a merge) or whose model was not loaded."""
-    costs = floors.get("llama.cpp" if setup.method in LLAMA_CPP_METHODS else setup.engine)
+def _set_floors(
+    row: Row,
+    setup: Setup,
+    floors: dict[str, list[ContextCost]],
+    pass_costs: dict[str, PassCost],
+) -> None:
+    """The least the row's passes could take with the model they ran on, from the lowest
+    costs of its engine measured so far: at all (the floor) and with drafts copied from the
+    prompt and the answer (the copy bound, never below the floor; only for a row of one
+    generation). llama-cpp-python's own decoding runs the GGUF file with the threads the
+    llama.cpp engine has: that engine's costs, when it is among the engines. None for a row
+    that ran no model (a merge) or whose model was not loaded."""
+    engine = "llama.cpp" if setup.method in LLAMA_CPP_METHODS else setup.engine
+    costs = floors.get(engine)
     if not costs or not row.prompt_tokens:
-        return None
-    return min(cost.floor(row.prompt_tokens, row.new_tokens) for cost in costs)
+        return
+    row.floor_seconds = min(cost.floor(row.prompt_tokens, row.new_tokens) for cost in costs)
+    if row.prompt_ids:
+        passes = pass_costs[engine]
+        bound = min(cost.copy_bound(row.prompt_ids, row.tokens, passes) for cost in costs)
+        row.copy_bound_seconds = max(bound, row.floor_seconds)
 
 
 def _cold(lm: LoadedModel) -> None:
@@ -290,7 +304,7 @@ def _run_setup(
         wall_seconds=wall,
         prompt_tokens=len(prepared.prompt.ids),
     )
-    row.tokens = run.tokens
+    row.tokens, row.prompt_ids = run.tokens, prepared.prompt.ids
     if run.stats:
         row.relaxed = run.stats.relaxed_tokens
         row.reuse = {

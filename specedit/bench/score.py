@@ -43,8 +43,11 @@ class Row:
     relaxed: int = 0  # tokens accepted only by conditional verification
     reuse: dict | None = None  # the engine's reuse counters (drafted, accepted, paths, ...)
     prompt_tokens: int = 0  # the prompt as fed to the model (every candidate's, summed)
-    floor_seconds: float | None = None  # the least its passes could take here (PassCost.floor)
+    floor_seconds: float | None = None  # the least its passes could take here (ContextCost.floor)
+    # The least a copy drafter's passes could take on its answer (ContextCost.copy_bound)
+    copy_bound_seconds: float | None = None
     tokens: list[int] = field(default_factory=list, repr=False)  # compared with `ar`'s
+    prompt_ids: list[int] = field(default_factory=list, repr=False)  # of a single generation
 
     @property
     def cut_off(self) -> bool:
@@ -65,6 +68,11 @@ class Row:
         model's passes only, the prompt's included, as `seconds` does; the wall adds building
         the prompt and extracting and checking the answer, which no decoding makes shorter."""
         return self.seconds / self.floor_seconds if self.floor_seconds else None
+
+    @property
+    def times_copy_bound(self) -> float | None:
+        """Its generation's seconds over the least a copy drafter could take on its answer."""
+        return self.seconds / self.copy_bound_seconds if self.copy_bound_seconds else None
 
 
 def check_task(task: Task, text: str | None) -> CheckResult | None:

@@ -101,6 +101,14 @@ def bench(
             "one the others agree with kept); labelled method~sN."
         ),
     ] = "1",
+    replay: Annotated[
+        Path | None,
+        typer.Option(
+            help="Draft the answers a bench run recorded (its --json) again with each method "
+            "that reads only tokens (ar, pld, adapld and their ablations), without the model: "
+            "their passes at that run's measured costs, the same on every run.",
+        ),
+    ] = None,
 ) -> None:
     """Measure setups side by side on a task suite: edit quality (the tasks' tests pass, output
     unchanged, cut off, lines dropped), speed against plain greedy decoding and transformers'
@@ -118,7 +126,12 @@ def bench(
       specedit bench --methods adapld,llama.cpp,llama.cpp-pld
       specedit bench --methods ar,pld,llama.cpp-pld --engines torch,llama.cpp
       specedit bench --tasks-file my_tasks.jsonl
+      specedit bench --replay bench.json --methods pld,adapld
     """
+    asked = [m.strip() for m in methods.split(",") if m.strip()]
+    if replay is not None:
+        _replay(replay, asked)
+        return
     from specedit.bench.runner import BenchError, run_bench
     from specedit.drafting import DrafterUnavailable
 
@@ -131,7 +144,7 @@ def bench(
         try:
             run_bench(
                 lm,
-                methods=[m.strip() for m in methods.split(",") if m.strip()],
+                methods=asked,
                 task_ids=tasks.split(",") if tasks else None,
                 tasks_file=tasks_file,
                 repeat=repeat,
@@ -148,6 +161,25 @@ def bench(
         except (BenchError, DrafterUnavailable) as exc:
             error(str(exc))
             raise typer.Exit(Exit.INPUT) from None
+
+
+def _replay(recording: Path, asked: list[str]) -> None:
+    """`bench --replay`: the methods that read only tokens, on the answers `recording` holds."""
+    from rich.console import Console
+
+    from specedit.bench.replay import ReplayError, print_replay, replay_run, replayable
+
+    methods = [m for m in asked if replayable(m)]
+    if skipped := [m for m in asked if m not in methods]:
+        say(f"not replayed (they read more than tokens): {', '.join(skipped)}")
+    try:
+        if not methods:
+            raise ReplayError("no method to replay: ar, pld, adapld and their ablations can be")
+        results = replay_run(recording, methods)
+    except ReplayError as exc:
+        error(str(exc))
+        raise typer.Exit(Exit.INPUT) from None
+    print_replay(Console(width=max(Console().width, 110)), results, methods)
 
 
 def calibrate(

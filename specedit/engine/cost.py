@@ -15,7 +15,8 @@ The same measurement times a prompt's prefill (what the hybrid weighs a draft mo
 by). `specedit bench` sets each edit against its floor, the least its passes could take on this
 machine, from a longer measurement (`ContextCost`): a token's cost grows with the context before
 it (attention reads every earlier token), so a floor timed over a short context is one that a
-long prompt's own prefill already exceeds.
+long prompt's own prefill already exceeds. Where the answer holds new text, it also sets each
+edit against the least a drafter that copies could take (`ContextCost.copy_bound`).
 
 A curve measured while other processes held the cores is not the machine's: llama.cpp's
 threads, descheduled in turn, wait on each other, and wide passes slow far more than narrow
@@ -31,6 +32,7 @@ import statistics
 import time
 from bisect import bisect_left
 from dataclasses import asdict, dataclass
+from itertools import pairwise
 from pathlib import Path
 
 from specedit.engine.tree import DraftTree
@@ -153,11 +155,53 @@ class ContextCost:
         then each new token verified once in a pass of the widest size, no drafted token
         rejected, each at the position where it sits. A generation's seconds over it say how
         much is left to gain."""
-        (prefill, prefill_slope), (verify, verify_slope) = self.prefill, self.verify
-        prompt_middle, answer_middle = (prompt_tokens - 1) / 2, prompt_tokens + (new_tokens - 1) / 2
-        return prompt_tokens * (prefill + prefill_slope * prompt_middle) + new_tokens * (
+        verify, verify_slope = self.verify
+        answer_middle = prompt_tokens + (new_tokens - 1) / 2
+        return self.prompt_seconds(prompt_tokens) + new_tokens * (
             verify + verify_slope * answer_middle
         )
+
+    def copy_bound(self, prompt: list[int], answer: list[int], passes: PassCost) -> float:
+        """The least a generation of `answer` could take here with drafts copied from what came
+        before: the floor of any drafter that, like every lookup method, drafts a token only
+        after an occurrence of the token before it. A token whose pair with its predecessor
+        occurs nowhere earlier in the prompt or the answer cannot be drafted so: it is the
+        model's own token, the last of its pass. The passes are laid out as well as knowing the
+        answer allows (each pass's drafts chosen for the least total time), each at `passes`'
+        cost for its width, scaled from the probe's short context to where it sits. Where the
+        floor is out of reach because the answer holds new text, a copy drafter's seconds over
+        this bound say what is left to gain by copying better."""
+        seen = set(pairwise(prompt))
+        copyable = []
+        for previous, token in zip([*prompt[-1:], *answer], answer, strict=False):
+            copyable.append((previous, token) in seen)
+            seen.add((previous, token))
+        # least[i]: the least seconds for answer[i:] once answer[:i] is committed; a pass from
+        # there drafts answer[i : i + k] (each copyable) and yields answer[i + k] itself
+        least = [0.0] * (len(answer) + 1)
+        for i in range(len(answer) - 1, -1, -1):
+            best, drafted = float("inf"), 0
+            while i + drafted < len(answer) and drafted < passes.sizes[-1]:
+                pass_seconds = self.pass_seconds(passes, 1 + drafted, len(prompt) + i)
+                best = min(best, pass_seconds + least[i + drafted + 1])
+                if not copyable[i + drafted]:
+                    break
+                drafted += 1
+            least[i] = best
+        return self.prompt_seconds(len(prompt)) + least[0]
+
+    def prompt_seconds(self, prompt_tokens: int) -> float:
+        """Each prompt token prefilled once, at the cost of its position."""
+        prefill, prefill_slope = self.prefill
+        return prompt_tokens * (prefill + prefill_slope * (prompt_tokens - 1) / 2)
+
+    def pass_seconds(self, passes: PassCost, width: int, position: int) -> float:
+        """A verify pass of `width` tokens from `position` on: `passes`' cost for its width,
+        measured over PROBE_CONTEXT tokens, scaled to what a token costs where it sits."""
+        verify, verify_slope = self.verify
+        at_probe = verify + verify_slope * PROBE_CONTEXT
+        there = verify + verify_slope * (position + (width - 1) / 2)
+        return passes(width) * (there / at_probe if at_probe else 1.0)
 
 
 def measure_context(
