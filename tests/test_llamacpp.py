@@ -232,6 +232,39 @@ def test_token_only_adapld_anchors_by_the_tokens_before_and_branches_to_other_fo
     assert drafter.report() == {"retrieval_lexical": 1}
 
 
+def test_token_only_followers_carry_chances_learned_by_rank():
+    """Followers say how likely they are, by rank, from a prior the document then moves, so
+    the engine verifies them only where they pay for the width they add: dropped on a steep
+    curve while unsure, kept once they keep being accepted."""
+    from types import SimpleNamespace
+
+    from specedit.drafting.adapld import AdaPLD
+    from specedit.drafting.kinds import BRANCH
+    from specedit.engine.cost import PassCost, size
+    from specedit.engine.memory import Memory
+
+    model = SimpleNamespace(config=SimpleNamespace(num_hidden_layers=4), engine="llama.cpp")
+    drafter = AdaPLD(model, tokens_only=True)
+    memory = Memory([1, 5, 6, 7, 8, 2, 5, 9, 10, 3, 5, 6, 7, 11, 2, 5])
+    steep = PassCost((1, 2, 4, 64), (0.08, 0.12, 0.17, 2.0), 0.02)
+
+    def propose():
+        tree = drafter.propose(memory, 64)
+        branch = next(n for n in range(1, len(tree)) if tree.kind(n) == BRANCH)
+        return tree, branch, tree.children()[branch][0]
+
+    tree, branch, successor = propose()
+    assert tree.confidences[branch - 1] == pytest.approx(0.2)  # rank 0's prior
+    assert tree.confidences[successor - 1] == pytest.approx(0.5)
+    assert BRANCH not in size(tree, steep).kinds  # a one-in-five guess does not pay there
+    for _ in range(20):  # the branch and its successor held, pass after pass
+        tree, branch, successor = propose()
+        drafter.observe(tree, [branch, successor])
+    tree, branch, successor = propose()
+    assert tree.confidences[branch - 1] > 0.8 and tree.confidences[successor - 1] > 0.8
+    assert BRANCH in size(tree, steep).kinds
+
+
 def test_bench_setups_on_llama_cpp_are_labelled_and_compared_with_its_plain_decoding():
     from specedit.bench.setups import Setup, reference
 

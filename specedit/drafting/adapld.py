@@ -15,8 +15,9 @@ the GGUF file, vocabulary.py), but there the states cost more than they save, so
 `tokens_only` keeps what reads only tokens: the lexical copy, with its anchor chosen by the
 tokens before each occurrence (copy.py's ContextRanker) instead of their hidden states, and
 branch tokens taken from what followed the other occurrences of the last token instead of the
-LM head's top-K at the anchor, each with its successor there. The semantic fallback needs the
-token embeddings and is off.
+LM head's top-K at the anchor, each with its successor there and a chance learned by rank
+(`FollowerChance`), so that the engine verifies them only where they pay. The semantic fallback
+needs the token embeddings and is off.
 """
 
 from __future__ import annotations
@@ -57,6 +58,38 @@ def copy_length(kind: str, model, max_length: int = 64) -> CopyLength:
 
         return TrainedLength.for_model(model, max_length=max_length)
     raise ValueError(f"unknown pre-verifier {kind!r}: choose one of {', '.join(PRE_VERIFIERS)}")
+
+
+class FollowerChance:
+    """The chance that a follower branch of each rank is accepted, and that its successor is
+    once the branch is, learned on this document from a prior: with them the engine verifies
+    followers only where they pay for the width they add (engine/cost.py), as it does the
+    main copy's tokens."""
+
+    WEIGHT = 4.0
+
+    def __init__(self, ranks: int, first: float = 0.2, successor: float = 0.5) -> None:
+        self.accepted = [self.WEIGHT * first / (rank + 1) for rank in range(ranks)]
+        self.tested = [self.WEIGHT] * ranks
+        self.successor = [self.WEIGHT * successor, self.WEIGHT]  # accepted, tested
+
+    def branch(self, rank: int) -> float:
+        return self.accepted[rank] / self.tested[rank]
+
+    def follow(self) -> float:
+        return self.successor[0] / self.successor[1]
+
+    def observe(self, tree: DraftTree, accepted: list[int], ranks: dict[int, int]) -> None:
+        """Learn from the verified `tree`: `ranks` maps each branch's source to its rank."""
+        taken = set(accepted)
+        for node in range(1, len(tree)):
+            if tree.kind(node) == BRANCH and tree.source(node) in ranks:
+                rank = ranks[tree.source(node)]
+                self.tested[rank] += 1
+                self.accepted[rank] += node in taken
+            elif tree.kind(node) == SUCCESSOR and tree.parent(node) in taken:
+                self.successor[1] += 1
+                self.successor[0] += node in taken
 
 
 class AdaPLD(Drafter):
@@ -104,6 +137,9 @@ class AdaPLD(Drafter):
             self.vocabulary = vocabulary_index(model, hnsw)
         self.length = copy_length(pre_verifier, model, max_copy) if adaptive else None
         self.confidence = AgreementLength() if sized and not adaptive else None
+        # the followers' chances, where the engine sizes the tree by chances
+        self.followers = FollowerChance(self.branches) if self.confidence else None
+        self._ranks: dict[int, int] = {}  # the last tree's followers: source -> rank
         self.retrieval: Counter[str] = Counter()
 
     def _candidates(self, memory: Memory, token: int, before: int) -> tuple[list[int], str]:
@@ -173,17 +209,26 @@ class AdaPLD(Drafter):
                 seen[tokens[j + 1]] += 1
                 where[tokens[j + 1]] = j + 1  # the latest occurrence
         ranked = sorted(seen, key=lambda t: (-seen[t], -where[t]))[: self.branches]
-        for token in ranked[:room]:
+        chances = self.followers
+        self._ranks = {}
+        for rank, token in enumerate(ranked[:room]):
             room -= 1
             position = where[token]
-            node = tree.add(token, 0, source=position, kind=BRANCH)
+            self._ranks[position] = rank
+            sure = chances.branch(rank) if chances else None
+            node = tree.add(token, 0, source=position, kind=BRANCH, confidence=sure)
             if self.successor and room > 0 and position + 1 < end:
-                tree.add(tokens[position + 1], node, source=position + 1, kind=SUCCESSOR)
+                sure = chances.follow() if chances else None
+                tree.add(
+                    tokens[position + 1], node, source=position + 1, kind=SUCCESSOR, confidence=sure
+                )
                 room -= 1
 
     def observe(self, tree: DraftTree, accepted: list[int]) -> None:
         if self.tokens_only:
             self.ranker.observe(tree, accepted)
+            if self.followers:
+                self.followers.observe(tree, accepted, self._ranks)
         verified, on_main = main_copy_outcome(tree, accepted)
         if verified:
             for learner in (self.length, self.confidence):
