@@ -35,14 +35,12 @@ def test_a_replay_drafts_as_the_engine_did(qwen_tiny, seed, method):
         on_step=lambda step: widths.append(1 + step.drafted),
     )
     assert result.stop_reason == "length"  # the budgets match up to the last token
-    seconds, passes, drafted, accepted = replay_answer(method, prompt, result.tokens, STEEP, FLAT)
+    replayed = replay_answer(method, prompt, result.tokens, STEEP)
     stats = result.stats
-    assert (passes, drafted, accepted) == (
-        stats.forward_passes,
-        stats.drafted_tokens,
-        stats.accepted_tokens,
-    )
+    assert replayed.widths == widths
+    assert (replayed.drafted, replayed.accepted) == (stats.drafted_tokens, stats.accepted_tokens)
     # a flat context: the prompt at 10 ms a token, each pass at its width's cost
+    seconds = replayed.seconds(len(prompt), STEEP, FLAT)
     assert seconds == pytest.approx(len(prompt) * 0.01 + sum(STEEP(w) for w in widths))
 
 
@@ -90,8 +88,13 @@ def test_a_recorded_run_is_replayed_once_a_task_at_its_engine_s_lowest_costs(tmp
     assert [(r.task, r.method) for r in results] == [("t", "ar"), ("t", "pld")]
     ar, pld = results
     assert ar.passes == len(answer) and ar.drafted == 0
-    expected = replay_answer("pld", prompt, answer, STEEP, FLAT)
-    assert (pld.seconds, pld.passes, pld.drafted, pld.accepted) == pytest.approx(expected)
+    expected = replay_answer("pld", prompt, answer, STEEP)
+    assert pld.seconds == pytest.approx(expected.seconds(len(prompt), STEEP, FLAT))
+    assert (pld.passes, pld.drafted, pld.accepted) == (
+        len(expected.widths),
+        expected.drafted,
+        expected.accepted,
+    )
     assert pld.passes < ar.passes
     # no copy drafter does better than the copy bound of the same answer at the same costs
     assert all(r.seconds >= r.copy_bound > 0 for r in results)

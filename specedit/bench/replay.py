@@ -72,16 +72,31 @@ def replayable(method: str) -> bool:
     return not drafter.hidden_layers and getattr(drafter, "vocabulary", None) is None
 
 
-def replay_answer(
-    method: str, prompt: list[int], answer: list[int], passes: PassCost, context: ContextCost
-) -> tuple[float, int, int, int]:
-    """Seconds, passes, drafted and accepted tokens of `method` drafting `answer` after
-    `prompt`, as the engine's loop would (engine/session.py's `generate`) with the model
-    choosing `answer`'s tokens."""
+@dataclass
+class Passes:
+    """The verify passes of one replayed answer."""
+
+    widths: list[int]  # tokens in each pass, its root included
+    starts: list[int]  # the position of each pass's first drafted token (its root's + 1)
+    drafted: int
+    accepted: int
+
+    def seconds(self, prompt_length: int, passes: PassCost, context: ContextCost) -> float:
+        """The prompt's prefill and every pass, at `passes`' costs scaled to where each sits."""
+        return context.prompt_seconds(prompt_length) + sum(
+            context.pass_seconds(passes, width, start)
+            for width, start in zip(self.widths, self.starts, strict=True)
+        )
+
+
+def replay_answer(method: str, prompt: list[int], answer: list[int], passes: PassCost) -> Passes:
+    """The passes of `method` drafting `answer` after `prompt`, as the engine's loop would
+    (engine/session.py's `generate`) with the model choosing `answer`'s tokens, its drafts
+    sized by `passes`."""
     drafter = make_drafter(method, TOKENS_ONLY_MODEL)
     memory = Memory(prompt)
-    seconds = context.prompt_seconds(len(prompt))
-    done = count = drafted = accepted = 0
+    replayed = Passes([], [], 0, 0)
+    done = 0
     while done < len(answer):
         budget = min(MAX_DRAFT, len(answer) - done - 1)
         tree = drafter.propose(memory, budget) if budget > 0 else DraftTree(memory.tokens[-1])
@@ -94,11 +109,13 @@ def replay_answer(
                 break
             path.append(node)
         drafter.observe(tree, path)
-        seconds += context.pass_seconds(passes, len(tree), len(prompt) + done)
+        replayed.widths.append(len(tree))
+        replayed.starts.append(len(prompt) + done)
+        replayed.drafted += len(tree) - 1
+        replayed.accepted += len(path)
         memory.extend(answer[done : done + len(path) + 1])
         done += len(path) + 1
-        count, drafted, accepted = count + 1, drafted + len(tree) - 1, accepted + len(path)
-    return seconds, count, drafted, accepted
+    return replayed
 
 
 def replay_run(recording: Path, methods: list[str]) -> list[Replayed]:
@@ -120,7 +137,8 @@ def replay_run(recording: Path, methods: list[str]) -> list[Replayed]:
     for row in rows:
         engine = _engine(row["method"])
         lossy = any(f"~{mode}" in row["method"] for mode in ("conditional", "mixed"))
-        if row["task"] in seen or lossy or not row.get("tokens") or engine not in pass_costs:
+        answered = row.get("tokens") and row.get("prompt_ids")  # one generation's
+        if row["task"] in seen or lossy or not answered or engine not in pass_costs:
             continue
         seen.add(row["task"])
         curve = pass_costs[engine]
@@ -131,11 +149,19 @@ def replay_run(recording: Path, methods: list[str]) -> list[Replayed]:
         prompt, answer = row["prompt_ids"], row["tokens"]
         bound = min(c.copy_bound(prompt, answer, passes) for c in contexts)
         for method in methods:
-            best = min(
-                (replay_answer(method, prompt, answer, passes, c) for c in contexts),
-                key=lambda result: result[0],
+            replayed = replay_answer(method, prompt, answer, passes)
+            seconds = min(replayed.seconds(len(prompt), passes, c) for c in contexts)
+            results.append(
+                Replayed(
+                    row["task"],
+                    method,
+                    seconds,
+                    len(replayed.widths),
+                    replayed.drafted,
+                    replayed.accepted,
+                    copy_bound=bound,
+                )
             )
-            results.append(Replayed(row["task"], method, *best, copy_bound=bound))
     if not results:
         raise ReplayError(f"{recording} holds no strict answers with their tokens to replay")
     return results
