@@ -91,8 +91,8 @@ class Passes:
 
 def replay_answer(method: str, prompt: list[int], answer: list[int], passes: PassCost) -> Passes:
     """The passes of `method` drafting `answer` after `prompt`, as the engine's loop would
-    (engine/session.py's `generate`) with the model choosing `answer`'s tokens, its drafts
-    sized by `passes`."""
+    (engine/session.py's `generate`; tests/test_replay.py holds the two to the same passes on
+    a real model) with the model choosing `answer`'s tokens, its drafts sized by `passes`."""
     drafter = make_drafter(method, TOKENS_ONLY_MODEL)
     memory = Memory(prompt)
     replayed = Passes([], [], 0, 0)

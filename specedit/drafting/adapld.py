@@ -137,8 +137,8 @@ class AdaPLD(Drafter):
             self.vocabulary = vocabulary_index(model, hnsw)
         self.length = copy_length(pre_verifier, model, max_copy) if adaptive else None
         self.confidence = AgreementLength() if sized and not adaptive else None
-        # the followers' chances, where the engine sizes the tree by chances
-        self.followers = FollowerChance(self.branches) if self.confidence else None
+        # the token-only followers' chances, where the engine sizes the tree by chances
+        self.followers = FollowerChance(self.branches) if self.confidence and tokens_only else None
         self._ranks: dict[int, int] = {}  # the last tree's followers: source -> rank
         self.retrieval: Counter[str] = Counter()
 
