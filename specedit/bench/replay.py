@@ -26,7 +26,7 @@ from types import SimpleNamespace
 from rich.console import Console
 from rich.table import Table
 
-from specedit.bench.llamacpp import LLAMA_CPP_METHODS
+from specedit.bench.setups import costed_on
 from specedit.drafting.registry import ABLATIONS, DRAFT_MODEL_METHODS, METHODS, make_drafter
 from specedit.engine.cost import ContextCost, PassCost, size
 from specedit.engine.memory import Memory
@@ -135,7 +135,7 @@ def replay_run(recording: Path, methods: list[str]) -> list[Replayed]:
     results: list[Replayed] = []
     seen: set[str] = set()
     for row in rows:
-        engine = _engine(row["method"])
+        engine = costed_on(row["method"])
         lossy = any(f"~{mode}" in row["method"] for mode in ("conditional", "mixed"))
         answered = row.get("tokens") and row.get("prompt_ids")  # one generation's
         if row["task"] in seen or lossy or not answered or engine not in pass_costs:
@@ -165,15 +165,6 @@ def replay_run(recording: Path, methods: list[str]) -> list[Replayed]:
     if not results:
         raise ReplayError(f"{recording} holds no strict answers with their tokens to replay")
     return results
-
-
-def _engine(label: str) -> str:
-    """The engine a bench row's setup ran on, by its label (setups.py's engine_suffix);
-    llama-cpp-python's own decoding runs the GGUF file as the llama.cpp engine does."""
-    setup, _, engine = label.rpartition("/")
-    if setup:
-        return engine
-    return "llama.cpp" if label in LLAMA_CPP_METHODS else "torch"
 
 
 def print_replay(console: Console, results: list[Replayed], methods: list[str]) -> None:

@@ -32,6 +32,7 @@ from specedit.bench.setups import (
     REGIONS,
     WHOLE,
     Setup,
+    costed_on,
     named_region,
     parse_selection,
 )
@@ -229,7 +230,7 @@ def _set_floors(
     generation). llama-cpp-python's own decoding runs the GGUF file with the threads the
     llama.cpp engine has: that engine's costs, when it is among the engines. None for a row
     that ran no model (a merge) or whose model was not loaded."""
-    engine = "llama.cpp" if setup.method in LLAMA_CPP_METHODS else setup.engine
+    engine = costed_on(setup.label)
     costs = floors.get(engine)
     if not costs or not row.prompt_tokens:
         return

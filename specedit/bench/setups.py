@@ -82,6 +82,16 @@ def engine_suffix(engine: str) -> str:
     return "" if engine == "torch" else f"/{engine}"
 
 
+def costed_on(label: str) -> str:
+    """The engine whose measured costs a setup's passes are set against, by its label:
+    the one `engine_suffix` names; llama-cpp-python's own decoding runs the GGUF file with the
+    threads the llama.cpp engine has, so that engine's."""
+    setup, _, engine = label.rpartition("/")
+    if setup:
+        return engine
+    return "llama.cpp" if label in LLAMA_CPP_METHODS else "torch"
+
+
 def reference(label: str) -> str:
     """The plain-decoding setup a label is compared with: `ar` on the same engine, editing the
     same region (its answer is another text than the whole file's)."""
