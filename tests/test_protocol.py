@@ -26,6 +26,7 @@ EVERYTHING = EditRequest(
     statement="x should be 2",
     choices=True,
     proofread=True,
+    rejoin="def f():\n    return 3\n",
 )
 
 

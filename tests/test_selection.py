@@ -6,6 +6,7 @@ import pytest
 
 from specedit.bench.setups import parse_selection
 from specedit.editing import selection
+from specedit.editing.second_look import first_change
 from specedit.engine.options import GREEDY, Sampling
 
 ORIGINAL = "def mean(values):\n    return sum(values) * len(values)\n\n\nprint(mean([1, 2]))\n"
@@ -346,8 +347,10 @@ def test_a_fix_s_branch_redraw_keeps_its_first_change_only():
 
     def delivered(prompt: str) -> str:
         answers = iter([original, redraw])
+        asked.clear()
 
         def run(request: EditRequest) -> EditResult:
+            asked.append(request)
             generation = Generation([0, 1], "eos", Stats(), [0.9, 0.4], [0, 2])
             return EditResult(next(answers), generation, EditPrompt([], "```", original, 0, 0))
 
@@ -355,9 +358,13 @@ def test_a_fix_s_branch_redraw_keeps_its_first_change_only():
         decode = lambda tokens: "".join("abc"[t] for t in tokens)  # noqa: E731
         return selection.draw_edits(run, request, str, selection.Samples(2), decode).chosen.text
 
+    asked: list[EditRequest] = []
     assert delivered("fix") == redraw.replace("x9 = 90", "x9 = 9")
+    # the fix's redraw may stop once its first change is made (editing/second_look.py)
+    assert [r.rejoin for r in asked] == [None, original] and asked[1].forced
     assert delivered("edit") == redraw
-    assert selection.first_change(original, original) == original
+    assert [r.rejoin for r in asked] == [None, None] and asked[1].forced
+    assert first_change(original, original) == original
 
 
 def test_a_branch_redraw_keeps_the_first_candidate_s_statement():

@@ -23,6 +23,7 @@ from specedit.editing.region import Region, Surroundings
 from specedit.editing.rename import finish_rename
 from specedit.editing.resume import RESUMES, resume
 from specedit.editing.runaway import RUNAWAY, RunawayGuard
+from specedit.editing.second_look import REJOINED, Rejoin
 from specedit.editing.typos import asks_for_typos_only, keep_to_typos
 from specedit.engine.events import Generation, Step, StopCondition
 from specedit.engine.options import GREEDY, MAX_DRAFT, STRICT, Sampling, Verification
@@ -62,6 +63,10 @@ class EditRequest:
     # corrections, and put back code it changed (editing/proofread.py), and what an answer to
     # typos alone changed beyond typos (editing/typos.py): a document's rewrite.
     proofread: bool = False
+    # An earlier answer this one branched from, of which it will keep its first change only (a
+    # fix's redraw, editing/second_look.py): it stops once that change is made, and the
+    # earlier answer gives the rest.
+    rejoin: str | None = None
 
 
 @dataclass
@@ -259,6 +264,15 @@ def generate_edit(
     )
 
 
+def either(*stops: StopCondition | None) -> StopCondition | None:
+    """A stop condition that stops where the first of `stops` to say so does, with its
+    reason (None: there is none)."""
+    conditions = [stop for stop in stops if stop is not None]
+    if len(conditions) < 2:
+        return conditions[0] if conditions else None
+    return lambda token: next((said for stop in conditions if (said := stop(token))), None)
+
+
 def execute(
     lm: LoadedModel,
     prepared: PreparedEdit,
@@ -267,7 +281,12 @@ def execute(
 ) -> EditResult:
     """Generate the edit; raises EditError when the answer was cut off (nothing to write)."""
     timings = {"prompt": prepared.seconds}
-    generation = generate_edit(lm, prepared, on_step, stop, timings)
+    rejoin = None
+    if prepared.request.rejoin is not None:
+        rejoin = Rejoin(prepared.request.rejoin, lambda token: lm.tokenizer.decode([token]))
+        for token in prepared.request.forced:
+            rejoin(token)
+    generation = generate_edit(lm, prepared, on_step, either(stop, rejoin), timings)
     if generation.stop_reason == RUNAWAY:
         lines = lm.tokenizer.decode(generation.tokens, skip_special_tokens=True).count("\n")
         raise EditError(
@@ -275,14 +294,17 @@ def execute(
             f"{len(generation.tokens)} tokens); nothing was written; rephrase the instruction "
             "or try a larger --model"
         )
-    text = prompts.extract(
-        lm.tokenizer, generation.tokens, prepared.prompt, prepared.request.surroundings
-    )
-    if text is None:
-        raise cut_off(len(generation.tokens), prepared.request.surroundings)
     resumed: list[int] = []
-    if prepared.request.surroundings is None:  # a region's answer ends where the region does
-        generation, text, resumed = resume_answer(lm, prepared, generation, text, on_step, stop)
+    if rejoin is not None and generation.stop_reason == REJOINED:
+        text = rejoin.text(lm.tokenizer.decode(generation.tokens, skip_special_tokens=True))
+    else:
+        text = prompts.extract(
+            lm.tokenizer, generation.tokens, prepared.prompt, prepared.request.surroundings
+        )
+        if text is None:
+            raise cut_off(len(generation.tokens), prepared.request.surroundings)
+        if prepared.request.surroundings is None:  # a region's answer ends where the region does
+            generation, text, resumed = resume_answer(lm, prepared, generation, text, on_step, stop)
     corrections: list[Correction] = []
     if prepared.request.proofread and generation.probabilities:
         started = time.perf_counter()

@@ -32,7 +32,8 @@ first stands. Where its closest doubt lies elsewhere, the first answer is often 
 a second change it should not have made, the wrong one of two near-equal fixes, or a
 docstring edited where the code is at fault; the redraw makes the other choice
 (docs/quality.md, "A second look at a changed fix"). A fix's redraw is delivered with the
-change it made where it branched and no other (`first_change`).
+change it made where it branched and no other (`first_change`), so it stops once that change
+is made and the first answer gives the rest (editing/second_look.py).
 
 An answer that copies a sentence of its prompt's own words (`copied_from_prompt`: "Return the
 complete edited file ..." inside a docstring that paraphrased the instruction) is wrong, and
@@ -53,6 +54,7 @@ from specedit.editing import safety
 from specedit.editing.branches import branch_points, leak_start
 from specedit.editing.editor import EditError, EditRequest, EditResult
 from specedit.editing.region import named_lines
+from specedit.editing.second_look import first_change
 from specedit.engine.options import Sampling
 
 # How the extra candidates sample: the temperature and nucleus of published editing benchmarks.
@@ -76,9 +78,6 @@ NO_CODE_WORDS = re.compile(
 # A second look that changes more input lines than this beyond the first answer's has rewritten
 # what followed its branch rather than corrected the first answer, which then stands.
 LOOK_EXTRA_LINES = 2
-# Changes of a fix's branch redraw this many unchanged lines apart, or fewer, are one change
-# (an even number: the diff's context on either side of a change is half of it).
-CHANGE_GAP = 4
 # An answer line this long or longer that the prompt's own words hold, and the input does not,
 # was copied from the prompt ("Return the complete edited file in a single code block ..."),
 # not written for the file.
@@ -179,25 +178,6 @@ def change_of(original: str, text: str) -> frozenset[tuple[str, str]]:
         for line in diff
         if line[:1] in "+-" and not line.startswith(("+++", "---")) and line[1:].strip()
     )
-
-
-def first_change(first: str, redraw: str) -> str:
-    """`first` with the first of `redraw`'s changes to it made, and no other: the change a
-    fix's branch redraw made where it branched (it shares the first answer's text up to
-    there). Going on from its branch, the model is in the middle of changing the file and
-    often changes more (the same call elsewhere, the definition it calls renamed to match),
-    while a fix changes "the line or lines that cause it"; changed lines up to CHANGE_GAP
-    unchanged ones apart count as one change (a loop's header and its body)."""
-    old, new = first.splitlines(keepends=True), redraw.splitlines(keepends=True)
-    matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
-    groups = matcher.get_grouped_opcodes(CHANGE_GAP // 2)
-    change = next(iter(groups), [])
-    kept: list[str] = []
-    at = 0  # where `old` goes on after the change's last piece
-    for _, i1, i2, j1, j2 in change:
-        kept += old[at:i1] + new[j1:j2]
-        at = i2
-    return "".join(kept + old[at:]) if change else redraw
 
 
 def changed_lines(before: str, after: str) -> set[int]:
@@ -432,7 +412,9 @@ def draw_edits(
             redraw = replace(request, forced=start, statement=results[0].statement)
         elif branching and (start := next_branch()):
             looking = problem is None
-            redraw = replace(request, forced=start, statement=results[0].statement)
+            # A fix's branch redraw keeps its first change only: it may stop once that is made.
+            rejoin = results[0].text if second_look else None
+            redraw = replace(request, forced=start, statement=results[0].statement, rejoin=rejoin)
         elif branching and problem is None:
             return None  # a second look goes on from a branch point, and there is none
         else:

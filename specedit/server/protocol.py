@@ -56,6 +56,7 @@ class EditBody(BaseModel):
     statement: str | None = None  # the model's statement of the change, given (a redraw's)
     choices: bool = False  # the answer's probabilities and runners-up, for a redraw
     proofread: bool = False  # a document's rewrite: its copied doubts tried (editing/proofread.py)
+    rejoin: str | None = None  # a fix's redraw: the answer it branched from (second_look.py)
     stream: bool = False
 
 
@@ -84,6 +85,7 @@ def to_body(request: EditRequest, stream: bool = False) -> EditBody:
         statement=request.statement,
         choices=request.choices,
         proofread=request.proofread,
+        rejoin=request.rejoin,
         stream=stream,
     )
 
@@ -108,6 +110,7 @@ def from_body(body: EditBody, default_method: str) -> EditRequest:
         statement=body.statement,
         choices=body.choices,
         proofread=body.proofread,
+        rejoin=body.rejoin,
     )
 
 

@@ -1,0 +1,91 @@
+"""A fix's branch redraw keeps its first change only, and so it can stop once that is made.
+
+A fix's redraw goes on from a branch point of its first answer (editing/selection.py, the
+second look and the redraw of an unchanged fix). From its branch the model is in the middle of
+changing the file and often changes more (the same call elsewhere, the definition it calls
+renamed to match), while a fix changes "the line or lines that cause it": what is delivered is
+the first answer with the redraw's first change made, and no other (`first_change`).
+
+Whatever the redraw writes once that change is over is thrown away, and on a long file that
+is most of it: the rest of the file, copied again. `Rejoin` stops it there: once the answer
+has changed a line of the first answer and then written more than CHANGE_GAP of its lines in
+a row again, its first change is complete, and the first answer's lines that follow are what
+`first_change` would deliver after it.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable
+
+from specedit.editing.prompts import Lines
+
+# Changes of a fix's branch redraw this many unchanged lines apart, or fewer, are one change
+# (an even number: the diff's context on either side of a change is half of it).
+CHANGE_GAP = 4
+REJOINED = "rejoined"  # the stop reason of an answer that `Rejoin` ended
+
+
+def first_change(first: str, redraw: str) -> str:
+    """`first` with the first of `redraw`'s changes to it made, and no other: the change a
+    fix's branch redraw made where it branched (it shares the first answer's text up to
+    there). Changed lines up to CHANGE_GAP unchanged ones apart count as one change (a loop's
+    header and its body)."""
+    old, new = first.splitlines(keepends=True), redraw.splitlines(keepends=True)
+    matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
+    groups = matcher.get_grouped_opcodes(CHANGE_GAP // 2)
+    change = next(iter(groups), [])
+    kept: list[str] = []
+    at = 0  # where `old` goes on after the change's last piece
+    for _, i1, i2, j1, j2 in change:
+        kept += old[at:i1] + new[j1:j2]
+        at = i2
+    return "".join(kept + old[at:]) if change else redraw
+
+
+class Rejoin:
+    """Stop condition of a redraw that keeps its first change only (`EditRequest.rejoin`): it
+    returns REJOINED once the answer, from the first line that differs from the `earlier`
+    answer's line there on, has written CHANGE_GAP + 1 lines that follow one another in
+    `earlier`, from that line on. `text` then gives the answer's text: its lines so far and
+    `earlier`'s after the ones it rejoined. It reads the answer from its first token, forced
+    ones included."""
+
+    def __init__(self, earlier: str, decode_token: Callable[[int], str]) -> None:
+        self.earlier = earlier.split("\n")
+        self.reader = Lines(decode_token)
+        self.lines: list[str] = []  # the answer's complete lines
+        self.changed: int | None = None  # the first of them that differs from `earlier`'s
+        self.rest: int | None = None  # where `earlier` goes on once rejoined
+
+    def __call__(self, token: int) -> str | None:
+        for line in self.reader.feed(token):
+            self.lines.append(line)
+            at = len(self.lines) - 1
+            if self.changed is None:
+                if at >= len(self.earlier) or line != self.earlier[at]:
+                    self.changed = at
+            elif (rest := self._rejoined()) is not None:
+                self.rest = rest
+                return REJOINED
+        return None
+
+    def _rejoined(self) -> int | None:
+        """Where `earlier` goes on after the answer's last CHANGE_GAP + 1 lines, if they start
+        at its changed line or later and stand in a row in `earlier` from that line on (the
+        changed line itself is one of them where the change removed lines)."""
+        run = CHANGE_GAP + 1
+        if self.changed is None or len(self.lines) - run < self.changed:
+            return None
+        window = self.lines[-run:]
+        for start in range(self.changed, len(self.earlier) - run + 1):
+            if self.earlier[start : start + run] == window:
+                return start + run
+        return None
+
+    def text(self, answer: str) -> str:
+        """The whole answer's text, given the `answer` decoded where this stop ended it."""
+        if self.rest is None:
+            raise ValueError("the answer has not rejoined the earlier one")
+        lines = answer.split("\n")[: len(self.lines)]
+        return "\n".join(lines + self.earlier[self.rest :])
