@@ -53,6 +53,9 @@ class Rejoin:
 
     def __init__(self, earlier: str, decode_token: Callable[[int], str]) -> None:
         self.earlier = earlier.split("\n")
+        self.starts: dict[str, list[int]] = {}  # each line of `earlier`: where it stands
+        for at, line in enumerate(self.earlier):
+            self.starts.setdefault(line, []).append(at)
         self.reader = Lines(decode_token)
         self.lines: list[str] = []  # the answer's complete lines
         self.changed: int | None = None  # the first of them that differs from `earlier`'s
@@ -78,8 +81,8 @@ class Rejoin:
         if self.changed is None or len(self.lines) - run < self.changed:
             return None
         window = self.lines[-run:]
-        for start in range(self.changed, len(self.earlier) - run + 1):
-            if self.earlier[start : start + run] == window:
+        for start in self.starts.get(window[0], ()):
+            if start >= self.changed and self.earlier[start : start + run] == window:
                 return start + run
         return None
 
