@@ -4,6 +4,7 @@ model for end-to-end runs (the only fixture that needs it, for tests marked e2e)
 
 from __future__ import annotations
 
+import gc
 import importlib
 import inspect
 import json
@@ -83,6 +84,18 @@ def greedy_reference(model, prompt: list[int], max_new_tokens: int, eos: int | N
         pad_token_id=eos if eos is not None else 0,
     )
     return out[0, len(prompt) :].tolist()
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _models_freed_after_each_module() -> Iterator[None]:
+    """`models.load` keeps every model it loaded for the life of the process (a CLI or a server
+    loads one); over the e2e tier that is every bundled model, on each engine and context size,
+    at once: more than a 24 GiB machine holds. Each test module starts with none loaded."""
+    yield
+    from specedit.models.load import load
+
+    load.cache_clear()
+    gc.collect()
 
 
 @pytest.fixture(scope="session")
