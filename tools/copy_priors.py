@@ -30,15 +30,16 @@ Prior = tuple[tuple[float, int], ...]
 @contextmanager
 def priors(prior: Prior, counts: dict[str, list[float]] | None = None) -> Iterator[None]:
     """Copies sized with `prior` for a while; with `counts`, every tested copied token counted
-    by bucket ("tested", "accepted") as AdaptiveLength learns from it."""
+    by bucket ("tested", "accepted"): what AdaptiveLength's own counts gain as it learns."""
     shipped, observe = length.PRIOR, length.AdaptiveLength.observe
 
     def counting(self, agreement_length: int, drafted: int, accepted: int) -> None:
-        for i in range(min(accepted + 1, drafted)):
-            bucket = self.bucket(agreement_length + i)
-            counts["tested"][bucket] += 1
-            counts["accepted"][bucket] += i < accepted
+        tested, held = list(self.tested), list(self.accepted)
         observe(self, agreement_length, drafted, accepted)
+        for bucket, (before, after) in enumerate(zip(tested, self.tested, strict=True)):
+            counts["tested"][bucket] += after - before
+        for bucket, (before, after) in enumerate(zip(held, self.accepted, strict=True)):
+            counts["accepted"][bucket] += after - before
 
     length.PRIOR = prior
     if counts is not None:
