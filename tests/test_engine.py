@@ -291,3 +291,21 @@ def test_each_new_token_comes_with_its_probability_and_the_runner_up(qwen_tiny, 
         qwen_tiny, prompt, make_drafter(method, qwen_tiny, sources), max_new_tokens=9
     )
     assert unasked.probabilities == unasked.runners_up == []  # a pass over the vocabulary each
+
+
+def test_a_transformers_target_records_no_gradients_whoever_calls_it(qwen_tiny):
+    """A cost probe or a score calls the target outside a generation; with autograd on, its
+    cache would hold every pass's activations for as long as it lives (gigabytes over the
+    bench's probe of the bundled model)."""
+    assert torch.is_grad_enabled() and not torch.is_inference_mode_enabled()
+    prompt = repeating_prompt(3)
+    target = TransformersTarget(qwen_tiny)
+    target.prefill(prompt[:20], False)
+    tree = DraftTree(prompt[20])
+    tree.add_chain(prompt[21:25])
+    result = target.forward(tree, 20, True)
+    target.keep(20, [0, 1])
+    assert not result.logits.requires_grad
+    assert not any(state.requires_grad for state in result.hidden_states)
+    assert target.cache.get_seq_length() == 22
+    assert not any(layer.keys.requires_grad for layer in target.cache.layers)

@@ -7,9 +7,6 @@ the KV cache and memory, and reports each step as an event.
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -21,7 +18,7 @@ from specedit.engine.drafter import Drafter
 from specedit.engine.events import Generation, Stats, Step, StopCondition
 from specedit.engine.memory import Memory
 from specedit.engine.options import GREEDY, MAX_DRAFT, STRICT, Sampling, Verification
-from specedit.engine.target import open_target
+from specedit.engine.target import open_target, without_autograd
 from specedit.engine.tree import DraftTree
 from specedit.engine.verify import Verifier
 
@@ -29,21 +26,7 @@ if TYPE_CHECKING:
     import torch
 
 
-def _without_autograd(function: Callable) -> Callable:
-    """Runs `function` in torch's inference mode wherever torch is loaded (a torch model, a
-    drafter's tensors), so that nothing records gradients, and without it where torch is not,
-    so that an edit on llama.cpp with a token-only drafter never imports it."""
-
-    @functools.wraps(function)
-    def run(*args, **kwargs):
-        torch = sys.modules.get("torch")
-        with torch.inference_mode() if torch is not None else contextlib.nullcontext():
-            return function(*args, **kwargs)
-
-    return run
-
-
-@_without_autograd
+@without_autograd
 def generate(
     model,
     prompt: list[int],

@@ -12,8 +12,11 @@ reads tokens only runs without it (its import takes seconds of a cold edit).
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import sys
 import time
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, TypeAlias
 
@@ -57,6 +60,21 @@ class Target(Protocol):
     def clock(self) -> float: ...
 
 
+def without_autograd(function: Callable) -> Callable:
+    """Runs `function` in torch's inference mode wherever torch is loaded, so that nothing
+    records gradients, and without it where torch is not, so that an edit on llama.cpp with a
+    token-only drafter never imports it. A KV cache filled with autograd on keeps every pass's
+    activations alive for as long as it lives: gigabytes over a measurement's probe."""
+
+    @functools.wraps(function)
+    def run(*args, **kwargs):
+        torch = sys.modules.get("torch")
+        with torch.inference_mode() if torch is not None else contextlib.nullcontext():
+            return function(*args, **kwargs)
+
+    return run
+
+
 def open_target(model, capacity: int, reuse: bool = True) -> Target:
     """A target with an empty cache for `model`: a transformers model, or anything that opens its
     own (a GGUF model) with room for `capacity` tokens. Without `reuse`, a model that keeps
@@ -74,7 +92,8 @@ def state_layers(model) -> Collection[int]:
 
 
 class TransformersTarget:
-    """A transformers causal LM and a DynamicCache; trees go in as one pass with a tree mask."""
+    """A transformers causal LM and a DynamicCache; trees go in as one pass with a tree mask.
+    Its calls run without autograd whoever makes them (a generation, a cost probe, a score)."""
 
     trees = True
 
@@ -85,6 +104,7 @@ class TransformersTarget:
         self.cache = DynamicCache(config=model.config)
         self.state_layers = state_layers(model)
 
+    @without_autograd
     def prefill(self, tokens: list[int], hidden: bool) -> HiddenStates | None:
         import torch
 
@@ -101,6 +121,7 @@ class TransformersTarget:
         )
         return out.hidden_states
 
+    @without_autograd
     def forward(self, tree: DraftTree, prefix_length: int, hidden: bool) -> Pass:
         ids, positions, mask = tree.inputs(prefix_length, self.model.dtype, self.model.device)
         out = self.model(
@@ -113,6 +134,7 @@ class TransformersTarget:
         )
         return Pass(out.logits[0], out.hidden_states)
 
+    @without_autograd
     def keep(self, prefix_length: int, nodes: list[int]) -> None:
         from specedit.engine.cache import keep_path
 
