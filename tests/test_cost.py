@@ -233,9 +233,27 @@ def test_copy_confidence_learns_from_what_was_accepted():
         confidence.chances(memory, anchor, 16)
         confidence.observe(drafted=16, accepted=0)
     assert confidence.chances(memory, anchor, 1)[0] < before / 2
-    for _ in range(40):
+    for _ in range(100):  # the copy past token 39 too: rejected 20 times of 120 in all
         confidence.observe(drafted=16, accepted=16)
     assert confidence.chances(memory, anchor, 1)[0] > 0.8
+
+
+def test_a_copy_is_drafted_shorter_past_a_token_where_copies_were_rejected():
+    """Where an edit repeats, copies are rejected after the same token again: its record
+    lowers the chance of a copied token after it, and only there (never raising one)."""
+    memory = Memory(list(range(40)) + list(range(40)))
+    anchor = 39  # copies 0, 1, 2, ... each after the token before it: 39, 0, 1, ...
+    confidence, alone = AgreementLength(), AdaptiveLength()
+    agreement_length = 39
+    for _ in range(3):
+        confidence.chances(memory, anchor, 5)
+        confidence.observe(drafted=5, accepted=2)  # 0 and 1 held, 2 (after 1) rejected
+        alone.observe(agreement_length, drafted=5, accepted=2)
+    chances, agreed = confidence.chances(memory, anchor, 5), alone.chances(agreement_length, 5)
+    assert chances[:2] == agreed[:2]  # copies went on past 39 and 0 each time
+    assert chances[2] < agreed[2] / 3  # past 1: rejected three times of three
+    assert chances[3:] == agreed[3:]  # never tested: the agreement's estimate
+    assert all(mine <= theirs for mine, theirs in zip(chances, agreed, strict=True))
 
 
 def test_a_copy_that_holds_grows_surer_token_by_token():

@@ -25,6 +25,8 @@ from typing import Protocol
 from specedit.engine.memory import Memory
 
 AGREEMENT_EDGES = (1, 2, 4, 8, 16)  # buckets: 0, 1, 2-3, 4-7, 8-15, 16+
+# How many of a token's own copies the agreement's estimate weighs as (AgreementLength).
+PAST_WEIGHT = 1.0
 PRIOR = ((0.70, 4), (0.80, 4), (0.88, 4), (0.93, 4), (0.96, 4), (0.98, 4))  # (mean, weight)
 
 
@@ -109,21 +111,47 @@ class AgreementLength:
     """The training-free AdaptiveLength behind the CopyLength protocol, and the same estimate as
     a copy's confidences (`chances`): each copied token's chance of being accepted once the one
     before it is, which the engine weighs against the pass's cost (engine/cost.py). Either way
-    it learns from the copied tokens that were verified (`observe`)."""
+    it learns from the copied tokens that were verified (`observe`).
+
+    The confidences also learn, per document, how often a copy went on past each token (the
+    last one matched before a copied token): an edit that repeats, as one does across a file,
+    departs from the input after the same tokens again (a parameter's name where type hints
+    go in, a signature's colon where docstrings do), and a copy through such a token is drafted
+    shorter than its agreement alone says. The token's own record can only lower a chance:
+    past a token that copies have got through every time, the agreement's estimate stands."""
 
     def __init__(self, inner: AdaptiveLength | None = None) -> None:
         self.inner = inner or AdaptiveLength()
         self._agreement = 0
+        self._after: list[int] = []  # the token before each copied token of the last draft
+        self.past: dict[int, list[float]] = {}  # token -> [copies accepted past it, tested]
 
     def _agree(self, memory: Memory, anchor: int) -> int:
         self._agreement = agreement(memory.tokens, anchor, len(memory) - 1)
         return self._agreement
 
     def length(self, memory: Memory, anchor: int, available: int) -> int:
+        self._after = []
         return self.inner.length(self._agree(memory, anchor), available)
 
     def chances(self, memory: Memory, anchor: int, count: int) -> list[float]:
-        return self.inner.chances(self._agree(memory, anchor), count)
+        self._after = memory.tokens[anchor : anchor + count]
+        return [
+            self._past(token, chance)
+            for token, chance in zip(
+                self._after, self.inner.chances(self._agree(memory, anchor), count), strict=True
+            )
+        ]
+
+    def _past(self, token: int, chance: float) -> float:
+        """`chance` or, if lower, the share of copies accepted past `token`, with `chance` as
+        the prior of one copy's weight (a token never copied past keeps `chance`)."""
+        accepted, tested = self.past.get(token, (0.0, 0.0))
+        return min(chance, (accepted + chance * PAST_WEIGHT) / (tested + PAST_WEIGHT))
 
     def observe(self, drafted: int, accepted: int) -> None:
         self.inner.observe(self._agreement, drafted, accepted)
+        for i in range(min(accepted + 1, drafted, len(self._after))):
+            counts = self.past.setdefault(self._after[i], [0.0, 0.0])
+            counts[0] += i < accepted
+            counts[1] += 1
