@@ -256,6 +256,24 @@ def test_a_copy_is_drafted_shorter_past_a_token_where_copies_were_rejected():
     assert all(mine <= theirs for mine, theirs in zip(chances, agreed, strict=True))
 
 
+def test_copies_of_the_answer_learn_apart_from_copies_of_the_prompt():
+    """A copy of the answer's own earlier text holds or fails otherwise than a copy of the
+    input: what the one learns does not move the other's chances."""
+    prompt = list(range(100, 140))
+    memory = Memory(prompt)
+    memory.extend(list(range(20)) + list(range(20)))  # the answer repeats its own new text
+    from_prompt, from_answer = 30, len(prompt) + 19  # agreement 0 and 19 with the current end
+    confidence = AgreementLength()
+    prompt_before = confidence.chances(memory, from_prompt, 4)
+    answer_before = confidence.chances(memory, from_answer, 4)
+    for _ in range(10):
+        confidence.chances(memory, from_answer, 4)
+        confidence.observe(drafted=4, accepted=0)
+    assert confidence.chances(memory, from_answer, 1)[0] < answer_before[0] / 2
+    assert confidence.chances(memory, from_prompt, 4) == prompt_before
+    assert confidence.inner.tested == AdaptiveLength().tested  # the prompt's buckets untouched
+
+
 def test_a_copy_that_holds_grows_surer_token_by_token():
     """Each accepted token lengthens the agreement by one, so deeper tokens of a copy that
     starts right after an edit are read from surer buckets, and each verified token teaches

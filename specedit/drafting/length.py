@@ -118,10 +118,16 @@ class AgreementLength:
     departs from the input after the same tokens again (a parameter's name where type hints
     go in, a signature's colon where docstrings do), and a copy through such a token is drafted
     shorter than its agreement alone says. The token's own record can only lower a chance:
-    past a token that copies have got through every time, the agreement's estimate stands."""
+    past a token that copies have got through every time, the agreement's estimate stands.
+
+    Copies of the answer's own earlier text (a docstring like the last one) hold or fail
+    otherwise than copies of the input, so they learn in buckets of their own
+    (`from_answer`), from the same prior."""
 
     def __init__(self, inner: AdaptiveLength | None = None) -> None:
-        self.inner = inner or AdaptiveLength()
+        self.inner = inner or AdaptiveLength()  # copies of the prompt
+        self.from_answer = AdaptiveLength()  # copies of the answer's own text (`chances`)
+        self._learner = self.inner  # the buckets the last draft was read from
         self._agreement = 0
         self._after: list[int] = []  # the token before each copied token of the last draft
         self.past: dict[int, list[float]] = {}  # token -> [copies accepted past it, tested]
@@ -131,15 +137,16 @@ class AgreementLength:
         return self._agreement
 
     def length(self, memory: Memory, anchor: int, available: int) -> int:
-        self._after = []
+        self._after, self._learner = [], self.inner
         return self.inner.length(self._agree(memory, anchor), available)
 
     def chances(self, memory: Memory, anchor: int, count: int) -> list[float]:
         self._after = memory.tokens[anchor : anchor + count]
+        self._learner = self.inner if anchor < memory.prompt_length else self.from_answer
         return [
             self._past(token, chance)
             for token, chance in zip(
-                self._after, self.inner.chances(self._agree(memory, anchor), count), strict=True
+                self._after, self._learner.chances(self._agree(memory, anchor), count), strict=True
             )
         ]
 
@@ -150,7 +157,7 @@ class AgreementLength:
         return min(chance, (accepted + chance * PAST_WEIGHT) / (tested + PAST_WEIGHT))
 
     def observe(self, drafted: int, accepted: int) -> None:
-        self.inner.observe(self._agreement, drafted, accepted)
+        self._learner.observe(self._agreement, drafted, accepted)
         for i in range(min(accepted + 1, drafted, len(self._after))):
             counts = self.past.setdefault(self._after[i], [0.0, 0.0])
             counts[0] += i < accepted
