@@ -89,8 +89,9 @@ def greedy_reference(model, prompt: list[int], max_new_tokens: int, eos: int | N
 @pytest.fixture(autouse=True, scope="module")
 def _models_freed_after_each_module() -> Iterator[None]:
     """`models.load` keeps every model it loaded for the life of the process (a CLI or a server
-    loads one); over the e2e tier that is every bundled model, on each engine and context size,
-    at once: more than a 24 GiB machine holds. Each test module starts with none loaded."""
+    loads one); over the e2e tier that would be every bundled model, on each engine and context
+    size, at once. Each test module starts with none loaded, so the tier holds at most what one
+    module loads (test_llamacpp.py loads the most: both engines, several context sizes)."""
     yield
     from specedit.models.load import load
 
