@@ -90,9 +90,9 @@ def test_the_copy_bound_counts_each_pass_where_it_sits():
 
 class GrowingTarget:
     """A scripted clock on which a token fed at position c takes base + slope * c seconds:
-    prefill 10 ms + 1 us * c, verify 20 ms + 2 us * c. The first batch takes 5 s more (buffers
-    sized, weights paged in); another process adds 5 s to every second feed of a batch and to
-    the first pass of each three."""
+    prefill 10 ms + 1 us * c, verify 20 ms + 2 us * c. The very first feed takes 5 s more
+    (buffers sized, weights paged in), and another process adds 5 s to the first feed of each
+    later batch and to the first pass of each three."""
 
     def __init__(self) -> None:
         self.now, self.held, self.passes, self.prefills = 0.0, 0, 0, 0
@@ -102,7 +102,7 @@ class GrowingTarget:
 
     def prefill(self, tokens, hidden) -> None:
         self.prefills += 1
-        slow = self.held == 0 or self.prefills % 2 == 0  # the first, and every second feed
+        slow = self.prefills % 2 == 1  # each batch's first feed (the very first pages in)
         self.now += 5.0 if slow else 0.0
         self._feed(self.held, len(tokens) - self.held, 0.01, 1e-6)
         self.held = len(tokens)
@@ -134,6 +134,28 @@ def test_the_floor_costs_are_fitted_over_a_long_context(monkeypatch):
     # The fastest of three passes is placed at the middle one's position: here it is the
     # middle one (the first took 5 s more, the third sits a token further on).
     assert measured.verify == pytest.approx((0.02, 2e-6), rel=1e-6)
+
+
+def test_the_floor_counts_what_a_prompts_first_batch_cost(monkeypatch):
+    """Where a token's cost grows faster the longer the context (as on llama.cpp here), a line
+    fitted over the later batches and carried back to position 0 says a prompt's first tokens
+    cost far less than they did; the first batch is measured, so it counts."""
+    from types import SimpleNamespace
+
+    from specedit.engine import target as targets
+
+    def cost(position: int) -> float:
+        return 0.012 + 2e-9 * position**2
+
+    class Convex(GrowingTarget):
+        def _feed(self, start: int, count: int, base: float, slope: float) -> None:
+            self.now += sum(cost(c) for c in range(start, start + count))
+
+    monkeypatch.setattr(targets, "open_target", lambda model, capacity, reuse=True: Convex())
+    measured = measure_context(SimpleNamespace(config=SimpleNamespace(vocab_size=100)), 2048)
+    first_batch = sum(cost(c) for c in range(512))
+    # Fitted over the last three batches alone, the line said 0.88 of it.
+    assert measured.prompt_seconds(512) > 0.93 * first_batch
 
 
 def test_a_fit_never_says_a_later_token_costs_less():

@@ -211,8 +211,10 @@ def measure_context(
     PROBE_PROMPT tokens, at the default length; each fed BATCH_SAMPLES times, dropped in
     between) and after each time a pass of `widest` tokens (the fastest of PROBE_SAMPLES);
     then fit each cost per token to a line over the middle position of what it fed. Other work
-    on the machine only ever adds time, hence the fastest. The first batch is not counted: it
-    also pages in and sizes what the rest reuse. About twice as long as prefilling `length`
+    on the machine only ever adds time, hence the fastest (which also leaves out the paging in
+    and sizing that the first feed does for the rest). The first batch counts: a token's cost
+    grows faster further on, so a line fitted there and carried back to position 0 can say a
+    prompt's first tokens cost half what they do. About twice as long as prefilling `length`
     tokens takes: the bench measures it once per run, before it times anything."""
     from specedit.engine.target import open_target
 
@@ -245,7 +247,7 @@ def measure_context(
             held += 1
         # the middle pass's middle position: whichever was fastest, within a token of it
         verified.append((held - PROBE_SAMPLES + 1 + (widest - 1) / 2, fastest / widest))
-    return ContextCost(_line(prefilled[1:]), _line(verified[1:]))
+    return ContextCost(_line(prefilled), _line(verified))
 
 
 def _line(points: list[tuple[float, float]]) -> tuple[float, float]:
