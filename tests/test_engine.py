@@ -9,7 +9,7 @@ from transformers import DynamicCache
 
 from specedit.calibrate.preverifier import save
 from specedit.drafting.copy import add_copy, rerank_layer
-from specedit.drafting.kinds import BRANCH
+from specedit.drafting.kinds import BRANCH, MAIN
 from specedit.drafting.preverifier import PreVerifierNet
 from specedit.drafting.registry import ABLATIONS, DRAFT_MODEL_METHODS, METHODS, make_drafter
 from specedit.engine.cache import keep_path
@@ -268,6 +268,40 @@ def test_a_copy_from_the_prompt_stops_at_the_prompt_end():
     memory.extend([7, 8, 9])
     assert add_copy(DraftTree(9), memory, anchor=1, length=10) == [3, 4]
     assert add_copy(DraftTree(9), memory, anchor=4, length=10) == [8, 9]  # within the answer
+
+
+def test_a_copy_from_the_input_stops_at_the_input_end():
+    """The prompt goes on after the input with a closing fence (tokenized otherwise than an
+    answer closes its own) and the instruction: a copy through the input's end was rejected
+    there, at the cost of a wide pass at the end of every answer."""
+    memory = Memory([10, 1, 2, 3, 11, 12])  # the input is 1, 2, 3; then the fence and more
+    memory.extend([1, 2])
+    assert add_copy(DraftTree(2), memory, anchor=2, length=10) == [3, 11, 12]
+    assert add_copy(DraftTree(2), memory, anchor=2, length=10, input_end=4) == [3]
+    assert add_copy(DraftTree(2), memory, anchor=0, length=10, input_end=4) == [1, 2, 3]
+    # after the input (the instruction's words) and in the answer, copies go on as before
+    assert add_copy(DraftTree(2), memory, anchor=4, length=10, input_end=4) == [12]
+    assert add_copy(DraftTree(2), memory, anchor=6, length=10, input_end=4) == [2]
+
+
+@pytest.mark.parametrize("method", ["pld", "adapld-tokens", "pldplus", "adapld"])
+def test_copy_drafters_told_where_the_input_ends_copy_no_further(qwen_tiny, method):
+    from specedit.drafting.registry import DraftSources
+
+    prompt = [5, 6, 7, 8, 9, 50, 51, 52]  # the input, then what follows it in a prompt
+    told = make_drafter(method, qwen_tiny, DraftSources(input_start=0, input_tokens=prompt[:5]))
+    untold = make_drafter(method, qwen_tiny)
+    drafts = []
+    for drafter in (told, untold):
+        memory = Memory(prompt, drafter.hidden_layers)
+        memory.extend([6, 7])
+        if drafter.hidden_layers:  # the states a hidden-state drafter compares
+            with torch.no_grad():
+                out = qwen_tiny(torch.tensor([memory.tokens[:-1]]), output_hidden_states=True)
+            memory.store_hidden(out.hidden_states, list(range(len(memory) - 1)))
+        tree = drafter.propose(memory, 16)
+        drafts.append([tree.token(n) for n in range(1, len(tree)) if tree.kind(n) == MAIN])
+    assert drafts == [[8, 9], [8, 9, 50, 51, 52]]
 
 
 @pytest.mark.parametrize("method", ["ar", "pld", "pool"])

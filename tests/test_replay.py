@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from specedit.bench.replay import ReplayError, replay_answer, replay_run, replayable
 from specedit.cli import app
-from specedit.drafting.registry import make_drafter
+from specedit.drafting.registry import DraftSources, make_drafter
 from specedit.engine.cost import ContextCost, PassCost
 from specedit.engine.session import generate
 
@@ -21,21 +21,26 @@ FLAT = ContextCost(prefill=(0.01, 0.0), verify=(0.02, 0.0))
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 @pytest.mark.parametrize("method", ["pld", "adapld-tokens", "ar"])
-def test_a_replay_drafts_as_the_engine_did(qwen_tiny, seed, method):
+@pytest.mark.parametrize("input_span", [None, (0, 24)])
+def test_a_replay_drafts_as_the_engine_did(qwen_tiny, seed, method, input_span):
     """The engine's passes on a real model and the replay's on its answer are the same: as
-    many, as wide, as much accepted."""
+    many, as wide, as much accepted; with the input's place in the prompt as the edit told
+    its drafter (copies from the input end with it)."""
     prompt = repeating_prompt(seed)
+    sources = None
+    if input_span:
+        sources = DraftSources(input_span[0], prompt[input_span[0] : input_span[1]])
     widths: list[int] = []
     result = generate(
         qwen_tiny,
         prompt,
-        make_drafter(method, qwen_tiny),
+        make_drafter(method, qwen_tiny, sources),
         max_new_tokens=48,
         pass_cost=STEEP,
         on_step=lambda step: widths.append(1 + step.drafted),
     )
     assert result.stop_reason == "length"  # the budgets match up to the last token
-    replayed = replay_answer(method, prompt, result.tokens, STEEP)
+    replayed = replay_answer(method, prompt, result.tokens, STEEP, input_span)
     stats = result.stats
     assert replayed.widths == widths
     assert (replayed.drafted, replayed.accepted) == (stats.drafted_tokens, stats.accepted_tokens)

@@ -27,7 +27,13 @@ from rich.console import Console
 from rich.table import Table
 
 from specedit.bench.setups import costed_on
-from specedit.drafting.registry import ABLATIONS, DRAFT_MODEL_METHODS, METHODS, make_drafter
+from specedit.drafting.registry import (
+    ABLATIONS,
+    DRAFT_MODEL_METHODS,
+    METHODS,
+    DraftSources,
+    make_drafter,
+)
 from specedit.engine.cost import ContextCost, PassCost, size
 from specedit.engine.memory import Memory
 from specedit.engine.options import MAX_DRAFT
@@ -89,11 +95,22 @@ class Passes:
         )
 
 
-def replay_answer(method: str, prompt: list[int], answer: list[int], passes: PassCost) -> Passes:
+def replay_answer(
+    method: str,
+    prompt: list[int],
+    answer: list[int],
+    passes: PassCost,
+    input_span: tuple[int, int] | None = None,
+) -> Passes:
     """The passes of `method` drafting `answer` after `prompt`, as the engine's loop would
     (engine/session.py's `generate`; tests/test_replay.py holds the two to the same passes on
-    a real model) with the model choosing `answer`'s tokens, its drafts sized by `passes`."""
-    drafter = make_drafter(method, TOKENS_ONLY_MODEL)
+    a real model) with the model choosing `answer`'s tokens, its drafts sized by `passes`;
+    where the input lies in the prompt (`input_span`) as the edit told its drafter."""
+    sources = None
+    if input_span:
+        start, end = input_span
+        sources = DraftSources(input_start=start, input_tokens=prompt[start:end])
+    drafter = make_drafter(method, TOKENS_ONLY_MODEL, sources)
     memory = Memory(prompt)
     replayed = Passes([], [], 0, 0)
     done = 0
@@ -149,7 +166,7 @@ def replay_run(recording: Path, methods: list[str]) -> list[Replayed]:
         prompt, answer = row["prompt_ids"], row["tokens"]
         bound = min(c.copy_bound(prompt, answer, passes) for c in contexts)
         for method in methods:
-            replayed = replay_answer(method, prompt, answer, passes)
+            replayed = replay_answer(method, prompt, answer, passes, row.get("input_span"))
             seconds = min(replayed.seconds(len(prompt), passes, c) for c in contexts)
             results.append(
                 Replayed(

@@ -306,6 +306,7 @@ def _run_setup(
         prompt_tokens=len(prepared.prompt.ids),
     )
     row.tokens, row.prompt_ids = run.tokens, prepared.prompt.ids
+    row.input_span = [prepared.prompt.input_start, prepared.prompt.input_end]
     if run.stats:
         row.relaxed = run.stats.relaxed_tokens
         row.reuse = {

@@ -48,6 +48,7 @@ class Row:
     copy_bound_seconds: float | None = None
     tokens: list[int] = field(default_factory=list, repr=False)  # compared with `ar`'s
     prompt_ids: list[int] = field(default_factory=list, repr=False)  # of a single generation
+    input_span: list[int] = field(default_factory=list, repr=False)  # the input's, in prompt_ids
 
     @property
     def cut_off(self) -> bool:

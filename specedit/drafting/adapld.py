@@ -113,8 +113,10 @@ class AdaPLD(Drafter):
         hnsw: bool = True,
         branch_below: int = 16,
         tokens_only: bool = False,
+        input_end: int | None = None,
     ) -> None:
         num_layers = model.config.num_hidden_layers
+        self.input_end = input_end  # where a copy from the input ends (copy.add_copy)
         self.tokens_only = tokens_only
         self.final = num_layers  # hidden_states[num_layers] is the normed state the head reads
         if tokens_only:
@@ -172,7 +174,8 @@ class AdaPLD(Drafter):
                 length = self.length.length(memory, anchor, available)
             else:
                 length = min(self.max_copy, available)
-            main = add_copy(tree, memory, anchor, min(length, budget), self.confidence)
+            length = min(length, budget)
+            main = add_copy(tree, memory, anchor, length, self.confidence, self.input_end)
 
         # Branch only where the copy is unsure: on a CPU every drafted node adds verify compute,
         # and a long confident copy rarely leaves room for an alternative.

@@ -141,11 +141,13 @@ class Hybrid(Drafter):
         lora: bool = False,
         pass_cost: PassCost | None = None,
         draft_cost: PassCost | None = None,
+        input_end: int | None = None,
     ) -> None:
         reads_model = not reads_tokens_only(model)  # its hidden states and weights
         if lora and not reads_model:
             raise ValueError("online alignment trains the draft model's weights: torch only")
-        self.copier = AdaPLD(model, tokens_only=not reads_model) if copy else None
+        copier = AdaPLD(model, tokens_only=not reads_model, input_end=input_end)
+        self.copier = copier if copy else None
         self.final = model.config.num_hidden_layers  # the normed state the target's head reads
         learns = reads_model and (vocabulary == "dynamic" or lora)  # from its final states
         # The target's LM-head index (the copier's own): the target's top tokens at a position.

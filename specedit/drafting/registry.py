@@ -31,6 +31,11 @@ class DraftSources:
     draft: LoadedModel | None = None
     pass_cost: PassCost | None = None
 
+    @property
+    def input_end(self) -> int | None:
+        """Where the input ends in the prompt (None: not known), where copies from it end."""
+        return self.input_start + len(self.input_tokens) if self.input_tokens else None
+
 
 def _ar(model, sources: DraftSources) -> Drafter:
     from specedit.engine.drafter import Drafter
@@ -42,21 +47,23 @@ def _pld(model, sources: DraftSources, sized: bool = True) -> Drafter:
     from specedit.drafting.copy import CopyDrafter, NgramRanker
     from specedit.drafting.length import AgreementLength
 
-    return CopyDrafter("pld", NgramRanker(), confidence=AgreementLength() if sized else None)
+    confidence = AgreementLength() if sized else None
+    return CopyDrafter("pld", NgramRanker(), confidence=confidence, input_end=sources.input_end)
 
 
 def _pldplus(model, sources: DraftSources) -> Drafter:
     from specedit.drafting.copy import CopyDrafter, HiddenStateRanker, rank_layer
 
     ranker = HiddenStateRanker(model.config.num_hidden_layers, rank_layer(model))
-    return CopyDrafter("pldplus", ranker)
+    return CopyDrafter("pldplus", ranker, input_end=sources.input_end)
 
 
 def _pldplus_attention(model, sources: DraftSources) -> Drafter:
     from specedit.drafting.copy import CopyDrafter
     from specedit.drafting.heads import AttentionRanker
 
-    return CopyDrafter("pldplus-attn", AttentionRanker(model))  # needs `specedit calibrate`
+    ranker = AttentionRanker(model)  # needs `specedit calibrate`
+    return CopyDrafter("pldplus-attn", ranker, input_end=sources.input_end)
 
 
 def _adapld(model, sources: DraftSources, tokens_only: bool | None = None, **options) -> Drafter:
@@ -64,7 +71,7 @@ def _adapld(model, sources: DraftSources, tokens_only: bool | None = None, **opt
 
     if tokens_only is None:  # the ablations adapld-tokens and adapld-states say which
         tokens_only = reads_tokens_only(model)
-    return AdaPLD(model, tokens_only=tokens_only, **options)
+    return AdaPLD(model, tokens_only=tokens_only, input_end=sources.input_end, **options)
 
 
 def _pool(model, sources: DraftSources) -> Drafter:
@@ -87,7 +94,9 @@ def _evospec(model, sources: DraftSources, **options) -> Drafter:
     if sources.pass_cost is not None and options.get("copy", True):
         options = {**options, "pass_cost": sources.pass_cost}
         options["draft_cost"] = sources.draft.pass_cost()
-    return Hybrid(model, sources.draft, sources.input_tokens, **options)
+    return Hybrid(
+        model, sources.draft, sources.input_tokens, input_end=sources.input_end, **options
+    )
 
 
 # Each factory takes the model (drafters size themselves to it) and the draft sources.
