@@ -146,8 +146,9 @@ class Hybrid(Drafter):
         reads_model = not reads_tokens_only(model)  # its hidden states and weights
         if lora and not reads_model:
             raise ValueError("online alignment trains the draft model's weights: torch only")
-        copier = AdaPLD(model, tokens_only=not reads_model, input_end=input_end)
-        self.copier = copier if copy else None
+        self.copier = (
+            AdaPLD(model, tokens_only=not reads_model, input_end=input_end) if copy else None
+        )
         self.final = model.config.num_hidden_layers  # the normed state the target's head reads
         learns = reads_model and (vocabulary == "dynamic" or lora)  # from its final states
         # The target's LM-head index (the copier's own): the target's top tokens at a position.
