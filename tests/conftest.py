@@ -71,6 +71,27 @@ def repeating_prompt(seed: int, vocab: int = 96) -> list[int]:
     return base + base[:12] + noise + base
 
 
+# A prompt whose input is its first five tokens, then what follows an input in a prompt (the
+# closing fence, the instruction), and an answer that has copied the input's 6, 7 so far.
+INPUT_THEN_MORE = [5, 6, 7, 8, 9, 50, 51, 52]
+
+
+def main_copy_after(drafter, model, prompt: list[int], answer: list[int]) -> list[int]:
+    """The main copy `drafter` proposes after `prompt` and `answer`, with the states of `model`
+    stored where the drafter compares them."""
+    from specedit.drafting.kinds import MAIN
+    from specedit.engine.memory import Memory
+
+    memory = Memory(prompt, drafter.hidden_layers)
+    memory.extend(answer)
+    if drafter.hidden_layers:
+        with torch.no_grad():
+            out = model(torch.tensor([memory.tokens[:-1]]), output_hidden_states=True)
+        memory.store_hidden(out.hidden_states, list(range(len(memory) - 1)))
+    tree = drafter.propose(memory, 16)
+    return [tree.token(n) for n in range(1, len(tree)) if tree.kind(n) == MAIN]
+
+
 def greedy_reference(model, prompt: list[int], max_new_tokens: int, eos: int | None = None):
     """Plain greedy `generate` on the model's device: the tokens every strict method must
     reproduce."""

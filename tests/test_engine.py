@@ -4,12 +4,19 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import draft_sources, greedy_reference, repeating_prompt, tiny_model
+from conftest import (
+    INPUT_THEN_MORE,
+    draft_sources,
+    greedy_reference,
+    main_copy_after,
+    repeating_prompt,
+    tiny_model,
+)
 from transformers import DynamicCache
 
 from specedit.calibrate.preverifier import save
 from specedit.drafting.copy import add_copy, rerank_layer
-from specedit.drafting.kinds import BRANCH, MAIN
+from specedit.drafting.kinds import BRANCH
 from specedit.drafting.preverifier import PreVerifierNet
 from specedit.drafting.registry import ABLATIONS, DRAFT_MODEL_METHODS, METHODS, make_drafter
 from specedit.engine.cache import keep_path
@@ -288,20 +295,11 @@ def test_a_copy_from_the_input_stops_at_the_input_end():
 def test_copy_drafters_told_where_the_input_ends_copy_no_further(qwen_tiny, method):
     from specedit.drafting.registry import DraftSources
 
-    prompt = [5, 6, 7, 8, 9, 50, 51, 52]  # the input, then what follows it in a prompt
+    prompt = INPUT_THEN_MORE
     told = make_drafter(method, qwen_tiny, DraftSources(input_start=0, input_tokens=prompt[:5]))
     untold = make_drafter(method, qwen_tiny)
-    drafts = []
-    for drafter in (told, untold):
-        memory = Memory(prompt, drafter.hidden_layers)
-        memory.extend([6, 7])
-        if drafter.hidden_layers:  # the states a hidden-state drafter compares
-            with torch.no_grad():
-                out = qwen_tiny(torch.tensor([memory.tokens[:-1]]), output_hidden_states=True)
-            memory.store_hidden(out.hidden_states, list(range(len(memory) - 1)))
-        tree = drafter.propose(memory, 16)
-        drafts.append([tree.token(n) for n in range(1, len(tree)) if tree.kind(n) == MAIN])
-    assert drafts == [[8, 9], [8, 9, 50, 51, 52]]
+    assert main_copy_after(told, qwen_tiny, prompt, [6, 7]) == [8, 9]
+    assert main_copy_after(untold, qwen_tiny, prompt, [6, 7]) == [8, 9, 50, 51, 52]
 
 
 @pytest.mark.parametrize("method", ["ar", "pld", "pool"])

@@ -10,7 +10,14 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 import torch
-from conftest import IdTokenizer, draft_sources, greedy_reference, repeating_prompt
+from conftest import (
+    INPUT_THEN_MORE,
+    IdTokenizer,
+    draft_sources,
+    greedy_reference,
+    main_copy_after,
+    repeating_prompt,
+)
 
 from specedit.drafting import DrafterUnavailable, cooccurrence
 from specedit.drafting.arc import ARC
@@ -108,19 +115,12 @@ def test_the_hybrid_copies_while_copies_hold_and_adds_a_chain_after_a_rejection(
 
 def test_the_hybrids_copies_from_the_input_end_with_it(target, stranger):
     """Its copier is AdaPLD's, told where the input ends as AdaPLD is (copy.add_copy)."""
-    prompt = [5, 6, 7, 8, 9, 50, 51, 52]  # the input, then what follows it in a prompt
+    prompt = INPUT_THEN_MORE
     draft = SimpleNamespace(model=stranger, tokenizer=IdTokenizer())
-    drafts = []
-    for sources in (DraftSources(0, prompt[:5], draft=draft), DraftSources(draft=draft)):
-        drafter = make_drafter("evospec", target, sources)
-        memory = Memory(prompt, drafter.hidden_layers)
-        memory.extend([6, 7])
-        with torch.no_grad():
-            out = target(torch.tensor([memory.tokens[:-1]]), output_hidden_states=True)
-        memory.store_hidden(out.hidden_states, list(range(len(memory) - 1)))
-        tree = drafter.propose(memory, 16)
-        drafts.append([tree.token(n) for n in range(1, len(tree)) if tree.kind(n) == MAIN])
-    assert drafts == [[8, 9], [8, 9, 50, 51, 52]]
+    told = make_drafter("evospec", target, DraftSources(0, prompt[:5], draft=draft))
+    untold = make_drafter("evospec", target, DraftSources(draft=draft))
+    assert main_copy_after(told, target, prompt, [6, 7]) == [8, 9]
+    assert main_copy_after(untold, target, prompt, [6, 7]) == [8, 9, 50, 51, 52]
 
 
 def test_arc_keeps_its_capacity_and_frequent_keys_survive_a_scan():
