@@ -29,11 +29,15 @@ from specedit.engine.llamacpp import GgufModel
 from specedit.models.load import load
 
 SIZES = (1, 2, 4, 8, 16, 32, 64)
-TYPES = {"q8_0": ("LLAMA_FTYPE_MOSTLY_Q8_0", False), "bf16": ("LLAMA_FTYPE_MOSTLY_BF16", False)}
-TYPES["pure-q4_k"] = ("LLAMA_FTYPE_MOSTLY_Q4_K_M", True)  # every tensor Q4_K, none Q6_K
+# Other weight types, as llama.cpp's file type and whether every tensor takes it (`pure`).
+TYPES = {
+    "q8_0": ("LLAMA_FTYPE_MOSTLY_Q8_0", False),
+    "bf16": ("LLAMA_FTYPE_MOSTLY_BF16", False),
+    "pure-q4_k": ("LLAMA_FTYPE_MOSTLY_Q4_K_M", True),  # every tensor Q4_K, none Q6_K
+}
 
 
-def opened(name: str, threads: int) -> GgufModel:
+def gguf_model(name: str, threads: int) -> GgufModel:
     return load(name, engine="llama.cpp", threads=threads).model
 
 
@@ -79,7 +83,7 @@ def main() -> None:
     parser.add_argument("--draft", help="a draft model to set against the target's curve")
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     args = parser.parse_args()
-    model = opened(args.model, args.threads)
+    model = gguf_model(args.model, args.threads)
     target = curve(args.model, model, args.threads)
     if args.types:
         with tempfile.TemporaryDirectory() as folder:
@@ -89,7 +93,7 @@ def main() -> None:
                 curve(kind, same, args.threads)
                 same.close()
     if args.draft:
-        step = curve(args.draft, opened(args.draft, args.threads), args.threads)(1)
+        step = curve(args.draft, gguf_model(args.draft, args.threads), args.threads)(1)
         length, gain = best_chain(target, step)
         print(
             f"draft step {step * 1000:.0f} ms against a {target(1) * 1000:.0f} ms pass: at best "

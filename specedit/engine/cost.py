@@ -214,7 +214,7 @@ def measure_context(
     on the machine only ever adds time, hence the fastest (which also leaves out the paging in
     and sizing that the first feed does for the rest). The first batch counts: a token's cost
     grows faster further on, so a line fitted there and carried back to position 0 can say a
-    prompt's first tokens cost half what they do. About twice as long as prefilling `length`
+    prompt's first tokens cost far less than they do. About twice as long as prefilling `length`
     tokens takes: the bench measures it once per run, before it times anything."""
     from specedit.engine.target import open_target
 
