@@ -21,6 +21,7 @@ from specedit.cli.exits import Exit
 from specedit.cli.options import DEFAULT_SAMPLES, edit_options
 from specedit.cli.startup import choose_engine, interruptible, load_model
 from specedit.cli.tools import bench, calibrate, models_app, serve
+from specedit.cli.trust import trust_command
 from specedit.console import error
 from specedit.drafting.registry import (
     DRAFT_MODEL_METHODS,
@@ -172,7 +173,7 @@ def _run_edits(
 
         with interruptible():
             try:
-                editor = connect(options["server"])
+                editor = connect(options["server"], _api_key(options))
             except EditorUnavailable as exc:
                 error(str(exc))
                 raise typer.Exit(Exit.MODEL) from None
@@ -213,6 +214,19 @@ def _run_edits(
                 ),
             )
     raise typer.Exit(code)
+
+
+def _api_key(options: dict) -> str | None:
+    """The key the user gave for --server: --api-key (SPECEDIT_API_KEY), or OPENAI_API_KEY
+    where asked by --send-openai-key; never a key the user did not name for it."""
+    if options["api_key"]:
+        return options["api_key"]
+    if options["send_openai_key"]:
+        if not os.environ.get("OPENAI_API_KEY"):
+            error("--send-openai-key: OPENAI_API_KEY is not set")
+            raise typer.Exit(Exit.INPUT)
+        return os.environ["OPENAI_API_KEY"]
+    return None
 
 
 def _read_inputs(files: list[str]) -> tuple[dict[str, Source], set[str]]:
@@ -382,8 +396,10 @@ def main(
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version.")
     ] = False,
 ) -> None:
-    """Settings come from [tool.specedit] in pyproject.toml or a .specedit.toml at the project
-    root, then SPECEDIT_* environment variables, then flags."""
+    """Settings come from ~/.config/specedit/config.toml, then [tool.specedit] in
+    pyproject.toml or a .specedit.toml at the project root (a command, a server, files to
+    write or the model only once `specedit trust` is run there), then SPECEDIT_* environment
+    variables, then flags."""
     from specedit.cli.settings import SettingsError, default_map, find_settings
     from specedit.console import warning
 
@@ -392,7 +408,7 @@ def main(
         settings = find_settings()
         for message in settings.warnings:
             warning(message)
-        ctx.default_map = default_map(settings.values, commands, settings.source)
+        ctx.default_map = default_map(settings, commands)
     except SettingsError as exc:
         error(str(exc))
         raise typer.Exit(Exit.INPUT) from None
@@ -401,6 +417,7 @@ def main(
 app.command()(bench)
 app.command()(calibrate)
 app.command()(serve)
+app.command("trust")(trust_command)
 app.add_typer(models_app, name="models")
 
 

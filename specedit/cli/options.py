@@ -213,5 +213,22 @@ def edit_options(
             env="SERVER",
         ),
     ] = None,
+    api_key: Annotated[
+        str | None,
+        opt(
+            "--api-key",
+            help="The key --server wants (sent as a bearer token; never over plain http to "
+            "another machine).",
+            env="API_KEY",
+            show_envvar=True,
+        ),
+    ] = None,
+    send_openai_key: Annotated[
+        bool,
+        opt(
+            "--send-openai-key",
+            help="Send OPENAI_API_KEY to --server when no --api-key is given (a hosted API).",
+        ),
+    ] = False,
 ) -> None:
     """The options every editing command shares (declared once; commands._command adds them)."""

@@ -14,12 +14,13 @@ side never loads torch.
 from __future__ import annotations
 
 import json
-import os
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator
 
+from specedit.console import warning
 from specedit.drafting.registry import DEFAULT_METHOD
 from specedit.editing import prompts
 from specedit.editing.editor import (
@@ -36,6 +37,7 @@ from specedit.editing.editor import (
 from specedit.editing.prompts import EditPrompt
 from specedit.engine.events import Generation, Stats, Step
 from specedit.engine.options import Sampling
+from specedit.server.hosts import is_loopback
 from specedit.server.protocol import EditAnswer, prompt_from, read_step, to_body
 
 
@@ -58,13 +60,12 @@ class ServerRefused(EditorUnavailable):
         self.status = status
 
 
-def _request(url: str, body: dict | None = None, timeout: float | None = None):
-    """Open `url` (POST `body` as JSON if given); errors become EditorUnavailable (ServerRefused
-    when the server answered with an error)."""
+def _request(url: str, body: dict | None = None, timeout: float | None = None, key=None):
+    """Open `url` (POST `body` as JSON if given) with `key` as its bearer token; errors become
+    EditorUnavailable (ServerRefused when the server answered with an error)."""
     data = None if body is None else json.dumps(body).encode()
     headers = {"Content-Type": "application/json"}
-    key = os.environ.get("SPECEDIT_API_KEY") or os.environ.get("OPENAI_API_KEY")
-    if key:  # hosted APIs want one, and `specedit serve --api-key`
+    if key:
         headers["Authorization"] = f"Bearer {key}"
     request = urllib.request.Request(url, data=data, headers=headers)
     try:
@@ -75,7 +76,7 @@ def _request(url: str, body: dict | None = None, timeout: float | None = None):
         except (ValueError, KeyError, TypeError):
             message = exc.reason
         if exc.code == 401:
-            message += "; set SPECEDIT_API_KEY to the server's key"
+            message += "; give the server's key with --api-key or SPECEDIT_API_KEY"
         raise ServerRefused(
             f"the server at {url} refused the request: {message}", exc.code
         ) from None
@@ -86,28 +87,50 @@ def _request(url: str, body: dict | None = None, timeout: float | None = None):
         ) from None
 
 
-def connect(url: str) -> Editor:
-    """The editor for the server at `url`: `specedit serve`'s own, else chat completions."""
+def sendable_key(url: str, key: str | None) -> str | None:
+    """`key`, unless it would cross the network in clear text: plain http to a host other than
+    this machine gets no key (a warning says so; https or a loopback address does)."""
+    if not key:
+        return None
+    address = urllib.parse.urlsplit(url)
+    if address.scheme == "http" and not is_loopback(address.hostname or ""):
+        warning(
+            f"not sending the API key to {address.hostname} over plain http, where anyone on "
+            "the way could read it: use https"
+        )
+        return None
+    return key
+
+
+def connect(url: str, api_key: str | None = None) -> Editor:
+    """The editor for the server at `url`: `specedit serve`'s own, else chat completions.
+    `api_key` is what the user gave (--api-key, SPECEDIT_API_KEY); no other key is sent."""
     url = url.rstrip("/").removesuffix("/v1")
+    key = sendable_key(url, api_key)
     try:
-        with _request(url + "/v1/specedit/status", timeout=10) as answer:
+        with _request(url + "/v1/specedit/status", timeout=10, key=key) as answer:
             status = json.loads(answer.read())
             return RemoteEditor(
-                url, status.get("method", DEFAULT_METHOD), status.get("engine", "server")
+                url, status.get("method", DEFAULT_METHOD), status.get("engine", "server"), key
             )
     except ServerRefused as refused:  # a server, but not specedit's (unless it wants a key)
         if refused.status == 401:
             raise
-        return OpenAIEditor(url)
+        return OpenAIEditor(url, api_key=key)
 
 
 class RemoteEditor:
     """Sends each edit to `specedit serve` at `url` and replays its stream of engine steps."""
 
     def __init__(
-        self, url: str, default_method: str = DEFAULT_METHOD, engine: str = "server"
+        self,
+        url: str,
+        default_method: str = DEFAULT_METHOD,
+        engine: str = "server",
+        api_key: str | None = None,
     ) -> None:
         self.url = url.rstrip("/")
+        self.api_key = api_key
         self.default_method = default_method  # the server's, for its model and engine
         self.engine = engine
         self._bytes: dict[int, bytes] = {}  # token -> the bytes the server's tokenizer gives it
@@ -130,7 +153,7 @@ class RemoteEditor:
     ) -> EditResult:
         body = to_body(request, stream=True).model_dump(mode="json")
         prompt = None
-        with _request(self.url + "/v1/specedit/edit", body) as response:
+        with _request(self.url + "/v1/specedit/edit", body, key=self.api_key) as response:
             for event in _events(response):
                 kind = event["type"]
                 if kind == "start":
@@ -157,8 +180,9 @@ class OpenAIEditor:
     file as `prediction` (servers that support it draft from it), the answer's code block as the
     edit. No engine steps come back, so the dashboard shows the input and the final stats."""
 
-    def __init__(self, url: str, model: str | None = None) -> None:
+    def __init__(self, url: str, model: str | None = None, api_key: str | None = None) -> None:
         self.url = url.rstrip("/").removesuffix("/v1")
+        self.api_key = api_key
         self.model = model
         self.startup: dict[str, float] = {}
         self.default_method = DEFAULT_METHOD  # reported only: the server drafts as it does
@@ -169,7 +193,7 @@ class OpenAIEditor:
 
     def _model(self) -> str:
         if self.model is None:
-            with _request(self.url + "/v1/models", timeout=30) as response:
+            with _request(self.url + "/v1/models", timeout=30, key=self.api_key) as response:
                 self.model = json.loads(response.read())["data"][0]["id"]
         return self.model
 
@@ -240,7 +264,7 @@ class OpenAIEditor:
             "max_tokens": max_tokens,
             **({"seed": sampling.seed} if sampling.seed is not None else {}),
         }
-        with _request(self.url + "/v1/chat/completions", payload) as response:
+        with _request(self.url + "/v1/chat/completions", payload, key=self.api_key) as response:
             answer = json.loads(response.read())
         return {**answer["choices"][0], "usage": answer.get("usage") or {}}
 
