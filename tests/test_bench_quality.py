@@ -108,6 +108,27 @@ def test_summary_counts_passes_by_group_and_failures_by_kind():
     assert [r.cut_off for r in rows] == [False, True, True, False]
 
 
+def test_the_tables_are_markdown_at_full_width_when_stdout_is_not_a_terminal():
+    """Piped or in a CI log, each row whole, in a table Markdown and `column -t` can read;
+    rich would cut every column to fit 80 characters (`ada…`)."""
+    import io
+
+    from rich.console import Console
+
+    from specedit.bench.report import print_tables
+
+    label = "adapld-tokens~conditional@tools/prompt-variants/instruction-first"
+    rows = [Row("fix-posixpath-commonpath-var", label, 10, 1.0, 2, group="bug", passed=True)]
+    out = io.StringIO()
+    print_tables(Console(file=out, width=80), rows, summarize(rows, [label]), [label])
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith("specedit bench (speedup = ")
+    row = next(line for line in lines if "fix-posixpath-commonpath-var" in line)
+    cells = [cell.strip() for cell in row.strip("|").split("|")]
+    assert cells[:3] == ["fix-posixpath-commonpath-var", label, "pass"]
+    assert "summary over tasks" in lines and "…" not in out.getvalue()
+
+
 def test_the_named_region_is_the_first_definition_the_instruction_names():
     """As a user who names the misbehaving function would pass it to --lines; a name that the
     input does not define (a value, another module's function) is passed over."""

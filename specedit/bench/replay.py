@@ -26,6 +26,7 @@ from types import SimpleNamespace
 from rich.console import Console
 from rich.table import Table
 
+from specedit.bench.report import show
 from specedit.bench.setups import costed_on
 from specedit.drafting.registry import (
     ABLATIONS,
@@ -201,7 +202,7 @@ def print_replay(console: Console, results: list[Replayed], methods: list[str]) 
             str(r.accepted),
             f"{r.times_copy_bound:.2f}x",
         )
-    console.print(table)
+    show(console, table)
     first = methods[0]
     totals = Table(title=f"summary over tasks (vs {first}: its total seconds over each's)")
     for column in ("method", "total s", f"vs {first}", "median x copy", "passes", "drafted"):
@@ -217,4 +218,4 @@ def print_replay(console: Console, results: list[Replayed], methods: list[str]) 
             str(sum(r.passes for r in mine)),
             str(sum(r.drafted for r in mine)),
         )
-    console.print(totals)
+    show(console, totals)

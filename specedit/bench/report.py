@@ -9,6 +9,7 @@ from collections import Counter
 from dataclasses import asdict
 
 import torch
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
@@ -106,6 +107,19 @@ def summarize(rows: list[Row], methods: list[str]) -> dict[str, dict]:
     return summary
 
 
+def show(console: Console, table: Table) -> None:
+    """On a terminal, the table as rich draws it; in a file or a CI log, as a Markdown table at
+    full width, its title a line above it: rich would cut every column to fit 80 characters."""
+    if console.is_terminal:
+        show(console, table)
+        return
+    plain = Console(file=console.file, width=1_000_000, no_color=True, highlight=False)
+    if table.title:
+        plain.print(f"{table.title}\n", markup=False)
+    table.title, table.box, table.show_edge = None, box.MARKDOWN, True
+    plain.print(table)
+
+
 def _x(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}x"
 
@@ -152,7 +166,7 @@ def print_tables(console: Console, rows: list[Row], summary: dict, methods: list
             "-" if row.unrequested is None else str(row.unrequested),
             "-" if row.dropped is None else str(row.dropped),
         )
-    console.print(table)
+    show(console, table)
     totals = Table(title="summary over tasks")
     for column in (
         "setup",
@@ -193,7 +207,7 @@ def print_tables(console: Console, rows: list[Row], summary: dict, methods: list
             f"{s['mean_accepted']:.2f}",
             s["identical"],
         )
-    console.print(totals)
+    show(console, totals)
     reuse = Table(title="reuse: where accepted tokens came from (passes by accepted path)")
     for column in (
         "method",
@@ -215,7 +229,7 @@ def print_tables(console: Console, rows: list[Row], summary: dict, methods: list
                 or "-",
             )
     if reuse.rows:  # none when no setup ran the engine (merges, baselines)
-        console.print(reuse)
+        show(console, reuse)
     references = [m for m in LLAMA_CPP_METHODS if f"wall_over_{m}" in summary[methods[0]]]
     if references:
         versus = Table(title="against llama.cpp: how many times faster the whole edit is")
@@ -226,7 +240,7 @@ def print_tables(console: Console, rows: list[Row], summary: dict, methods: list
         for method in methods:
             cells = [summary[method][f"wall_over_{reference}"] for reference in references]
             versus.add_row(method, *[v for c in cells for v in (_x(c["median"]), c["faster"])])
-        console.print(versus)
+        show(console, versus)
 
 
 def report(
