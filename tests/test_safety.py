@@ -67,6 +67,33 @@ def test_broken_data_files_are_named(language, good, bad, message):
     assert message in problem
 
 
+DEEP = 100_000  # levels of nesting: past every recursive parser's stack
+
+
+@pytest.mark.parametrize(
+    "language,name,good,deep",
+    [
+        ("python", "Python", "x = 1\n", "x = " + "-" * DEEP + "1\n"),  # the parser's MemoryError
+        ("python", "Python", "x = a\n", "x = a" + "[0]" * DEEP + "\n"),  # ast's RecursionError
+        ("json", "JSON", "[1]\n", "[" * DEEP + "]" * DEEP + "\n"),
+        ("toml", "TOML", "a = [1]\n", "a = " + "[" * DEEP + "]" * DEEP + "\n"),
+        ("yaml", "YAML", "a: [1]\n", "a: " + "[" * DEEP + "]" * DEEP + "\n"),
+    ],
+)
+def test_text_nested_too_deeply_to_parse_is_a_verdict_not_a_traceback(language, name, good, deep):
+    assert safety.syntax_error(deep, language) == safety.TOO_DEEP
+    assert safety.problems(deep, good, "flatten it", language) == []  # unparsable input: no check
+    [problem] = safety.problems(good, deep, "nest it", language)
+    assert problem == f"the edit breaks its {name} syntax: nested too deeply to parse"
+
+
+def test_deep_xml_and_deep_stdin_are_a_verdict_too():
+    assert safety.syntax_error("<a>" * DEEP + "</a>" * DEEP, "xml") is None  # expat: no recursion
+    deep = "[" * DEEP + "]" * DEEP + "\n"
+    assert safety.sniff(deep) == ""  # cannot be parsed, so not known to be JSON
+    assert safety.problems(deep, "[]\n", "flatten it", "") == []
+
+
 def test_stdin_is_sniffed_for_json_only():
     assert safety.problems('{"a": 1}\n', '{"a": 1,\n', "add a key", "")  # JSON in, broken out
     assert safety.problems("a: 1\n", "a: [1\n", "edit", "") == []  # YAML is not guessed

@@ -53,6 +53,7 @@ def test_python_whose_code_is_unchanged_is_unchanged_unless_the_prose_was_asked_
     assert selection.same_code(documented, quoted) and selection.same_code(documented, commented)
     assert not selection.same_code(documented, documented.replace("*", "/"))
     assert not selection.same_code(documented, BROKEN)
+    assert not selection.same_code(documented, "x = a" + "[0]" * 100_000 + "\n")  # too deep
 
 
 def test_an_answer_the_safety_checks_refuse_is_not_acceptable():

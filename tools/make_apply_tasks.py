@@ -32,6 +32,7 @@ import importlib
 import inspect
 import json
 import re
+import warnings
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -212,7 +213,9 @@ def snippet(
 
 
 def module_tasks(module_name: str, number: int) -> list[Task]:
-    source = inspect.getsource(importlib.import_module(module_name))
+    with warnings.catch_warnings():  # `chunk` and `imghdr` are deprecated: read, never used
+        warnings.simplefilter("ignore", DeprecationWarning)
+        source = inspect.getsource(importlib.import_module(module_name))
     lines = source.splitlines()
     if len(lines) not in LINES:
         raise SystemExit(f"{module_name} has {len(lines)} lines, outside {LINES}")

@@ -6,7 +6,8 @@ speed and for exactness, and `hf-pld` is `generate(prompt_lookup_num_tokens=10)`
 drafter run through the engine. All stop at the same closing fence.
 
 Quality: a task with `tests` passes when its tests pass after the edited text (run in a child
-process, never here); a task with only `expected` passes when the output equals it.
+process, never here, but with the user's rights: nothing is sandboxed); a task with only
+`expected` passes when the output equals it.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from importlib import resources
 from pathlib import Path
 
 import torch
@@ -36,7 +38,8 @@ from specedit.bench.setups import (
     named_region,
     parse_selection,
 )
-from specedit.bench.tasks import Task, TaskError, load_tasks
+from specedit.bench.tasks import SUITES, Task, TaskError, load_tasks
+from specedit.console import warning
 from specedit.drafting.registry import (
     ABLATIONS,
     DRAFT_MODEL_METHODS,
@@ -113,6 +116,7 @@ def run_bench(
         tasks = load_tasks(tasks_file, task_ids, suite)
     except (TaskError, ValueError) as exc:
         raise BenchError(str(exc)) from None
+    _warn_if_foreign(tasks_file, tasks)
     if MERGE in methods and any(task.kind != "apply" for task in tasks):
         raise BenchError(f"{MERGE} merges snippets: it runs on apply tasks (--suite apply)")
     if NAMED in regions and any(task.kind == "apply" for task in tasks):
@@ -210,6 +214,19 @@ def run_bench(
     if json_file:
         json_file.write_text(json.dumps(report(lm, rows, summary, floors, pass_costs)) + "\n")
     return rows
+
+
+def _warn_if_foreign(tasks_file: Path | None, tasks: list[Task]) -> None:
+    """One line on stderr where tests that will run come from a tasks file other than the
+    shipped suites: they run, after the model's answer, as Python with the user's rights."""
+    if tasks_file is None or all(task.tests is None for task in tasks):
+        return
+    bench = Path(str(resources.files("specedit") / "bench"))
+    if Path(tasks_file).resolve() not in {(bench / name).resolve() for name in SUITES.values()}:
+        warning(
+            f"{tasks_file}: its tests run unsandboxed, with your rights, beside code the model "
+            "wrote; run only tasks files you trust"
+        )
 
 
 def _on_engine(lm: LoadedModel, engine: str) -> LoadedModel:

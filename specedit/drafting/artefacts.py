@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from specedit.files import replace_atomically
-from specedit.models.bundled import cache_dir
+from specedit.models.bundled import cache_dir, private_dir
 
 if TYPE_CHECKING:
     from specedit.models.gguf_weights import GgufMatrix
@@ -42,5 +42,5 @@ def keyed_path(folder: str, stem: str, key: str, suffix: str) -> Path:
 
 def save_artefact(path: Path, write: Callable[[Path], None]) -> Path:
     """Write an artefact through `write(temporary path)`, atomically."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(path.parent)
     return replace_atomically(path, write)

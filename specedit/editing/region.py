@@ -22,6 +22,10 @@ DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 # A name an instruction writes in backticks, as `name` or `Class.method` (what `--lines` takes).
 NAME_IN_BACKTICKS = re.compile(r"`([^\W\d]\w*(?:\.[^\W\d]\w*)*)")
 
+# What `ast.parse` raises for a text that is not Python it can read: a syntax error, a NUL
+# byte (ValueError), nesting deeper than its parser's stack (RecursionError, MemoryError).
+UNPARSABLE = (SyntaxError, ValueError, RecursionError, MemoryError)
+
 
 @dataclass(frozen=True)
 class Surroundings:
@@ -128,7 +132,7 @@ class Region:
             raise ValueError(f"--lines {self}: the file ends lines with a lone CR; give numbers")
         try:  # a BOM is no character of the source, and moves no line
             scope: ast.AST = ast.parse(text.removeprefix("\ufeff"))
-        except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:  # NUL, too deep
+        except UNPARSABLE as exc:
             where = f"line {exc.lineno}: {exc.msg}" if isinstance(exc, SyntaxError) else str(exc)
             raise ValueError(
                 f"--lines {self}: a name is looked up in Python source, and this file does not "

@@ -21,7 +21,7 @@ import re
 import tokenize
 
 from specedit.editing.proofread import Correction, applied
-from specedit.editing.region import named_lines
+from specedit.editing.region import UNPARSABLE, named_lines
 
 # "Rename `old` ... to `new`": the first name in backticks after "rename", and the first after
 # the "to" that follows it.
@@ -72,7 +72,7 @@ def finish_rename(original: str, text: str, instruction: str) -> tuple[str, list
         return text, []  # the model began no rename
     try:
         docstrings = _docstrings(text)
-    except (SyntaxError, ValueError):  # ValueError: a null byte
+    except UNPARSABLE:
         return text, []
     # the definitions it names besides the renamed one
     others = instruction.replace(f"`{old}`", "").replace(f"`{new}`", "")
@@ -95,7 +95,7 @@ def finish_rename(original: str, text: str, instruction: str) -> tuple[str, list
     finished = applied(lines, renamed)
     try:
         ast.parse(finished)
-    except (SyntaxError, ValueError):
+    except UNPARSABLE:
         return text, []
     return finished, sorted(renamed, key=lambda c: (c.line, c.start))
 

@@ -93,16 +93,26 @@ def _describe(exc: Exception) -> str:
     return " ".join(str(exc).split())  # TOML and XML name the line in their message
 
 
+# What a text nested deeper than its parser's stack gets instead of the parser's complaint.
+TOO_DEEP = "nested too deeply to parse"
+
+
 def syntax_error(text: str, language: str) -> str | None:
     """The parser's complaint about `text` in `language`, or None if it parses (or there is no
     parser for the language). One leading byte order mark is not part of the text: `ast` and
-    `json` refuse one in a str, so a file saved with a BOM would otherwise never be checked."""
+    `json` refuse one in a str, so a file saved with a BOM would otherwise never be checked.
+
+    json, tomllib and yaml recurse once per level of nesting and Python's parser has a fixed
+    stack, so `[[[...` a hundred thousand deep is a RecursionError or MemoryError, not a
+    complaint: it cannot be parsed, which is TOO_DEEP here rather than a traceback."""
     if language not in PARSERS:
         return None
     try:
         PARSERS[language][1](text.removeprefix("\ufeff"))
     except (SyntaxError, ValueError, yaml.YAMLError, ElementTree.ParseError) as exc:
         return _describe(exc)  # JSONDecodeError and TOMLDecodeError are ValueErrors
+    except (RecursionError, MemoryError):
+        return TOO_DEEP
     return None
 
 
@@ -112,7 +122,7 @@ def sniff(text: str) -> str:
     if text.lstrip()[:1] in ("{", "["):
         try:
             json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):
             return ""
         return "json"
     return ""

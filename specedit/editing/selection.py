@@ -53,7 +53,7 @@ from typing import TypeVar
 from specedit.editing import safety
 from specedit.editing.branches import branch_points, leak_start
 from specedit.editing.editor import EditError, EditRequest, EditResult
-from specedit.editing.region import named_lines
+from specedit.editing.region import UNPARSABLE, named_lines
 from specedit.editing.second_look import first_change
 from specedit.engine.options import Sampling
 
@@ -159,7 +159,7 @@ def same_code(original: str, text: str) -> bool:
     for source in (original, text):
         try:
             tree = ast.parse(source)
-        except (SyntaxError, ValueError):
+        except UNPARSABLE:
             return False
         for node in ast.walk(tree):
             if isinstance(node, _DOCUMENTED) and ast.get_docstring(node, clean=False) is not None:

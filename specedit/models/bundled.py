@@ -4,15 +4,18 @@ packages, in parts), `.gguf` files, and the cache that keeps what is derived fro
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
+import json
 import os
 import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from specedit.console import say
+from specedit.console import say, warning
+from specedit.files import replace_atomically
 
 
 class ModelError(Exception):
@@ -73,8 +76,20 @@ def cache_dir() -> Path:
     return Path(root)
 
 
-def ensure_dir(path: Path) -> Path:
-    path.mkdir(parents=True, exist_ok=True)
+def private_dir(path: Path) -> Path:
+    """Make the cache folder `path`, and each missing folder above it, the user's alone (0700):
+    the cache keeps what the user edits (a prompt head holds a file's first tokens). A cache
+    root that an earlier version made with wider bits is tightened, where it is the user's own
+    and the file system allows. The one way a folder of the cache is made."""
+    for folder in reversed((path, *path.parents)):
+        if not folder.is_dir():
+            folder.mkdir(mode=0o700, exist_ok=True)
+    root = cache_dir()
+    if root == path or root in path.parents:
+        stat = root.stat()
+        if stat.st_mode & 0o077 and hasattr(os, "getuid") and stat.st_uid == os.getuid():
+            with contextlib.suppress(OSError):
+                root.chmod(0o700)
     return path
 
 
@@ -130,19 +145,69 @@ def bundled_gguf(model: BundledModel, work: Path) -> Path:
 def gguf_file(model: str) -> Path:
     """The GGUF file behind `--model`, for engines that run GGUF weights as they are (llama.cpp).
 
-    A bundled model's parts are joined once into the cache and kept, checksum verified; a `.gguf`
+    A bundled model's parts are joined once into the cache and kept, checksum verified, and the
+    kept file is checked at every load (`_joined_mismatch`): one that no longer matches is
+    joined again, and where its parts are gone or damaged the join's error says so. A `.gguf`
     path is itself. A folder or hub id has no GGUF file.
     """
     if model in BUNDLED:
         bundled = BUNDLED[model]
         if bundled.single_file:
             return bundled_gguf(bundled, cache_dir())
-        target = ensure_dir(cache_dir() / "gguf") / f"{model}.gguf"
-        if not target.is_file():
-            with tempfile.TemporaryDirectory(dir=target.parent) as work:
-                bundled_gguf(bundled, Path(work)).rename(target)  # whole, or not at all
+        target = private_dir(cache_dir() / "gguf") / f"{model}.gguf"
+        if (mismatch := _joined_mismatch(bundled, target)) is None:
+            return target
+        if target.exists():
+            warning(f"the cached weights of {model} {mismatch}: joining its parts again")
+        for stale in (target, _record_path(target)):  # a failed join leaves neither behind
+            stale.unlink(missing_ok=True)
+        with tempfile.TemporaryDirectory(dir=target.parent) as work:
+            bundled_gguf(bundled, Path(work)).replace(target)  # whole, or not at all
+        _record_join(bundled, target)
         return target
     path = Path(model).expanduser()
     if path.suffix == ".gguf" and path.is_file():
         return path
     raise ModelError(f"{model!r} is not a GGUF model: give a bundled name or a .gguf file")
+
+
+def _record_path(joined: Path) -> Path:
+    return joined.with_name(f"{joined.name}.json")
+
+
+def _record_join(model: BundledModel, joined: Path) -> None:
+    """Record the size and modification time of `joined`, whose checksum is the model's, so
+    that a later load checks it with one stat; a cache that cannot be written keeps no record
+    (the next load hashes the file again)."""
+    stat = joined.stat()
+    record = {"sha256": model.sha256, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
+    with contextlib.suppress(OSError):
+        replace_atomically(_record_path(joined), lambda tmp: tmp.write_text(json.dumps(record)))
+
+
+def _joined_mismatch(model: BundledModel, joined: Path) -> str | None:
+    """Why the kept join of `model` at `joined` is not the file its checksum names, or None
+    where it is. Its size and modification time are compared with the join's record: a file cut
+    short or grown differs in size, one written to since differs in time. Only where the time
+    differs (or there is no record: a join of an earlier version) is the whole file hashed
+    again, and the record renewed where it still matches."""
+    try:
+        stat = joined.stat()
+    except FileNotFoundError:
+        return "are missing"
+    try:
+        record = json.loads(_record_path(joined).read_text(encoding="utf-8"))
+        recorded = (record["sha256"], record["size"], record["mtime_ns"])
+    except (OSError, ValueError, KeyError, TypeError):  # none, or damaged: hashed below
+        recorded = None
+    if recorded is not None:
+        if recorded[0] != model.sha256:
+            return "were joined from another version of its packages"
+        if recorded[1] != stat.st_size:
+            return f"are {stat.st_size:,} bytes where {recorded[1]:,} were joined"
+        if recorded[2] == stat.st_mtime_ns:
+            return None
+    if _sha256(joined) != model.sha256:
+        return "do not match their checksum"
+    _record_join(model, joined)
+    return None

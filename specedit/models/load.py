@@ -22,9 +22,9 @@ from specedit.models.bundled import (
     DEFAULT_MODEL,
     ModelError,
     cache_dir,
-    ensure_dir,
     file_key,
     gguf_file,
+    private_dir,
 )
 from specedit.models.prepare import (
     default_dtype,
@@ -94,7 +94,7 @@ class LoadedModel:
             # llama.cpp's threads wait on each other when descheduled: its curve is judged
             judged = threads if self.engine == "llama.cpp" else None
             cost = measure(self.model, threads=judged)
-            ensure_dir(path.parent)
+            private_dir(path.parent)
             replace_atomically(path, cost.save)
         self._pass_cost = cost
         return cost

@@ -13,12 +13,14 @@ prompt that reuses the K/V needs those states too and could not compute them oth
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
 from specedit.engine.llamacpp import Head, shared_length
 from specedit.files import replace_atomically
+from specedit.models.bundled import private_dir
 
 
 class PrefixStore:
@@ -67,10 +69,10 @@ class PrefixStore:
         digest = hashlib.sha256(np.asarray(head, dtype=np.int32).tobytes()).hexdigest()[:16]
         path = self.folder / f"{digest}.head"
         try:
-            self.folder.mkdir(parents=True, exist_ok=True)
+            private_dir(self.folder)
             if states is not None:
-                replace_atomically(_states_path(path), lambda tmp: _write_states(tmp, states))
-            replace_atomically(path, lambda tmp: _write_head(tmp, head, state))
+                _save_private(_states_path(path), lambda tmp: _write_states(tmp, states))
+            _save_private(path, lambda tmp: _write_head(tmp, head, state))
             for stale in sorted(self._heads(), key=_mtime, reverse=True)[self.KEPT :]:
                 stale.unlink(missing_ok=True)
                 _states_path(stale).unlink(missing_ok=True)
@@ -86,6 +88,12 @@ def _mtime(path: Path) -> float:
         return path.stat().st_mtime
     except OSError:
         return 0.0
+
+
+def _save_private(path: Path, write: Callable[[Path], None]) -> None:
+    """Write `path` atomically, readable by the user alone (0600): a head holds the first
+    tokens of a file the user edited, and its states are computed from them."""
+    replace_atomically(path, write).chmod(0o600)
 
 
 def _write_head(path: Path, head: list[int], state: bytes) -> None:

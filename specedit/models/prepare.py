@@ -17,8 +17,8 @@ from specedit.models.bundled import (
     ModelError,
     bundled_gguf,
     cache_dir,
-    ensure_dir,
     file_key,
+    private_dir,
 )
 
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ def resolve(model: str) -> Path | str:
     if model in BUNDLED:
         target = cache_dir() / "models" / model
         if not (target / "config.json").exists():
-            with tempfile.TemporaryDirectory(dir=ensure_dir(cache_dir())) as work:
+            with tempfile.TemporaryDirectory(dir=private_dir(cache_dir())) as work:
                 _convert_gguf(bundled_gguf(BUNDLED[model], Path(work)), target)
         return target
     path = Path(model).expanduser()
@@ -59,7 +59,7 @@ def _convert_gguf(gguf: Path, target: Path) -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     say(f"converting {gguf.name} to a model folder (once; 10-60 s)")
-    target.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(target.parent)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
     try:
         try:
@@ -161,7 +161,7 @@ def gguf_metadata(model: str, gguf: Path) -> Path:
     converted = cache_dir() / "models" / model if model in BUNDLED else None
     if converted is not None and (converted / "config.json").exists():
         return converted
-    target = ensure_dir(cache_dir() / "gguf") / f"{file_key(gguf)}.meta"
+    target = private_dir(cache_dir() / "gguf") / f"{file_key(gguf)}.meta"
     if (target / "config.json").exists():
         return target
     from transformers import AutoConfig, AutoTokenizer
