@@ -4,6 +4,7 @@ what someone else wrote in the meantime."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import os
 import re
@@ -12,10 +13,12 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from stat import S_ISLNK, S_ISREG, S_ISVTX, S_IWOTH
 
 from specedit.console import warning
 
 BOM = "\ufeff"
+MAX_LINKS = 40  # symbolic links followed on one path, as Linux allows
 
 
 class InputError(Exception):
@@ -157,6 +160,49 @@ def _fsync(path: str | Path, directory: bool = False) -> None:
         os.close(fd)
 
 
+def resolve(path: str | Path) -> Path:
+    """`path` with its symbolic links followed, as `os.path.realpath` does, except those Linux's
+    protected_symlinks rule would not follow for us, whatever that setting is here: a link in a
+    sticky folder that others may write to (/tmp), owned by neither us nor the folder's owner.
+    Another user may have planted it there to make us write where they cannot; the kernel
+    guards only the links it follows itself, not a path resolved here. PermissionError for
+    such a link."""
+    parts = list(reversed(Path(os.getcwd(), path).parts))
+    current = Path(parts.pop())
+    links = 0
+    while parts:
+        part = parts.pop()
+        if part == "..":
+            current = current.parent
+            continue
+        step = current / part
+        try:
+            found = os.lstat(step)
+        except OSError:  # no such file (yet): the rest of the path is taken as it is
+            current = step
+            continue
+        if not S_ISLNK(found.st_mode):
+            current = step
+            continue
+        folder = os.stat(current)
+        shared = folder.st_mode & (S_ISVTX | S_IWOTH) == S_ISVTX | S_IWOTH
+        if shared and found.st_uid not in (os.geteuid(), folder.st_uid):
+            raise PermissionError(
+                errno.EACCES,
+                f"{step} is a symbolic link owned by uid {found.st_uid}, neither you nor the "
+                f"owner of the shared folder {current}: not followed, as with Linux's "
+                "protected_symlinks",
+            )
+        links += 1
+        if links > MAX_LINKS:
+            raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), str(path))
+        link = Path(os.readlink(step))
+        if link.is_absolute():
+            current = Path(link.anchor)
+        parts.extend(reversed(link.parts[1:] if link.is_absolute() else link.parts))
+    return current
+
+
 def replace_atomically(
     path: str | Path, write: Callable[[Path], None], unchanged: Fingerprint | None = None
 ) -> Path:
@@ -164,7 +210,8 @@ def replace_atomically(
     Ctrl-C never leaves a half-written file and readers never see one. The one way specedit
     writes a file in place: edits, indexes, calibrations.
 
-    - A symbolic link is followed: its target is replaced and the link stays a link.
+    - A symbolic link is followed: its target is replaced and the link stays a link; but not
+      another user's link in a shared sticky folder such as /tmp (`resolve`).
     - An existing file's mode is kept, and its owner and group where permitted; a new file gets
       0o666 less the umask, as `open` would give it.
     - The temporary file is flushed to disk (fsync) before the rename, and the folder after it
@@ -176,12 +223,16 @@ def replace_atomically(
       leave a half-written file, which is worse.
 
     Returns the path written (the link's target for a link); OSError when it cannot be written
-    (no such folder, disk full, read-only), with nothing written and no temporary file left."""
-    target = Path(os.path.realpath(path))
+    (no such folder, disk full, read-only, a link `resolve` will not follow, a device or a
+    pipe, which a rename would replace rather than write to), with nothing
+    written and no temporary file left."""
+    target = resolve(path)
     try:
         stat = target.stat()
     except FileNotFoundError:
         stat = None
+    if stat is not None and not S_ISREG(stat.st_mode):  # renamed over, a device would be gone
+        raise OSError(errno.EINVAL, "not a regular file", str(path))
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     os.close(fd)
     try:

@@ -187,6 +187,13 @@ def llama_tiny_eager():
 
 
 @pytest.fixture(autouse=True)
+def _own_config(tmp_path_factory, monkeypatch) -> None:
+    """The user's config folder (settings, trusted project files) is one of the test's own,
+    empty: a developer's own settings or trust must not change what a test sees."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("config")))
+
+
+@pytest.fixture(autouse=True)
 def _fast_tier(request, monkeypatch, tmp_path_factory):
     """Outside e2e, the CLI's default model is the tiny one, in fp32 on one thread: a command
     that loads the model before it fails (as `fix missing.py` does) never reaches the bundled

@@ -5,9 +5,12 @@ from __future__ import annotations
 import os
 import shlex
 import signal
+import socket
 import sys
 import time
 from pathlib import Path
+
+import pytest
 
 from specedit.editing import checks
 
@@ -150,3 +153,127 @@ def test_a_check_that_prints_10_mb_keeps_only_a_bounded_tail():
     assert result.passed
     assert len(result.output) < checks.OUTPUT_LIMIT + 100
     assert result.output.startswith("[output cut") and result.output.endswith("the end\n")
+
+
+def test_special_files_in_the_folder_are_left_out_of_the_copy(tmp_path):
+    """A FIFO or a socket beside the file is no file a check reads (and copying a FIFO would
+    block): the copy leaves them out and the check runs."""
+    file = tmp_path / "mod.py"
+    file.write_text("VALUE = 1\n")
+    os.mkfifo(tmp_path / "pipe")
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind(str(tmp_path / "sock"))
+        result = checks.run_command("ls; cat {file}", file, "VALUE = 2\n", timeout=30)
+    assert result.passed, result.output
+    assert result.output.splitlines() == ["mod.py", "VALUE = 2"]
+
+
+def test_a_folder_of_too_many_bytes_is_refused_before_anything_is_copied(tmp_path):
+    file = tmp_path / "notes.py"
+    file.write_text("VALUE = 1\n")
+    with open(tmp_path / "disk.img", "wb") as image:  # sparse: large, yet it takes no disk
+        image.truncate(checks.COPY_BYTES + 1)
+    with pytest.raises(checks.CheckRefused) as refused:
+        checks.run_command("touch {file}.ran", file, "VALUE = 2\n", timeout=30)
+    message = str(refused.value)
+    assert f"the folder of notes.py, {tmp_path}, which holds more than 500 MiB" in message
+    assert "keep the file in its project's folder" in message and "\n" not in message
+
+
+def test_a_folder_of_too_many_files_is_refused(tmp_path):
+    file = tmp_path / "notes.py"
+    file.write_text("VALUE = 1\n")
+    deep = tmp_path / "a" / "b"
+    deep.mkdir(parents=True)
+    for number in range(checks.COPY_FILES - 2):  # with notes.py, a and b: one too many
+        (deep / str(number)).touch()
+    with pytest.raises(checks.CheckRefused, match="holds more than 20,000 files"):
+        checks.run_command("true", file, "VALUE = 2\n", timeout=30)
+    os.remove(deep / "0")  # what the bound leaves out: caches and environments are not counted
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git" / "HEAD").touch()
+    assert checks.run_command("true", file, "VALUE = 2\n", timeout=30).passed
+
+
+def test_one_copy_serves_every_candidate(tmp_path):
+    """The folder is copied once per edit: each candidate is written over the file's copy, and
+    what a check left elsewhere in the copy is still there for the next."""
+    file = tmp_path / "mod.py"
+    file.write_text("VALUE = 1\n")
+    with checks.command_check("pwd >> runs.log; cat runs.log {file}", file, timeout=30) as check:
+        first, second = check("VALUE = 2\n").output, check("VALUE = 3\n").output
+    copy = first.splitlines()[0]
+    assert first.splitlines() == [copy, "VALUE = 2"]
+    assert second.splitlines() == [copy, copy, "VALUE = 3"]
+    assert file.read_text() == "VALUE = 1\n" and _names(tmp_path) == ["mod.py"]
+
+
+def test_a_symlinked_file_is_checked_under_its_own_name_and_its_target_is_untouched(tmp_path):
+    """The check sees the candidate where the command looks for it, the link's name in the
+    link's folder, and the link's target (here given as an absolute path) is never written."""
+    target = tmp_path / "versions" / "v2.py"
+    target.parent.mkdir()
+    target.write_text("VALUE = 1\n")
+    project = tmp_path / "project"
+    project.mkdir()
+    link = project / "mod.py"
+    link.symlink_to(target)
+    (project / "test_mod.py").write_text("from mod import VALUE\nassert VALUE == 2, VALUE\n")
+    command = f"{PYTHON} test_mod.py && cat mod.py && test ! -L {{file}}"
+    result = checks.run_command(command, link, "VALUE = 2\n", timeout=30)
+    assert result.passed, result.output
+    assert result.output == "VALUE = 2\n"
+    assert target.read_text() == "VALUE = 1\n" and link.is_symlink()
+    beside = project / "current.py"  # a link to a file in the same folder
+    beside.symlink_to(project / "test_mod.py")
+    result = checks.run_command("cat current.py", beside, "VALUE = 3\n", timeout=30)
+    assert result.output == "VALUE = 3\n"
+    assert (project / "test_mod.py").read_text().startswith("from mod import")
+
+
+def test_an_executable_file_stays_executable_in_the_copy(tmp_path):
+    script = tmp_path / "run.sh"
+    script.write_text("#!/bin/sh\necho old\n")
+    script.chmod(0o755)
+    result = checks.run_command("{file}", script, "#!/bin/sh\necho new\n", timeout=30)
+    assert result.passed and result.output == "new\n", result.output
+
+
+def test_specedit_file_names_the_copy_for_a_command_in_a_quoted_string(tmp_path):
+    hostile = tmp_path / "x';touch PWNED;'.py"
+    hostile.write_text("VALUE = 1\n")
+    command = """sh -c 'cat "$SPECEDIT_FILE"; basename "$SPECEDIT_FILE"'"""
+    result = checks.run_command(command, hostile, "VALUE = 2\n", timeout=30)
+    assert result.passed, result.output
+    assert result.output.splitlines() == ["VALUE = 2", hostile.name]
+    assert not list(tmp_path.rglob("PWNED")) and not Path("PWNED").exists()
+
+
+def test_a_placeholder_inside_a_longer_quoted_string_is_refused(tmp_path):
+    """`sh -c "cat {file}"` would put the quoted path inside another string, where a file name
+    with a quote breaks out of it: such a command is refused before anything runs."""
+    hostile = tmp_path / "x';touch PWNED;'.py"
+    hostile.write_text("VALUE = 1\n")
+    for command in ('sh -c "cat {file}"', "sh -c 'cat {file}'", "echo '{file} and more'"):
+        with pytest.raises(checks.CheckRefused, match=r'write "\$SPECEDIT_FILE" there instead'):
+            checks.run_command(command, hostile, "VALUE = 2\n", timeout=30)
+    assert not list(tmp_path.rglob("PWNED")) and not Path("PWNED").exists()
+
+
+def test_fill_in_reads_quotes_and_escapes_as_the_shell_does():
+    path = Path("/tmp/a b/it's.py")
+    quoted = shlex.quote(str(path))
+    assert checks.fill_in("""echo "it's" {file} 'a "b"'""", path) == (
+        f"""echo "it's" {quoted} 'a "b"'"""
+    )
+    assert checks.fill_in('echo "{file}"x', path) == f"echo {quoted}x"
+    assert checks.fill_in(r"echo \{file} {file}", path) == rf"echo \{{file}} {quoted}"
+    assert checks.fill_in(r'echo "a\"" {file}', path) == rf'echo "a\"" {quoted}'
+    with pytest.raises(checks.CheckRefused):
+        checks.fill_in(r'echo "a\" {file}"', path)
+    with pytest.raises(checks.CheckRefused):
+        checks.fill_in("echo '{file}", path)  # not closed: still inside the string
+
+
+def _names(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir())

@@ -8,9 +8,13 @@ text of each answer with a chosen one, and can act while "the model works"."""
 from __future__ import annotations
 
 import errno
+import json
 import os
+import shutil
+import subprocess
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -249,6 +253,21 @@ def test_a_missing_output_folder_is_a_write_error(tmp_path, tiny, monkeypatch):
     assert source.read_text() == SOURCE and _names(tmp_path) == ["code.py"]
 
 
+def test_output_to_a_pipe_or_device_is_a_write_error_that_leaves_it_in_place(
+    tmp_path, tiny, monkeypatch
+):
+    """A rename would replace the node itself (as root, even /dev/null): refused instead."""
+    source = tmp_path / "code.py"
+    source.write_text(SOURCE)
+    answering(monkeypatch, fixing)
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)
+    result = _run("fix", source, "add subtracts", "-o", pipe, *tiny)
+    assert result.exit_code == Exit.WRITE
+    assert f"cannot write {pipe}: not a regular file" in result.stderr
+    assert pipe.is_fifo() and _names(tmp_path) == ["code.py", "pipe"]
+
+
 def test_ctrl_c_in_a_batch_names_the_files_already_written(tmp_path, tiny, monkeypatch):
     a, b, c = tmp_path / "a.py", tmp_path / "b.py", tmp_path / "c.py"
     for path in (a, b, c):
@@ -267,3 +286,120 @@ def test_ctrl_c_in_a_batch_names_the_files_already_written(tmp_path, tiny, monke
     )
     assert a.read_text() == FIXED and b.read_text() == FIXED and c.read_text() == SOURCE
     assert _names(tmp_path) == ["a.py", "b.py", "c.py"]
+
+
+def test_stats_and_attribution_that_cannot_be_written_are_one_line_each_and_the_batch_goes_on(
+    tmp_path, tiny, monkeypatch
+):
+    """A report that cannot be written (a path under a regular file, a full disk) is one line
+    and exit 7 for each file, the edits themselves delivered; the batch goes on."""
+    a, b = tmp_path / "a.py", tmp_path / "b.py"
+    a.write_text(SOURCE)
+    b.write_text(SOURCE)
+    (tmp_path / "file.txt").write_text("")
+    stats = tmp_path / "file.txt" / "stats.json"
+    answering(monkeypatch, fixing)
+    result = _run(
+        "rewrite", a, b, "-m", "add subtracts", "-i", "--stats-file", stats, "--attribution",
+        "/dev/full", *tiny,
+    )  # fmt: skip
+    assert result.exit_code == Exit.WRITE, result.stderr
+    assert "Traceback" not in result.stderr
+    errors = [line for line in result.stderr.splitlines() if "error" in line]
+    assert errors == 2 * [
+        f"specedit: error: cannot write stats to {stats}: Not a directory",
+        "specedit: error: cannot write attribution to /dev/full: No space left on device",
+    ]
+    assert a.read_text() == FIXED and b.read_text() == FIXED
+    assert _names(tmp_path) == ["a.py", "b.py", "file.txt"]
+    printed = _run("fix", a, "add subtracts", "--stats-file", stats, *tiny)
+    assert printed.exit_code == Exit.WRITE and printed.stdout == FIXED
+
+
+def test_a_batch_s_stats_file_and_attribution_hold_every_file(tmp_path, tiny, monkeypatch):
+    """One file's stats are one JSON object, as ever; a batch's are a list, one object per
+    file, each naming its file (in the order edited), and so is the attribution."""
+    a, b = tmp_path / "a.py", tmp_path / "b.py"
+    a.write_text(SOURCE)
+    b.write_text(SOURCE)
+    stats, spans = tmp_path / "stats.json", tmp_path / "spans.json"
+    answering(monkeypatch, fixing)
+    report = ("--stats-file", stats, "--attribution", spans)
+    result = _run("rewrite", a, b, "-m", "add subtracts", "-i", *report, *tiny)
+    assert result.exit_code == 0, result.stderr
+    recorded = json.loads(stats.read_text())
+    assert [record["file"] for record in recorded] == [str(a), str(b)]
+    assert all(record["changed"] and record["method"] == "pld" for record in recorded)
+    attributed = json.loads(spans.read_text())
+    assert [record["file"] for record in attributed] == [str(a), str(b)]
+    assert all(record["tokens"] == 2 and "spans" in record for record in attributed)
+    one = _run("fix", a, "add subtracts", *report, *tiny)
+    assert one.exit_code == 0, one.stderr
+    assert json.loads(stats.read_text())["file"] == str(a)
+    assert json.loads(spans.read_text())["file"] == str(a)
+
+
+@pytest.mark.skipif(not (shutil.which("patch") and shutil.which("diff")), reason="needs patch")
+@pytest.mark.parametrize(
+    "before,after",
+    [
+        ("def add(a, b):\n    return a - b", "def add(a, b):\n    return a + b"),
+        ("def add(a, b):\n    return a - b", "def add(a, b):\n    return a + b\n"),
+        ("def add(a, b):\n    return a - b\n", "def add(a, b):\n    return a + b"),
+        ("page\x0cone\ntwo a - b\nend", "page\x0cone\ntwo a + b\nend"),  # a form feed
+    ],
+)
+def test_a_diff_applies_with_patch_whether_or_not_the_file_ends_with_a_newline(
+    tmp_path, tiny, monkeypatch, before, after
+):
+    """A last line without a newline is marked `\\ No newline at end of file`, and only a line
+    feed ends a line, as with `diff -u`, so `patch` takes the diff and makes the edited file
+    byte for byte."""
+    monkeypatch.chdir(tmp_path)
+    Path("code.txt").write_text(before)
+    Path("edited.txt").write_text(after)
+    answering(monkeypatch, lambda k, text: after)
+    result = _run("fix", "code.txt", "add subtracts", "--diff", *tiny)
+    assert result.exit_code == 0, result.stderr
+    unified = subprocess.run(["diff", "-u", "code.txt", "edited.txt"], capture_output=True)
+    assert result.stdout.splitlines()[2:] == unified.stdout.decode().splitlines()[2:]
+    Path("fix.diff").write_text(result.stdout)
+    applied = subprocess.run(
+        ["patch", "-p1", "-i", "fix.diff"], capture_output=True, text=True, check=False
+    )
+    assert applied.returncode == 0, applied.stdout + applied.stderr + result.stdout
+    assert Path("code.txt").read_bytes() == after.encode()
+    if not before.endswith("\n"):
+        assert "\n\\ No newline at end of file\n" in result.stdout
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="making another user's symlink takes root")
+def test_output_through_another_user_s_symlink_in_a_shared_sticky_folder_is_refused(
+    tmp_path, tiny, monkeypatch
+):
+    """In a sticky folder others may write to (/tmp), a symlink at the -o path owned by neither
+    the user nor the folder's owner may point anywhere it likes: it is not followed, as Linux's
+    protected_symlinks does not, and nothing is written; one's own link there is followed."""
+    source, victim = tmp_path / "code.py", tmp_path / "victim.py"
+    source.write_text(SOURCE)
+    victim.write_text("precious\n")
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    link = shared / "out.py"
+    link.symlink_to(victim)
+    os.lchown(link, 4242, 4242)
+    answering(monkeypatch, fixing)
+    result = _run("fix", source, "add subtracts", "-o", link, *tiny)
+    assert result.exit_code == Exit.WRITE
+    errors = [line for line in result.stderr.splitlines() if "error" in line]
+    assert errors == [
+        f"specedit: error: cannot write {link}: {link} is a symbolic link owned by uid 4242, "
+        f"neither you nor the owner of the shared folder {shared}: not followed, as with "
+        f"Linux's protected_symlinks; nothing was written to {link}"
+    ]
+    assert victim.read_text() == "precious\n" and link.is_symlink()
+    assert _names(shared) == ["out.py"]
+    os.chown(shared, 4242, 4242)  # the folder's owner's link is followed
+    assert _run("fix", source, "add subtracts", "-o", link, *tiny).exit_code == 0
+    assert victim.read_text() == FIXED

@@ -8,13 +8,17 @@ with a chosen one; the edit's other parts stay real.
 from __future__ import annotations
 
 import json
+import os
+import shlex
+import sys
 from dataclasses import replace
 
 import pytest
 from typer.testing import CliRunner
 
 from specedit.cli import app
-from specedit.editing import editor
+from specedit.cli.exits import Exit
+from specedit.editing import checks, editor
 
 runner = CliRunner()
 SOURCE = """def mean(values):
@@ -237,6 +241,7 @@ def test_test_and_attempts_come_from_the_settings_file(source, tiny, monkeypatch
     (tmp_path / ".specedit.toml").write_text(
         'test = "echo from-settings; exit 3"\nattempts = 2\ntest-timeout = 30\n'
     )
+    assert _run("trust").exit_code == 0  # a project's `test` runs once the user said so
     calls = canned(monkeypatch, FIXED)
     result = _run("fix", source, "mean adds 1", "-i", *tiny)
     assert result.exit_code == 5, result.stderr
@@ -277,3 +282,69 @@ def test_failed_first_answer_is_redrawn_from_each_branch_point_before_feedback()
     asked.clear()
     tries = attempt_edits(run, request, lambda text: next(passing_second), 4, decode)
     assert [t.passed for t in tries] == [False, True] and asked[1].forced == (0, 3)
+
+
+def test_a_fifo_beside_the_file_does_not_stop_the_test(source, tiny, monkeypatch):
+    canned(monkeypatch, FIXED)
+    os.mkfifo(source.parent / "events")
+    result = _run("fix", source, "mean adds 1", "-i", "--test", "ls", *tiny)
+    assert result.exit_code == 0, result.stderr
+    assert source.read_text() == FIXED and "Traceback" not in result.stderr
+
+
+def test_a_folder_too_large_to_copy_is_refused_before_the_model_runs(source, tiny, monkeypatch):
+    calls = canned(monkeypatch, FIXED)
+    with open(source.parent / "disk.img", "wb") as image:  # sparse: large, yet it takes no disk
+        image.truncate(checks.COPY_BYTES + 1)
+    result = _run("fix", source, "mean adds 1", "-i", "--test", "true", *tiny)
+    assert result.exit_code == Exit.INPUT and calls == []
+    errors = [line for line in result.stderr.splitlines() if "error" in line]
+    assert errors == [
+        f"specedit: error: --test runs in a copy of the folder of stats.py, {source.parent}, "
+        "which holds more than 500 MiB: keep the file in its project's folder (the one its "
+        "tests run from), or copy it into a smaller folder to test it"
+    ]
+    assert source.read_text() == SOURCE
+
+
+def test_a_placeholder_inside_a_quoted_string_is_refused_before_the_model_runs(
+    source, tiny, monkeypatch
+):
+    calls = canned(monkeypatch, FIXED)
+    result = _run("fix", source, "mean adds 1", "-i", "--test", 'sh -c "grep x {file}"', *tiny)
+    assert result.exit_code == Exit.INPUT and calls == []
+    errors = [line for line in result.stderr.splitlines() if "error" in line]
+    assert len(errors) == 1 and 'write "$SPECEDIT_FILE" there instead' in errors[0]
+    test = """sh -c 'grep -qx "    return total / len(values)" "$SPECEDIT_FILE"'"""
+    result = _run("fix", source, "mean adds 1", "-i", "--test", test, *tiny)
+    assert result.exit_code == 0, result.stderr
+    assert source.read_text() == FIXED
+
+
+def test_the_attempts_share_one_copy_of_the_folder(source, tiny, monkeypatch):
+    """The folder is copied once per edit, not once per attempt: what the first attempt's
+    check left in the copy is there for the second's."""
+    calls = canned(monkeypatch, FIXED)
+    test = "echo run >> runs.log; test $(wc -l < runs.log) -eq 2"
+    result = _run("fix", source, "mean adds 1", "-i", "--test", test, *tiny)
+    assert result.exit_code == 0, result.stderr
+    assert len(calls) == 2 and "--test passed after 2 attempts" in result.stderr
+    assert sorted(p.name for p in source.parent.iterdir()) == ["stats.py"]
+
+
+def test_a_symlinked_file_is_tested_in_the_link_s_folder_and_written_through(
+    tmp_path, tiny, monkeypatch
+):
+    target = tmp_path / "lib" / "stats.py"
+    target.parent.mkdir()
+    target.write_text(SOURCE)
+    project = tmp_path / "project"
+    project.mkdir()
+    link = project / "stats.py"
+    link.symlink_to(target)
+    (project / "test_stats.py").write_text("from stats import mean\nassert mean([1, 3]) == 2\n")
+    canned(monkeypatch, FIXED)
+    test = f"{shlex.quote(sys.executable)} test_stats.py"
+    result = _run("fix", link, "mean adds 1", "-i", "--test", test, "--attempts", "1", *tiny)
+    assert result.exit_code == 0, result.stderr
+    assert link.is_symlink() and target.read_text() == FIXED

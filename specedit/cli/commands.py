@@ -12,6 +12,7 @@ import inspect
 import os
 import sys
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal, get_type_hints
 
 import typer
@@ -51,6 +52,7 @@ def _run_edits(
     from rich.console import Console
 
     from specedit.cli.deliver import CheckCommand, Delivery, edit_file, merge_file
+    from specedit.editing.checks import CheckRefused, fill_in
     from specedit.editing.editor import (
         EditorUnavailable,
         EditRequest,
@@ -87,6 +89,10 @@ def _run_edits(
     if options["test"] is not None:
         if not options["test"].strip():
             problems.append("--test needs a command")
+        try:  # a misplaced {file} is refused before the model loads
+            fill_in(options["test"], Path("file"))
+        except CheckRefused as exc:
+            problems.append(str(exc))
         if "-" in files:
             problems.append("--test runs on a copy of the file's folder: it cannot check stdin")
         if options["attempts"] < 1:

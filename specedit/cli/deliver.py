@@ -5,7 +5,8 @@ reported on stderr and turn into its exit code, so a batch goes on with the next
 the edited text is written it must pass `safety.problems` (it still parses, no large part of it
 vanished); with --test it must also pass the user's command, with retries. It keeps the input's
 line endings and byte order mark (`files.keep_conventions`), and an in-place write is refused
-when the file changed on disk since it was read (exit 6); a write that fails exits 7.
+when the file changed on disk since it was read (exit 6); a write that fails exits 7, and so
+does a --stats-file or --attribution that cannot be written.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import sys
 import time
 from collections.abc import Callable
 from contextlib import ExitStack
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from rich.console import Console
@@ -28,7 +29,7 @@ from specedit.console import error, say, warning
 from specedit.drafting import DrafterUnavailable
 from specedit.editing import safety, snippets
 from specedit.editing.attempts import Attempt, attempt_edits
-from specedit.editing.checks import CheckResult, run_command
+from specedit.editing.checks import CheckRefused, command_check, run_command
 from specedit.editing.editor import (
     EditError,
     Editor,
@@ -53,9 +54,20 @@ from specedit.view.attribution import Attribution, merged_attribution
 from specedit.view.dashboard import Dashboard, dashboard_enabled
 
 
+@dataclass
+class Records:
+    """What --stats-file and --attribution hold so far: a record per file reported. Both are
+    rewritten after each file, so each holds one JSON object after one file and a list of one
+    object per file, in the batch's order and each naming its "file", once there are more."""
+
+    stats: list[dict] = field(default_factory=list)
+    attribution: list[dict] = field(default_factory=list)
+
+
 @dataclass(frozen=True)
 class Delivery:
-    """Where the edited text goes and what else is reported."""
+    """Where the edited text goes and what else is reported. One delivery serves a batch, so
+    its `records` gather every file's."""
 
     in_place: bool = False
     diff: bool = False
@@ -67,6 +79,7 @@ class Delivery:
     attribution: Path | None = None
     force: bool = False  # write even when the safety checks find problems
     on_write: Callable[[str], None] | None = None  # told each file written (-i, -o)
+    records: Records = field(default_factory=Records, compare=False)
 
     @property
     def writes(self) -> bool:
@@ -158,16 +171,19 @@ def edit_file(
             )
             tries = None
         else:
-
-            def check(candidate: str) -> CheckResult:
-                return run_command(test.command, Path(path), written(candidate), test.timeout)
-
-            tries = attempt_edits(run, request, check, test.attempts, editor.decode)
+            with command_check(test.command, Path(path), test.timeout) as check:
+                tries = attempt_edits(
+                    run,
+                    request,
+                    lambda answer: check(written(answer)),
+                    test.attempts,
+                    editor.decode,
+                )
             # the delivered candidate is the last one: the one that passed, if any did
             result = next((t.result for t in reversed(tries) if t.result is not None), None)
             if result is not None and not delivery.quiet:
                 say_what_was_mended(name, result)
-    except (InputError, EditError, PromptError, DrafterUnavailable) as exc:
+    except (InputError, EditError, PromptError, DrafterUnavailable, CheckRefused) as exc:
         error(str(exc))
         return Exit.INPUT
     except EditorUnavailable as exc:
@@ -180,15 +196,17 @@ def edit_file(
                 why = attempt.check.summary() if attempt.check else f"edit failed: {attempt.error}"
                 say(f"attempt {number}/{test.attempts}: {why}")
         if not tries[-1].passed:
+            code = Exit.OK
             if result is not None:
-                report.stats(result, _attribution_of(result, attributions))
+                code = report.stats(result, _attribution_of(result, attributions))
             error(f"nothing was written to {name}: none of {len(tries)} attempts passed --test")
             # an edit that never reached the check is an edit error, not a failed test
             ran = any(attempt.check is not None for attempt in tries)
-            return Exit.TEST_FAILED if ran else Exit.INPUT
+            return max(code, Exit.TEST_FAILED if ran else Exit.INPUT)
     code = _deliver(path, name, text, whole(result.text), delivery, request, read)
-    report.stats(result, _attribution_of(result, attributions), code == Exit.UNSAFE)
-    return code
+    return max(
+        code, report.stats(result, _attribution_of(result, attributions), code == Exit.UNSAFE)
+    )
 
 
 def choose_candidate(
@@ -252,7 +270,11 @@ def merge_file(
         return None
     merged = keep_conventions(text, merged)  # as it would be written, for --test and stats
     if test is not None:
-        check = run_command(test.command, Path(path), merged, test.timeout)
+        try:
+            check = run_command(test.command, Path(path), merged, test.timeout)
+        except CheckRefused as exc:
+            error(str(exc))
+            return Exit.INPUT
         if not check.passed:
             if not delivery.quiet:
                 say(
@@ -271,23 +293,52 @@ def merge_file(
     }
     if test is not None:
         stats |= {"attempts": 1, "test": "passed"}
-    if _record(delivery, stats, lambda: merged_attribution(text, merged)):
+    saved = _save(delivery, stats, lambda: merged_attribution(text, merged))
+    if _summary_wanted(delivery, stats):
         say(
             f"{name}: merged without the model: each part of the snippet has one place in the "
             f"file"
             + ("" if merged != text else ", no change")
             + (", --test passed" if test is not None else "")
         )
+    return max(code, saved)
+
+
+def _save(delivery: Delivery, stats: dict, attribution: Callable[[], str]) -> int:
+    """Add a file's stats and attribution to the delivery's records and rewrite --stats-file
+    and --attribution with them (`Records`); returns the exit code: 7, with one line on stderr
+    for each, when they cannot be written (the edit itself is delivered by then)."""
+    code = Exit.OK
+    records = delivery.records
+    if delivery.stats_file:
+        records.stats.append(stats)
+        code = _write_records(delivery.stats_file, "stats", records.stats, indent=2)
+    if delivery.attribution:
+        record = {"file": stats["file"]} | json.loads(attribution())
+        records.attribution.append(record)
+        written = _write_records(
+            delivery.attribution, "attribution", records.attribution, indent=1, ensure_ascii=False
+        )
+        code = max(code, written)
     return code
 
 
-def _record(delivery: Delivery, stats: dict, attribution: Callable[[], str]) -> bool:
-    """Write --stats-file and --attribution, and print the stats as JSON where asked; returns
-    whether a one-line summary is still wanted (neither -q nor --stats json)."""
-    if delivery.stats_file:
-        delivery.stats_file.write_text(json.dumps(stats, indent=2) + "\n")
-    if delivery.attribution:
-        delivery.attribution.write_text(attribution() + "\n")
+def _write_records(path: Path, what: str, records: list[dict], **layout) -> int:
+    """Write one record as a JSON object, several as a list; returns the exit code, the reason
+    in one line when it is not 0. A plain write, as a shell's `>` does: a report is no file to
+    keep whole, and it may be a device or a pipe."""
+    try:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(json.dumps(records[0] if len(records) == 1 else records, **layout) + "\n")
+    except OSError as exc:
+        error(f"cannot write {what} to {path}: {exc.strerror or exc}")
+        return Exit.WRITE
+    return Exit.OK
+
+
+def _summary_wanted(delivery: Delivery, stats: dict) -> bool:
+    """Print the stats as JSON where asked; returns whether a one-line summary is still wanted
+    (neither -q nor --stats json)."""
     if delivery.quiet:
         return False
     if delivery.stats == "json":
@@ -301,14 +352,22 @@ def _attribution_of(result: EditResult, pairs: list[tuple[EditResult, Attributio
 
 
 def _diff(original: str, edited: str, name: str) -> list[str]:
-    return list(
-        difflib.unified_diff(
-            original.splitlines(keepends=True),
-            edited.splitlines(keepends=True),
-            fromfile=f"a/{name}",
-            tofile=f"b/{name}",
-        )
+    """A unified diff that `patch` and `git apply` take: a line ends at a line feed alone (a
+    form feed or a lone carriage return is part of its line, as it is for them), and a last
+    line without one is marked as `diff -u` marks it."""
+    lines = difflib.unified_diff(
+        _lines(original), _lines(edited), fromfile=f"a/{name}", tofile=f"b/{name}"
     )
+    return [
+        line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines
+    ]
+
+
+def _lines(text: str) -> list[str]:
+    """`text`'s lines, each with its line feed; the last without one where the text ends so."""
+    lines = [line + "\n" for line in text.split("\n")]
+    lines[-1] = lines[-1][:-1]
+    return lines if lines[-1] else lines[:-1]
 
 
 def _deliver(
@@ -391,7 +450,9 @@ class Report:
     tries: list[Attempt] | None  # the --test attempts, None without --test
     startup: dict[str, float]  # the editor's start-up seconds by stage
 
-    def stats(self, result: EditResult, attribution: Attribution, refused: bool = False) -> None:
+    def stats(self, result: EditResult, attribution: Attribution, refused: bool = False) -> int:
+        """Report them (`_save`, `_summary_wanted`); returns the exit code of the records'
+        writes."""
         delivery = self.delivery
         stats = result.generation.stats.as_dict() | {
             "file": self.name,
@@ -413,8 +474,14 @@ class Report:
         passed = bool(self.tries) and self.tries[-1].passed
         if self.tries is not None:
             stats |= {"attempts": len(self.tries), "test": "passed" if passed else "failed"}
-        if not _record(delivery, stats, attribution.to_json):
-            return  # one line at most; the dashboard already showed its summary
+        code = _save(delivery, stats, attribution.to_json)
+        if _summary_wanted(delivery, stats):
+            self._summarize(result, stats)
+        return code
+
+    def _summarize(self, result: EditResult, stats: dict) -> None:
+        """The stats line, after the model's own words on its change where it said any; only
+        the --test outcome where the dashboard already showed its summary."""
         tested = ""
         if self.tries is not None:
             tested = f", --test {stats['test']}"

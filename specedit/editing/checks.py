@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import selectors
 import shlex
 import shutil
@@ -18,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,6 +29,9 @@ DRAIN_SECONDS = 3.0  # after the check ends, how long output from processes it l
 # environments are linked, so `{file}`'s neighbours and `.venv/bin/pytest` still work there.
 SKIPPED = (".git", "__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache")
 LINKED = (".venv", "venv", "node_modules")
+# A folder beyond these bounds (a file in the home folder) is refused rather than copied.
+COPY_FILES = 20_000  # files, folders and links, caches and environments not counted
+COPY_BYTES = 500 << 20
 
 
 @dataclass(frozen=True)
@@ -52,13 +55,20 @@ class CheckResult:
         return f"failed (exit {self.returncode})" + (f": {last[0][:160]}" if last else "")
 
 
-def _run(args: list[str] | str, cwd: Path, timeout: float, shell: bool) -> CheckResult:
-    """Run in its own process group, so a timeout kills the whole tree the check started.
+def _run(
+    args: list[str] | str,
+    cwd: Path,
+    timeout: float,
+    shell: bool,
+    extra: dict[str, str] | None = None,
+) -> CheckResult:
+    """Run in its own process group, so a timeout kills the whole tree the check started; the
+    environment is ours less SPECEDIT_* settings, plus `extra`.
 
     Output is read as it comes and only its tail is kept, so a check that prints gigabytes
     costs no memory. Nothing here can hang: a process that left the group (`setsid`) and still
     holds the output pipe gets DRAIN_SECONDS after the check ends, then the pipe is closed."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SPECEDIT_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SPECEDIT_")} | (extra or {})
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     started = time.perf_counter()
     process = subprocess.Popen(
@@ -135,32 +145,159 @@ def run_program(source: str, timeout: float = 20.0) -> CheckResult:
         return _run([sys.executable, "-I", str(path)], Path(folder), timeout, shell=False)
 
 
-# `{file}`, bare or already in quotes ('{file}', "{file}"): either way it becomes one quoted word.
-PLACEHOLDER = re.compile(r"""'\{file\}'|"\{file\}"|\{file\}""")
+PLACEHOLDER = "{file}"
+
+
+class CheckRefused(Exception):
+    """--test cannot run as asked; the message says why and what to do instead, in one line."""
 
 
 def fill_in(command: str, path: Path) -> str:
     """`command` with `{file}` replaced by `path` quoted for the shell (`shlex.quote`), so a
-    file named `x;touch PWNED;#.py` or `my file.py` is one argument, never shell syntax. Quotes
-    the user put around the placeholder are replaced too, as they would otherwise undo the
-    quoting. Inside a longer quoted string (`sh -c "pytest {file}"`) that holds only for paths
-    without quotes: write `{file}` as a word of its own."""
-    return PLACEHOLDER.sub(lambda _: shlex.quote(str(path)), command)
+    file named `x;touch PWNED;#.py` or `my file.py` is one argument, never shell syntax.
+
+    `{file}` must be a word of its own, or all of a quoted string ('{file}', "{file}": those
+    quotes are replaced too, as they would undo the quoting). Inside a longer quoted string
+    (`sh -c "pytest {file}"`) no quoting of the path would hold, so such a command is refused
+    (CheckRefused); "$SPECEDIT_FILE" names the same path there."""
+    quoted = shlex.quote(str(path))
+    parts, at = [], 0
+    while at < len(command):
+        if command.startswith(PLACEHOLDER, at):
+            parts.append(quoted)
+            at += len(PLACEHOLDER)
+        elif command[at] == "\\":  # an escaped character, `\{file}` included, stays as it is
+            parts.append(command[at : at + 2])
+            at += 2
+        elif command[at] in "'\"":
+            end = _string_end(command, at)
+            string = command[at:end]
+            if string in (f"'{PLACEHOLDER}'", f'"{PLACEHOLDER}"'):
+                parts.append(quoted)
+            elif PLACEHOLDER in string:
+                raise CheckRefused(
+                    "--test: {file} inside a longer quoted string would not stay one shell "
+                    'word for every file name; write "$SPECEDIT_FILE" there instead (the '
+                    "environment variable names the same edited copy)"
+                )
+            else:
+                parts.append(string)
+            at = end
+        else:
+            parts.append(command[at])
+            at += 1
+    return "".join(parts)
+
+
+def _string_end(command: str, start: int) -> int:
+    """Where the quoted string opened at `start` ends (just past its closing quote), as the
+    shell reads it: nothing escapes a single quote, a backslash escapes a double one; the
+    command's end when the string is not closed."""
+    quote, at = command[start], start + 1
+    while at < len(command) and command[at] != quote:
+        at += 2 if quote == '"' and command[at] == "\\" else 1
+    return min(at + 1, len(command))
+
+
+@contextlib.contextmanager
+def command_check(
+    command: str, file: Path, timeout: float = 120.0
+) -> Iterator[Callable[[str], CheckResult]]:
+    """Check candidates for `file` with the user's shell `command`: yields `check(text)`, which
+    writes `text` as the file's copy, in a temporary copy of its folder made once (the real
+    folder is untouched whatever the command does), and runs the command there. `{file}` in the
+    command (see `fill_in`) and `$SPECEDIT_FILE` name the copy.
+
+    The copy is made once and serves every candidate: each is written over the file's copy (a
+    new regular file, even where the file is a symlink, so the command sees the candidate under
+    the name it was given), and what a check changed elsewhere in the copy stays for the next.
+    CheckRefused, before anything is copied, for a command that misplaces `{file}` and for a
+    folder too large to copy."""
+    fill_in(command, file)
+    file = file.absolute()
+    source = file.parent.resolve()  # the folder the name sits in, not a symlink's target's
+    entries = _listing(source, file.name)
+    mode = file.stat().st_mode & 0o7777  # an executable script stays one
+    with tempfile.TemporaryDirectory(prefix="specedit-test-") as scratch:
+        copy = Path(scratch) / (source.name or "root")
+        _copy(source, copy, entries)
+        target = copy / file.name
+        filled = fill_in(command, target)
+
+        def check(text: str) -> CheckResult:
+            target.unlink(missing_ok=True)  # a symlink, or what the last check left there
+            target.write_text(text, encoding="utf-8")
+            target.chmod(mode)
+            return _run(filled, copy, timeout, shell=True, extra={"SPECEDIT_FILE": str(target)})
+
+        yield check
 
 
 def run_command(command: str, file: Path, text: str, timeout: float = 120.0) -> CheckResult:
-    """Run the user's shell `command` against `text` as the new content of `file`, in a
-    temporary copy of the file's folder, so the real folder is untouched whatever the command
-    does. `{file}` in the command names the file's copy, quoted (see `fill_in`)."""
-    source = file.resolve().parent
-    with tempfile.TemporaryDirectory(prefix="specedit-test-") as scratch:
-        copy = Path(scratch) / source.name
-        shutil.copytree(
-            source, copy, symlinks=True, ignore=shutil.ignore_patterns(*SKIPPED, *LINKED)
-        )
-        for name in LINKED:
-            if (source / name).is_dir():
-                (copy / name).symlink_to(source / name, target_is_directory=True)
-        target = copy / file.name
-        target.write_text(text, encoding="utf-8")
-        return _run(fill_in(command, target), copy, timeout, shell=True)
+    """Check one `text` for `file` with the user's shell `command` (see `command_check`)."""
+    with command_check(command, file, timeout) as check:
+        return check(text)
+
+
+def _listing(source: Path, name: str) -> list[tuple[Path, str]]:
+    """What the copy of `source` (the folder of the file `name`) holds (`_walk`); CheckRefused
+    as soon as the walk passes COPY_FILES entries or COPY_BYTES of files."""
+    entries: list[tuple[Path, str]] = []
+    size = 0
+    for inside, kind, bytes_ in _walk(source):
+        entries.append((inside, kind))
+        size += bytes_
+        if len(entries) > COPY_FILES or size > COPY_BYTES:
+            what = f"{COPY_FILES:,} files" if size <= COPY_BYTES else f"{COPY_BYTES >> 20} MiB"
+            raise CheckRefused(
+                f"--test runs in a copy of the folder of {name}, {source}, which holds more "
+                f"than {what}: keep the file in its project's folder (the one its tests run "
+                "from), or copy it into a smaller folder to test it"
+            )
+    return entries
+
+
+def _walk(source: Path) -> Iterator[tuple[Path, str, int]]:
+    """What a copy of `source` holds, folders before their contents, as (path inside it, kind,
+    bytes): kind "folder", "file", "symlink" or "linked" (an environment, linked rather than
+    copied). Special files (FIFOs, sockets, devices) are left out, as a check has no use for
+    them and reading a FIFO blocks, and so are folders the user cannot read."""
+    folders = [Path()]
+    while folders:
+        folder = folders.pop()
+        try:
+            listing = os.scandir(source / folder)
+        except PermissionError:
+            continue
+        with listing:
+            for entry in listing:
+                inside = folder / entry.name
+                if entry.name in SKIPPED:
+                    continue
+                if entry.name in LINKED and entry.is_dir():
+                    yield inside, "linked", 0
+                elif entry.is_symlink():
+                    yield inside, "symlink", 0
+                elif entry.is_dir(follow_symlinks=False):
+                    folders.append(inside)
+                    yield inside, "folder", 0
+                elif entry.is_file(follow_symlinks=False):
+                    yield inside, "file", entry.stat(follow_symlinks=False).st_size
+
+
+def _copy(source: Path, copy: Path, entries: list[tuple[Path, str]]) -> None:
+    """Make `copy` hold `entries` of `source` (`_walk`): symlinks stay links with the same
+    target, environments are linked to the real ones, and files the user cannot read are left
+    out."""
+    copy.mkdir()
+    for inside, kind in entries:
+        original, made = source / inside, copy / inside
+        if kind == "folder":
+            made.mkdir()
+        elif kind == "symlink":
+            made.symlink_to(os.readlink(original))
+        elif kind == "linked":
+            made.symlink_to(original, target_is_directory=True)
+        else:
+            with contextlib.suppress(PermissionError):
+                shutil.copy2(original, made)
