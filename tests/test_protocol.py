@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from dataclasses import fields, is_dataclass
 
+import pytest
+from pydantic import ValidationError
+
 from specedit.editing.editor import EditRequest
 from specedit.editing.region import Surroundings
 from specedit.engine.options import Sampling, Verification
@@ -89,3 +92,22 @@ def test_a_step_crosses_the_wire_with_what_it_takes_back():
     step = Step([7, 8], [3, None], ["main", None], 2, [False, False], rewind=5)
     back, hex_bytes = read_step(json.loads(json.dumps(step_event(step, ["61", "62"]))))
     assert back == step and hex_bytes == ["61", "62"]
+
+
+def test_a_negative_seed_is_refused_by_the_schema():
+    with pytest.raises(ValidationError, match="seed"):
+        EditBody(text="x", instruction="y", seed=-1)
+    assert EditBody(text="x", instruction="y", seed=0).seed == 0
+
+
+def test_stop_strings_are_bounded_as_openai_bounds_them():
+    from specedit.server.openai import ChatRequest
+
+    def chat(stop) -> ChatRequest:
+        return ChatRequest(model="m", messages=[{"role": "user", "content": "hi"}], stop=stop)
+
+    assert chat(["a" * 256] * 4).stop == ["a" * 256] * 4
+    assert chat("\n```").stop == "\n```"
+    for stop in (["a"] * 5, "a" * 257, ["a", "b" * 257]):
+        with pytest.raises(ValidationError, match="at most 4 stop strings"):
+            chat(stop)

@@ -30,7 +30,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from specedit.editing import prompts
 from specedit.editing.editor import EditError, EditorUnavailable, EditRequest, LocalEditor
 from specedit.server import app as server_app
-from specedit.server.app import create_app, token_bytes
+from specedit.server.app import create_app, public_name, token_bytes
 from specedit.server.client import OpenAIEditor, RemoteEditor, ServerRefused, connect
 from specedit.server.errors import INTERNAL, without_paths
 from specedit.server.guards import needs_key_warning
@@ -103,7 +103,7 @@ def reference(tiny_model_dir):
 
 
 def test_models_lists_the_loaded_model(client, tiny_model_dir, tiny_server):
-    assert [m.id for m in client.models.list().data] == [str(tiny_model_dir)]
+    assert [m.id for m in client.models.list().data] == [tiny_model_dir.name]
     assert isinstance(connect(tiny_server + "/v1"), RemoteEditor)  # it knows its own kind
 
 
@@ -111,7 +111,7 @@ def test_greedy_completion_with_a_prediction_is_the_models_own_answer(
     client, tiny_model_dir, reference
 ):
     completion = client.chat.completions.create(
-        model=str(tiny_model_dir),
+        model=tiny_model_dir.name,
         messages=MESSAGES,
         temperature=0,
         max_tokens=40,
@@ -128,7 +128,7 @@ def test_greedy_completion_with_a_prediction_is_the_models_own_answer(
 
 def test_streaming_gives_the_same_text_in_chunks_then_usage(client, tiny_model_dir, reference):
     stream = client.chat.completions.create(
-        model=str(tiny_model_dir),
+        model=tiny_model_dir.name,
         messages=MESSAGES,
         temperature=0,
         max_tokens=40,
@@ -148,7 +148,7 @@ def test_stop_strings_end_the_answer_before_them(client, tiny_model_dir, referen
     full = reference(40)
     stop = full[10:14]
     completion = client.chat.completions.create(
-        model=str(tiny_model_dir), messages=MESSAGES, temperature=0, max_tokens=40, stop=[stop]
+        model=tiny_model_dir.name, messages=MESSAGES, temperature=0, max_tokens=40, stop=[stop]
     )
     assert completion.choices[0].message.content == full[: full.find(stop)]
 
@@ -165,7 +165,7 @@ def test_stop_strings_end_the_answer_before_them(client, tiny_model_dir, referen
 def test_unsupported_or_bad_fields_get_openai_style_400s(client, tiny_model_dir, extra, param):
     with pytest.raises(openai.BadRequestError) as error:
         client.chat.completions.create(
-            model=str(tiny_model_dir), messages=MESSAGES, max_tokens=4, **extra
+            model=tiny_model_dir.name, messages=MESSAGES, max_tokens=4, **extra
         )
     assert error.value.status_code == 400
     assert error.value.body["param"] == param
@@ -181,7 +181,7 @@ def test_another_model_name_is_a_404(client):
 def test_a_client_that_disconnects_cancels_its_generation(client, tiny_server, tiny_model_dir):
     before = get_json(tiny_server + "/v1/specedit/status")
     stream = client.chat.completions.create(
-        model=str(tiny_model_dir),
+        model=tiny_model_dir.name,
         messages=MESSAGES,
         temperature=1,
         seed=0,
@@ -201,7 +201,7 @@ def test_a_client_that_disconnects_cancels_its_generation(client, tiny_server, t
     # and the server goes on serving
     assert (
         client.chat.completions.create(
-            model=str(tiny_model_dir), messages=MESSAGES, temperature=0, max_tokens=2
+            model=tiny_model_dir.name, messages=MESSAGES, temperature=0, max_tokens=2
         ).usage.completion_tokens
         <= 2
     )
@@ -515,13 +515,15 @@ def tiny_lm(tiny_model_dir):
 
 
 @contextmanager
-def in_process(app) -> Iterator[str]:
-    """`app` served on a free loopback port in this process, so a test may patch what it runs;
-    yields its base URL."""
+def in_process(app, **options) -> Iterator[str]:
+    """`app` served on a free loopback port in this process (`options`: uvicorn's), so a test
+    may patch what it runs; yields its base URL."""
     import uvicorn
 
     port = free_port()
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None, log_level="warning")
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=port, log_config=None, log_level="warning", **options
+    )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -656,7 +658,9 @@ def test_a_full_queue_answers_429(tiny_lm, monkeypatch):
                 assert int(headers["Retry-After"]) > 0
             client = openai.OpenAI(base_url=url + "/v1", api_key="none", max_retries=0)
             with client, pytest.raises(openai.RateLimitError):
-                client.chat.completions.create(model=tiny_lm.name, messages=MESSAGES, max_tokens=1)
+                client.chat.completions.create(
+                    model=public_name(tiny_lm.name), messages=MESSAGES, max_tokens=1
+                )
         finally:
             release.set()
             for thread in waiting:
@@ -737,13 +741,11 @@ def test_a_server_with_a_key_refuses_every_request_without_it(
     assert KEY not in answer
 
 
-def test_a_server_with_a_key_serves_the_clients_that_send_it(
-    keyed_server, tiny_model_dir, monkeypatch
-):
+def test_a_server_with_a_key_serves_the_clients_that_send_it(keyed_server, tiny_model_dir):
     with openai.OpenAI(base_url=keyed_server + "/v1", api_key=KEY, max_retries=0) as client:
-        assert [m.id for m in client.models.list().data] == [str(tiny_model_dir)]
+        assert [m.id for m in client.models.list().data] == [tiny_model_dir.name]
         completion = client.chat.completions.create(
-            model=str(tiny_model_dir), messages=MESSAGES, temperature=0, max_tokens=2
+            model=tiny_model_dir.name, messages=MESSAGES, temperature=0, max_tokens=2
         )
         assert completion.usage.completion_tokens <= 2
     wrong = openai.OpenAI(base_url=keyed_server + "/v1", api_key="wrong", max_retries=0)
@@ -751,17 +753,14 @@ def test_a_server_with_a_key_serves_the_clients_that_send_it(
         wrong.models.list()
     headers = {"Authorization": f"bearer {KEY}"}  # the scheme is case-insensitive
     assert call(keyed_server + "/v1/specedit/status", headers=headers)[0] == 200
-    # the CLI's client sends SPECEDIT_API_KEY ...
-    monkeypatch.setenv("SPECEDIT_API_KEY", KEY)
-    editor = connect(keyed_server)
+    # the CLI's client sends the key it is given ...
+    editor = connect(keyed_server, KEY)
     assert isinstance(editor, RemoteEditor)
     request = EditRequest(CODE, "fix it", prompt="fix", method="pld", max_new_tokens=3)
     with pytest.raises(EditError, match="cut off at the token limit"):  # it edited
         editor.edit(request)
     # ... and without it is told so, rather than taken for another kind of server
-    monkeypatch.delenv("SPECEDIT_API_KEY")
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    with pytest.raises(ServerRefused, match="set SPECEDIT_API_KEY") as refused:
+    with pytest.raises(ServerRefused, match="--api-key or SPECEDIT_API_KEY") as refused:
         connect(keyed_server)
     assert refused.value.status == 401
 
@@ -808,3 +807,297 @@ def test_a_stream_holds_back_what_may_begin_a_stop_string():
     assert stops.settled("x = 1\n```\nmore") == "x = 1"
     assert stops.settled("x = 1 EN") == "x = 1 "
     assert stops.settled("x = 1\ny") == "x = 1\ny"
+
+
+# --- trust against a web page: Host and Origin, bounded requests, slow clients, no paths ------
+
+
+def port_of(url: str) -> int:
+    return int(url.rsplit(":", 1)[1])
+
+
+@pytest.mark.parametrize(
+    "host,served",
+    [
+        ("127.0.0.1:{port}", True),
+        ("127.0.0.1", True),
+        ("localhost:{port}", True),
+        ("LocalHost", True),
+        ("[::1]:{port}", True),
+        ("[::1]", True),
+        ("rebound.example:{port}", False),  # DNS rebinding: a name of the page's, our address
+        ("rebound.example", False),
+        ("127.0.0.1.rebound.example:{port}", False),
+        ("localhost:1", False),  # another port
+        ("[::1]:1", False),
+        ("::1", False),
+        ("", False),
+    ],
+)
+def test_a_loopback_server_answers_only_its_own_host_names(tiny_lm, host, served):
+    with in_process(create_app(tiny_lm)) as url:
+        name = host.format(port=port_of(url))
+        for path, body in [("/v1/models", None), ("/v1/chat/completions", {"model": "x"})]:
+            status, _, answer = call(url + path, body, {"Host": name})
+            if served:
+                assert status in (200, 400), answer
+            else:
+                assert status == 421, answer
+                error = json.loads(answer)["error"]
+                assert error["code"] == "misdirected_request"
+                assert error["type"] == "invalid_request_error"
+
+
+@pytest.mark.parametrize(
+    "origin,served",
+    [
+        (None, True),
+        ("http://127.0.0.1:{port}", True),
+        ("http://localhost:{port}", True),
+        ("http://[::1]:{port}", True),
+        ("https://attacker.example", False),
+        ("http://127.0.0.1:1", False),
+        ("http://localhost:{port}.attacker.example", False),
+        ("null", False),  # a sandboxed page or a file
+    ],
+)
+def test_a_web_pages_request_is_refused_before_it_runs(tiny_lm, origin, served):
+    """Whatever a page sends (a request the browser lets through, or one of a page whose name
+    was rebound to this address), it is refused whole, on every endpoint, unstarted."""
+    body = {"model": public_name(tiny_lm.name), "messages": MESSAGES, "max_tokens": 1}
+    with in_process(create_app(tiny_lm)) as url:
+        headers = {"Origin": origin.format(port=port_of(url))} if origin else {}
+        for path, data in [("/v1/models", None), ("/v1/chat/completions", body)]:
+            status, _, answer = call(url + path, data, headers)
+            if served:
+                assert status == 200, answer
+            else:
+                assert status == 403, answer
+                assert json.loads(answer)["error"]["code"] == "origin_not_allowed"
+        done = get_json(url + "/v1/specedit/status")["done"]
+    assert done == (1 if served else 0)
+
+
+def test_allowed_hosts_and_origins_are_served_and_only_they(tiny_lm):
+    app = create_app(
+        tiny_lm,
+        host="0.0.0.0",  # a LAN's clients name the machine as they will
+        allow_hosts=["Box.Example", "::1"],
+        allow_origins=["https://Editor.Example/"],
+    )
+    with in_process(app) as url:
+        port = port_of(url)
+        hosts = {
+            f"box.example:{port}": 200,
+            "box.example:443": 200,  # a reverse proxy may keep its own port
+            f"127.0.0.1:{port}": 200,
+            f"[::1]:{port}": 200,
+            f"other.example:{port}": 421,  # names given: only they are answered
+        }
+        for host, status in hosts.items():
+            assert call(url + "/v1/models", headers={"Host": host})[0] == status, host
+        status, headers, _ = call(url + "/v1/models", headers={"Origin": "https://editor.example"})
+        assert status == 200 and headers["Access-Control-Allow-Origin"] == "https://editor.example"
+        assert call(url + "/v1/models", headers={"Origin": "https://other.example"})[0] == 403
+        # the browser's preflight of a JSON request with a key, as an allowed page sends it
+        request = urllib.request.Request(
+            url + "/v1/chat/completions",
+            method="OPTIONS",
+            headers={
+                "Origin": "https://editor.example",
+                "Access-Control-Request-Method": "POST",
+                "Access-Control-Request-Headers": "authorization, content-type",
+            },
+        )
+        with urllib.request.urlopen(request, timeout=10) as response:
+            assert response.status == 200
+            assert response.headers["Access-Control-Allow-Origin"] == "https://editor.example"
+    with in_process(create_app(tiny_lm, host="0.0.0.0")) as url:  # no names given: any Host
+        assert call(url + "/v1/models", headers={"Host": "box.example"})[0] == 200
+        assert call(url + "/v1/models", headers={"Origin": "https://editor.example"})[0] == 403
+
+
+@pytest.mark.parametrize("given", ["box.example:8000", "http://box.example", "a b"])
+def test_create_app_refuses_a_host_name_that_is_not_one(tiny_lm, given):
+    with pytest.raises(ValueError, match="--allow-host"):
+        create_app(tiny_lm, allow_hosts=[given])
+
+
+@pytest.mark.parametrize("given", ["editor.example", "https://editor.example/page", "ftp://x"])
+def test_create_app_refuses_an_origin_that_is_not_one(tiny_lm, given):
+    with pytest.raises(ValueError, match="--allow-origin"):
+        create_app(tiny_lm, allow_origins=[given])
+
+
+def test_serve_hands_its_limits_and_names_to_the_server(monkeypatch):
+    import uvicorn
+    from typer.testing import CliRunner
+
+    from specedit.cli import app
+
+    served = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **options: served.append((app, options)))
+    arguments = ["serve", "--allow-host", "box.example", "--allow-origin", "https://e.example"]
+    result = CliRunner().invoke(app, [*arguments, "--max-connections", "3"])
+    assert result.exit_code == 0, result.output
+    served_app, options = served[0]
+    assert options["limit_concurrency"] == 3 and options["timeout_keep_alive"] > 0
+    with in_process(served_app) as url:
+        assert call(url + "/v1/models", headers={"Host": "box.example"})[0] == 200
+        assert call(url + "/v1/models", headers={"Host": "other.example"})[0] == 421
+        assert call(url + "/v1/models", headers={"Origin": "https://e.example"})[0] == 200
+    result = CliRunner().invoke(app, ["serve", "--allow-origin", "e.example"])
+    assert result.exit_code == 2 and "--allow-origin takes" in result.output
+    assert len(served) == 1
+
+
+@pytest.mark.parametrize(
+    "stop",
+    [["a", "b", "c", "d", "e"], "x" * 257, ["ok", "y" * 257]],
+)
+def test_too_many_or_too_long_stop_strings_are_a_400(client, tiny_model_dir, stop):
+    with pytest.raises(openai.BadRequestError) as error:
+        client.chat.completions.create(
+            model=tiny_model_dir.name, messages=MESSAGES, max_tokens=1, stop=stop
+        )
+    assert error.value.body["param"] == "stop"
+    assert "at most 4 stop strings of at most 256 characters" in error.value.body["message"]
+
+
+def test_four_stop_strings_of_256_characters_are_taken(client, tiny_model_dir):
+    stop = [c * 256 for c in "abcd"]
+    completion = client.chat.completions.create(
+        model=tiny_model_dir.name, messages=MESSAGES, max_tokens=1, stop=stop
+    )
+    assert completion.usage.completion_tokens <= 1
+
+
+def test_a_negative_seed_is_a_400(client, tiny_server, tiny_model_dir):
+    with pytest.raises(openai.BadRequestError) as error:
+        client.chat.completions.create(
+            model=tiny_model_dir.name, messages=MESSAGES, max_tokens=1, temperature=1, seed=-1
+        )
+    assert error.value.body["param"] == "seed"
+    body = {"text": CODE, "instruction": "fix it", "method": "pld", "temperature": 1, "seed": -1}
+    status, _, answer = call(tiny_server + "/v1/specedit/edit", body)
+    assert status == 400 and json.loads(answer)["error"]["param"] == "seed"
+
+
+def test_a_body_that_stops_coming_is_answered_408_and_closed(tiny_lm):
+    import socket
+
+    with in_process(create_app(tiny_lm, body_timeout_s=0.5)) as url:
+        with socket.create_connection(("127.0.0.1", port_of(url)), timeout=20) as connection:
+            connection.sendall(
+                b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                b"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{"
+            )
+            answer = b""
+            while chunk := connection.recv(4096):  # until the server closes the connection
+                answer += chunk
+        head, _, body = answer.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 408")
+        assert json.loads(body)["error"]["code"] == "request_timeout"
+        assert get_json(url + "/v1/models")["data"]  # and it goes on serving
+
+
+def test_connections_beyond_the_limit_get_a_503(tiny_lm):
+    import socket
+
+    def answers(url: str, status: int) -> bool:
+        """Whether the server comes to answer `status` (connections open and close in time)."""
+        deadline = time.monotonic() + 10
+        while call(url + "/v1/models")[0] != status:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.05)
+        return True
+
+    with in_process(create_app(tiny_lm), limit_concurrency=3) as url:
+        idle = [socket.create_connection(("127.0.0.1", port_of(url))) for _ in range(3)]
+        try:
+            assert answers(url, 503)
+        finally:
+            for connection in idle:
+                connection.close()
+        assert answers(url, 200)
+
+
+def test_a_long_tokenization_holds_up_no_other_request(tiny_lm, monkeypatch):
+    started, release = threading.Event(), threading.Event()
+    tokenizer = tiny_lm.tokenizer
+    template = tokenizer.apply_chat_template
+
+    def slow(*args, **kwargs):
+        started.set()
+        release.wait(20)
+        return template(*args, **kwargs)
+
+    monkeypatch.setattr(tokenizer, "apply_chat_template", slow)
+    body = {"model": public_name(tiny_lm.name), "messages": MESSAGES, "max_tokens": 1}
+    with in_process(create_app(tiny_lm)) as url:
+        statuses: list[int] = []
+        asking = threading.Thread(
+            target=lambda: statuses.append(call(url + "/v1/chat/completions", body)[0])
+        )
+        asking.start()
+        try:
+            assert started.wait(20)
+            assert get_json(url + "/v1/models")["data"]  # answered (within 5 s) while it tokenizes
+        finally:
+            release.set()
+            asking.join(60)
+    assert statuses == [200]
+
+
+def test_no_answer_names_the_models_folder(tiny_lm, tiny_model_dir, monkeypatch):
+    from specedit.editing.editor import EditResult
+    from specedit.editing.prompts import EditPrompt
+    from specedit.engine.events import Generation, Stats
+
+    def edited(self, request, on_start=None, on_step=None, stop=None):
+        prompt = EditPrompt([1, 2], "```", request.text, 0, 1, input_offsets=((0, 1),))
+        on_start(prompt, 4)
+        return EditResult(request.text, Generation([5], "stop", Stats()), prompt)
+
+    folder = str(tiny_model_dir)
+    monkeypatch.setattr(LocalEditor, "edit", edited)
+    name = tiny_model_dir.name
+    chat = {"model": name, "messages": MESSAGES, "max_tokens": 2}
+    edit = {"text": CODE, "instruction": "fix it", "method": "pld"}
+    with in_process(create_app(tiny_lm)) as url:
+        answers = [
+            call(url + "/v1/models"),
+            call(url + "/v1/specedit/status"),
+            call(url + "/v1/chat/completions", chat),
+            call(url + "/v1/chat/completions", {**chat, "stream": True}),
+            call(url + "/v1/chat/completions", {**chat, "model": folder}),  # no path oracle
+            call(url + "/v1/specedit/edit", edit),
+            call(url + "/v1/specedit/edit", {**edit, "stream": True}),
+        ]
+    assert [status for status, _, _ in answers] == [200, 200, 200, 200, 404, 200, 200]
+    assert json.loads(answers[0][2])["data"][0]["id"] == name
+    assert json.loads(answers[5][2])["model"] == name
+    for _, headers, text in answers:
+        assert folder not in text and folder not in str(headers)
+
+
+@pytest.mark.parametrize(
+    "model,public",
+    [
+        ("qwen2.5-coder-0.5b", "qwen2.5-coder-0.5b"),  # a bundled name
+        ("Qwen/Qwen2.5-Coder-1.5B-Instruct", "Qwen/Qwen2.5-Coder-1.5B-Instruct"),  # a hub id
+    ],
+)
+def test_a_model_that_is_no_file_keeps_its_name(model, public):
+    assert public_name(model) == public
+
+
+def test_a_model_file_or_folder_is_named_by_its_own_name(tmp_path, monkeypatch):
+    weights = tmp_path / "models" / "coder.gguf"
+    weights.parent.mkdir()
+    weights.write_bytes(b"")
+    monkeypatch.chdir(tmp_path)
+    assert public_name(str(weights)) == "coder.gguf"
+    assert public_name(str(tmp_path / "models") + "/") == "models"
+    assert public_name("models/..") == tmp_path.name

@@ -238,6 +238,45 @@ def serve(
             min=1,
         ),
     ] = 8 * 1024 * 1024,
+    body_timeout: Annotated[
+        float,
+        opt(
+            "--body-timeout",
+            help="Seconds to wait for the next piece of a request body; a slower client gets a "
+            "408.",
+            env="BODY_TIMEOUT",
+            min=0.001,
+        ),
+    ] = 30.0,
+    max_connections: Annotated[
+        int,
+        opt(
+            "--max-connections",
+            help="Connections open at once; a request beyond them gets a 503.",
+            env="MAX_CONNECTIONS",
+            min=1,
+        ),
+    ] = 32,
+    allow_host: Annotated[
+        list[str] | None,
+        opt(
+            "--allow-host",
+            help="A host name requests may name besides 127.0.0.1, localhost and [::1] "
+            "(repeatable); once given, only these and those are answered, whatever --host is.",
+            env="ALLOW_HOST",
+            show_default=False,
+        ),
+    ] = None,
+    allow_origin: Annotated[
+        list[str] | None,
+        opt(
+            "--allow-origin",
+            help="A web page's origin (scheme://host[:port]) whose requests are served "
+            "(repeatable); other pages' requests get a 403.",
+            env="ALLOW_ORIGIN",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Serve the model, loaded once, over an OpenAI-compatible API that honours `prediction`
     (/v1/chat/completions, /v1/models), plus /v1/specedit/edit for `--server`.
@@ -253,7 +292,7 @@ def serve(
         import uvicorn
 
         from specedit.server.app import create_app
-        from specedit.server.guards import needs_key_warning
+        from specedit.server.guards import KEEP_ALIVE_S, host_name, needs_key_warning, origin
     except ImportError as exc:
         error(f"the server needs {exc.name}: pip install 'specedit[serve]'")
         raise typer.Exit(Exit.INPUT) from None
@@ -267,12 +306,34 @@ def serve(
             f"serving on {host} without --api-key: anyone who can reach it can use the "
             "model; set SPECEDIT_API_KEY"
         )
+    try:
+        hosts = [host_name(h) for h in allow_host or ()]
+        origins = [origin(o) for o in allow_origin or ()]
+    except ValueError as exc:
+        error(str(exc))
+        raise typer.Exit(Exit.INPUT) from None
     engine = choose_engine(engine, model, draft_model, device, dtype)
     lm, _ = load_model(model, dtype, threads, device, draft_model, engine)
     keyed = " with an API key" if api_key else ""
     say(f"serving {lm.name} on http://{host}:{port}/v1{keyed} (Ctrl-C stops)")
-    app = create_app(lm, api_key, max_queue=max_queue, max_body_bytes=max_body_bytes)
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    app = create_app(
+        lm,
+        api_key,
+        max_queue=max_queue,
+        max_body_bytes=max_body_bytes,
+        host=host,
+        allow_hosts=hosts,
+        allow_origins=origins,
+        body_timeout_s=body_timeout,
+    )
+    uvicorn.run(
+        app,
+        host=host,
+        port=port,
+        log_level="warning",
+        timeout_keep_alive=KEEP_ALIVE_S,
+        limit_concurrency=max_connections,
+    )
 
 
 @models_app.callback(invoke_without_command=True)

@@ -11,10 +11,13 @@ One generation runs at a time (a CPU has no room for two); requests wait in orde
 `max_queue` of them (429 beyond), and a client that disconnects cancels its generation, queued or
 running (worker.py).
 
-Trust: with an API key every request must carry it (`Authorization: Bearer KEY`, else 401); a
-body is read up to `max_body_bytes` (413 beyond) (guards.py); `/v1/specedit/edit` takes only the
-shipped prompt templates by name, never a path on the server; an unexpected error is logged here
-and answered with a generic 500, and no error message carries a path on the server (errors.py).
+Trust: a web page's request is refused (its Origin, 403) and so is one for another host name
+(DNS rebinding, 421); with an API key every request must carry it (`Authorization: Bearer KEY`,
+else 401); a body is read up to `max_body_bytes` (413 beyond), each piece within
+`body_timeout_s` (408 after) (guards.py); `/v1/specedit/edit` takes only the shipped prompt
+templates by name, never a path on the server; the model is named without its folder
+(`public_name`); an unexpected error is logged here and answered with a generic 500, and no error
+message carries a path on the server (errors.py).
 """
 
 from __future__ import annotations
@@ -22,9 +25,12 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from collections.abc import Sequence
+from pathlib import Path
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
+from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse
 
 from specedit.drafting import DrafterUnavailable
@@ -37,7 +43,15 @@ from specedit.engine.options import VERIFY_MODES
 from specedit.models.load import LoadedModel
 from specedit.server import openai
 from specedit.server.errors import INTERNAL, APIError
-from specedit.server.guards import MAX_BODY_BYTES, LimitBody, RequireKey
+from specedit.server.guards import (
+    BODY_TIMEOUT_S,
+    MAX_BODY_BYTES,
+    CheckHostAndOrigin,
+    LimitBody,
+    RequireKey,
+    host_name,
+    origin,
+)
 from specedit.server.openai import ChatRequest
 from specedit.server.protocol import (
     EditAnswer,
@@ -69,18 +83,44 @@ def token_bytes(tokenizer, ids: list[int]) -> list[str]:
     return [tokenizer.decode([i], skip_special_tokens=True).encode().hex() for i in ids]
 
 
+def public_name(model: str) -> str:
+    """What clients call the model `model` names: a bundled name or a hub id as it is, a local
+    folder or file by its own name only, so no answer tells where the server keeps it."""
+    path = Path(model).expanduser()
+    return (path.resolve().name or "model") if path.exists() else model
+
+
 def create_app(
     lm: LoadedModel,
     api_key: str | None = None,
     max_queue: int = MAX_QUEUE,
     max_body_bytes: int = MAX_BODY_BYTES,
+    host: str = "127.0.0.1",
+    allow_hosts: Sequence[str] = (),
+    allow_origins: Sequence[str] = (),
+    body_timeout_s: float = BODY_TIMEOUT_S,
 ) -> FastAPI:
-    """The server's app. With `api_key`, every request must carry it; at most `max_queue`
-    generations wait behind the running one; a body holds at most `max_body_bytes`."""
+    """The server's app, listening on `host`. A request must name this server in its Host
+    (`allow_hosts`: more names) and come from no web page but those of `allow_origins`; with
+    `api_key`, it must carry the key; at most `max_queue` generations wait behind the running
+    one; a body holds at most `max_body_bytes`, each piece within `body_timeout_s` of the last.
+    ValueError for a host name or origin that is not one."""
+    hosts, origins = [host_name(h) for h in allow_hosts], [origin(o) for o in allow_origins]
     app = FastAPI(title="specedit", docs_url=None, redoc_url=None)
-    app.add_middleware(LimitBody, max_bytes=max_body_bytes)
+    # Starlette runs the middleware added last first: the Host and Origin, then the browser's
+    # preflight (which carries no key), then the key, all before any body is read.
+    app.add_middleware(LimitBody, max_bytes=max_body_bytes, timeout_s=body_timeout_s)
     if api_key:
-        app.add_middleware(RequireKey, api_key=api_key)  # outermost: before any body is read
+        app.add_middleware(RequireKey, api_key=api_key)
+    if origins:  # a page allowed must be able to read the answers, and to send JSON and a key
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=origins,
+            allow_methods=["GET", "POST"],
+            allow_headers=["Authorization", "Content-Type"],
+        )
+    app.add_middleware(CheckHostAndOrigin, bound=host, hosts=hosts, origins=origins)
+    name = public_name(lm.name)
     worker = Worker(max_queue)
     created = int(time.time())
     shipped = prompts.available()
@@ -102,20 +142,22 @@ def create_app(
         param = ".".join(where) or None
         if first.get("type") == "extra_forbidden":
             message = f"Unrecognized request argument supplied: {param}"
+        elif first.get("type") == "value_error":  # a validator's own words
+            message = f"Invalid value for {param}: {first['ctx']['error']}"
         else:
             message = f"Invalid value for {param}: {first.get('msg')}"
         return APIError(400, message, param, first.get("type")).response()
 
     @app.get("/v1/models")
     async def models() -> dict:
-        entry = {"id": lm.name, "object": "model", "created": created, "owned_by": "specedit"}
+        entry = {"id": name, "object": "model", "created": created, "owned_by": "specedit"}
         return {"object": "list", "data": [entry]}
 
     @app.get("/v1/specedit/status")
     async def status() -> dict:
         """The model and the generations so far; `cancelled` counts those whose client left."""
         return {
-            "model": lm.name,
+            "model": name,
             "engine": lm.engine,
             "method": method_for(lm),
             **worker.counts,
@@ -123,7 +165,7 @@ def create_app(
 
     @app.post("/v1/chat/completions")
     async def chat(body: ChatRequest, request: Request):
-        return await openai.chat(lm, worker, body, request)
+        return await openai.chat(lm, name, worker, body, request)
 
     @app.post("/v1/specedit/edit")
     async def edit(body: EditBody, request: Request):
@@ -137,9 +179,9 @@ def create_app(
             )
         run = _edit_run(lm, body)
         if body.stream:
-            return stream(worker, request, run, _edit_events(lm, run))
+            return stream(worker, request, run, _edit_events(lm, name, run))
         result = await wait(worker, request, run)
-        return _edit_answer(lm, result).wire()
+        return _edit_answer(name, result).wire()
 
     return app
 
@@ -182,17 +224,15 @@ def _edit_run(lm: LoadedModel, body: EditBody) -> Run:
 
 
 def _edit_answer(
-    lm: LoadedModel, outcome: tuple[EditResult, Attribution | None] | APIError
+    name: str, outcome: tuple[EditResult, Attribution | None] | APIError
 ) -> EditAnswer:
     if isinstance(outcome, APIError):
         raise outcome
     result, attribution = outcome
-    return EditAnswer.of(
-        lm.name, result, attribution.to_json() if attribution is not None else None
-    )
+    return EditAnswer.of(name, result, attribution.to_json() if attribution is not None else None)
 
 
-def _edit_events(lm: LoadedModel, run: Run):
+def _edit_events(lm: LoadedModel, name: str, run: Run):
     def render(what: str, item) -> list[str]:
         if what == "item":
             kind, payload = item
@@ -204,6 +244,6 @@ def _edit_events(lm: LoadedModel, run: Run):
         if isinstance(item, BaseException):
             error = APIError.of(item)
             return [json.dumps(error_event(error.status, error.payload()))]
-        return [json.dumps(result_event(_edit_answer(lm, item)), ensure_ascii=False)]
+        return [json.dumps(result_event(_edit_answer(name, item)), ensure_ascii=False)]
 
     return render

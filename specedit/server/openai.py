@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Literal
 
 from fastapi import Request
+from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, ConfigDict, Field
 
 from specedit.drafting.registry import DraftSources, make_drafter, method_for
@@ -24,6 +25,7 @@ from specedit.engine.options import Sampling
 from specedit.engine.session import generate
 from specedit.models.load import LoadedModel
 from specedit.server.errors import APIError
+from specedit.server.protocol import Seed, Stop
 from specedit.server.worker import Job, Run, Worker, job_stop, stream, wait
 
 
@@ -63,8 +65,8 @@ class ChatRequest(BaseModel):
     top_p: float = Field(1.0, gt=0, le=1)
     max_tokens: int | None = Field(None, ge=1)
     max_completion_tokens: int | None = Field(None, ge=1)
-    stop: str | list[str] | None = None
-    seed: int | None = None
+    stop: Stop = None
+    seed: Seed | None = None
     stream: bool = False
     stream_options: StreamOptions | None = None
     n: Literal[1] = 1
@@ -214,12 +216,12 @@ def _finish_reason(generation: Generation) -> str:
     return "length" if generation.stop_reason == "length" else "stop"
 
 
-def _chat_response(lm: LoadedModel, body: ChatRequest, run: Run, result: dict) -> dict:
+def _chat_response(name: str, run: Run, result: dict) -> dict:
     return {
         "id": run.id,
         "object": "chat.completion",
         "created": int(time.time()),
-        "model": lm.name,
+        "model": name,
         "choices": [
             {
                 "index": 0,
@@ -232,7 +234,7 @@ def _chat_response(lm: LoadedModel, body: ChatRequest, run: Run, result: dict) -
     }
 
 
-def _chat_events(lm: LoadedModel, body: ChatRequest, run: Run):
+def _chat_events(name: str, body: ChatRequest, run: Run):
     created = int(time.time())
     include_usage = bool(body.stream_options and body.stream_options.include_usage)
     opened = [False]
@@ -242,7 +244,7 @@ def _chat_events(lm: LoadedModel, body: ChatRequest, run: Run):
             "id": run.id,
             "object": "chat.completion.chunk",
             "created": created,
-            "model": lm.name,
+            "model": name,
             "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}]
             if usage is None
             else [],
@@ -268,17 +270,19 @@ def _chat_events(lm: LoadedModel, body: ChatRequest, run: Run):
     return render
 
 
-async def chat(lm: LoadedModel, worker: Worker, body: ChatRequest, request: Request):
-    """A chat completion of the model `lm` runs (404 for any other model)."""
-    if body.model != lm.name:
+async def chat(lm: LoadedModel, name: str, worker: Worker, body: ChatRequest, request: Request):
+    """A chat completion of the model `lm`, which clients know as `name`, runs (404 for any
+    other model). The messages are tokenized off the event loop: a long one holds up no other
+    request."""
+    if body.model != name:
         raise APIError(
             404,
             f"The model `{body.model}` does not exist; this server runs only the model it lists",
             "model",
             "model_not_found",
         )
-    run = _chat_run(lm, body)
+    run = await run_in_threadpool(_chat_run, lm, body)
     if body.stream:
-        return stream(worker, request, run, _chat_events(lm, body, run))
+        return stream(worker, request, run, _chat_events(name, body, run))
     result = await wait(worker, request, run)
-    return _chat_response(lm, body, run, result)
+    return _chat_response(name, run, result)

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from specedit.editing.editor import EditRequest, EditResult
 from specedit.editing.prompts import EditPrompt
@@ -19,6 +20,25 @@ from specedit.editing.proofread import Correction
 from specedit.editing.region import Surroundings
 from specedit.engine.events import Generation, Stats, Step
 from specedit.engine.options import Sampling, Verification
+
+MAX_STOPS = 4  # stop strings a request may give, as OpenAI takes
+MAX_STOP_CHARS = 256  # characters in one stop string
+
+# A sampling seed: the generator takes no negative one.
+Seed = Annotated[int, Field(ge=0, le=2**64 - 1)]
+
+
+def _bounded_stops(stop: str | list[str] | None) -> str | list[str] | None:
+    """`stop` as OpenAI takes it: a few short strings, so that matching them stays cheap."""
+    stops = [stop] if isinstance(stop, str) else stop or []
+    if len(stops) > MAX_STOPS or any(len(s) > MAX_STOP_CHARS for s in stops):
+        raise ValueError(
+            f"at most {MAX_STOPS} stop strings of at most {MAX_STOP_CHARS} characters each"
+        )
+    return stop
+
+
+Stop = Annotated[str | list[str] | None, AfterValidator(_bounded_stops)]
 
 
 class SurroundingsBody(BaseModel):
@@ -45,7 +65,7 @@ class EditBody(BaseModel):
     temperature: float = Field(0.0, ge=0)
     top_k: int = Field(0, ge=0)
     top_p: float = Field(1.0, gt=0, le=1)
-    seed: int | None = None
+    seed: Seed | None = None
     verify: str = "strict"
     delta: float = 0.1
     verify_top_k: int = 5
