@@ -75,7 +75,8 @@ class SettingsError(ValueError):
 @dataclass
 class Settings:
     values: dict = field(default_factory=dict)  # option parameter name -> value
-    origins: dict[str, Path] = field(default_factory=dict)  # option -> the file that set it
+    # option -> the file that set it (or set it and was not trusted to)
+    origins: dict[str, Path] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)  # one line each
 
     def add(self, table: dict, source: Path) -> None:
@@ -152,6 +153,7 @@ def find_settings(start: Path | None = None) -> Settings:
     trusted = trusted_files().get(str(found.path)) == found.sha256
     held = [key for key in found.table if not trusted and _option(key) not in FREE]
     settings.add({k: v for k, v in found.table.items() if k not in held}, found.path)
+    settings.origins |= {_option(key): found.path for key in held}  # still checked: a typo
     if held:
         settings.warnings.append(
             f"ignoring {', '.join(held)} in {found.path}: a project's settings may set "
@@ -253,7 +255,7 @@ def _doubt(file: os.stat_result, folder: os.stat_result) -> str | None:
 def default_map(settings: Settings, commands: dict[str, set[str]]) -> dict:
     """Click's default_map: each command gets the settings that are options of its own."""
     known = set().union(*commands.values())
-    unknown = sorted(set(settings.values) - known)
+    unknown = sorted(set(settings.origins) - known)
     if unknown:
         where = settings.origins[unknown[0]]
         raise SettingsError(f"{where}: unknown setting(s) {', '.join(unknown)}")
