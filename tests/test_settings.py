@@ -4,6 +4,7 @@ how an edit is decoded and shown only once the user trusted it (`specedit trust`
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -65,13 +66,14 @@ def clone(tmp_path):
 def options_of_a_fix(folder, monkeypatch, *args: str) -> tuple[dict, str]:
     """The options `specedit fix bug.py ...` run with from `folder`, and its stderr: the
     edit itself is replaced by a recorder, so that nothing a setting says can run."""
-    seen = {}
+    seen = []
     monkeypatch.delenv("SPECEDIT_MODEL", raising=False)  # the fast tier's: it would win
-    monkeypatch.setattr(commands, "_run_edits", lambda *a, **options: seen.update(options))
+    monkeypatch.setattr(commands, "_run_edits", lambda *a: seen.append(a[3]))
     monkeypatch.chdir(folder)
     result = runner.invoke(app, ["fix", "bug.py", "fix it", *args])
     assert result.exit_code == 0, result.output
-    return seen, result.stderr
+    (options,) = seen
+    return dataclasses.asdict(options), result.stderr
 
 
 def test_a_parent_folders_settings_stop_at_the_project_root(project):

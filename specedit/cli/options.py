@@ -3,21 +3,44 @@ every editing command (fix, edit, rewrite, apply)."""
 
 from __future__ import annotations
 
+import os
+from dataclasses import dataclass, replace
+from enum import Enum
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
-from specedit.cli.startup import AUTO
-from specedit.drafting.registry import DEFAULT_METHOD, HYBRID_METHOD, METHODS
+from specedit.cli.startup import AUTO, choose_engine
+from specedit.drafting.registry import (
+    DEFAULT_METHOD,
+    DRAFT_MODEL_METHODS,
+    HYBRID_METHOD,
+    METHODS,
+    refusal,
+)
 from specedit.engine.options import VERIFY_MODES
 from specedit.models.bundled import DEFAULT_MODEL
 from specedit.models.load import DTYPES, ENGINES
+
+if TYPE_CHECKING:
+    from specedit.editing.region import Region
+    from specedit.engine.options import Sampling, Verification
 
 # Candidates an edit may draw unless told: a second one where the first cannot be right (an
 # unchanged fix or edit, an unsafe answer) or is a fix to look at again, which wins on the suite
 # (docs/quality.md, "--samples").
 DEFAULT_SAMPLES = 2
+
+
+class WriteBack(Enum):
+    """Where the edited text goes: one place per edit (black's WriteBack)."""
+
+    STDOUT = "stdout"
+    IN_PLACE = "-i/--in-place"
+    DIFF = "--diff"  # a unified diff on stdout
+    CHECK = "--check"  # nothing: the exit code says whether it would change
+    OUTPUT = "-o"  # another file
 
 
 def opt(*names: str, help: str, env: str | None = None, **extra) -> typer.Option:
@@ -60,7 +83,12 @@ EngineOption = Annotated[
 ]
 
 
-def edit_options(
+@dataclass(frozen=True)
+class EditOptions:
+    """Every option of fix, edit, rewrite and apply, declared once: each field's annotation is
+    its command-line option (commands.EditCommand adds them to each editing command), and a
+    command gets them back as this one frozen object, checked by `problems`."""
+
     method: Annotated[
         Literal[tuple(METHODS)] | None,
         opt(
@@ -70,36 +98,36 @@ def edit_options(
             env="METHOD",
             show_default=False,
         ),
-    ] = None,
-    model: ModelOption = DEFAULT_MODEL,
-    draft_model: DraftModelOption = None,
+    ] = None
+    model: ModelOption = DEFAULT_MODEL
+    draft_model: DraftModelOption = None
     in_place: Annotated[
         bool, opt("-i", "--in-place", help="Rewrite the file (atomically) instead of printing it.")
-    ] = False,
-    diff: Annotated[bool, opt("--diff", help="Print a unified diff instead of the file.")] = False,
+    ] = False
+    diff: Annotated[bool, opt("--diff", help="Print a unified diff instead of the file.")] = False
     check: Annotated[
         bool, opt("--check", help="Write nothing; exit 1 if the edit would change the file.")
-    ] = False,
+    ] = False
     output: Annotated[
         Path | None, opt("-o", "--output", help="Write the edited text to this file.")
-    ] = None,
+    ] = None
     quiet: Annotated[
         bool, opt("-q", "--quiet", help="No dashboard, no stats line; errors only.")
-    ] = False,
+    ] = False
     stats: Annotated[
         Literal["text", "json"], opt("--stats", help="Stats on stderr.", env="STATS")
-    ] = "text",
+    ] = "text"
     stats_file: Annotated[
         Path | None, opt("--stats-file", help="Also write the stats as JSON to this file.")
-    ] = None,
+    ] = None
     attribution: Annotated[
         Path | None,
         opt("--attribution", help="Write copied spans (output span <- input span) as JSON."),
-    ] = None,
+    ] = None
     force: Annotated[
         bool,
         opt("--force", help="Write even if the edit breaks the file's syntax or drops many lines."),
-    ] = False,
+    ] = False
     test: Annotated[
         str | None,
         opt(
@@ -107,7 +135,7 @@ def edit_options(
             help="A shell command that must pass on the edited file, run in a temporary copy of "
             "its folder; {file} names the edited copy.",
         ),
-    ] = None,
+    ] = None
     attempts: Annotated[
         int,
         opt(
@@ -115,25 +143,20 @@ def edit_options(
             help="Tries when --test fails: redraws with the runner-up token where the first "
             "answer was least sure, then the failure output shown to the model, sampled.",
         ),
-    ] = 3,
+    ] = 3
     test_timeout: Annotated[
         float, opt("--test-timeout", help="Seconds each --test run may take.")
-    ] = 120.0,
+    ] = 120.0
     samples: Annotated[
         int | None,
         opt(
             "--samples",
-            help="Candidates an edit may draw without --test, while the answer is unchanged "
-            "for a fix or an edit of code, or fails the safety checks: an unchanged answer is "
-            "redrawn with the runner-up token where it was least sure (in the functions the "
-            "instruction names first), the rest sampled (temperature 0.2, top-p 0.95). A fix "
-            "that changed the file is redrawn so once too, and the redraw delivered if it is "
-            "acceptable; a fix's redraw keeps its first change only. A rewrite is proofread: "
-            "the words it copied against the model's doubt, and its repeated words, "
-            f"corrected. [default: {DEFAULT_SAMPLES}; 1 with --test]",
+            help="Candidates an edit may draw without --test: an unchanged or unsafe answer is "
+            "redrawn from where the model was least sure, a fix is looked at once more, a "
+            f"rewrite proofread (docs/options.md). [default: {DEFAULT_SAMPLES}; 1 with --test]",
             show_default=False,
         ),
-    ] = None,
+    ] = None
     vote: Annotated[
         bool,
         opt(
@@ -141,7 +164,7 @@ def edit_options(
             help="Draw all --samples candidates and keep the one whose change the others agree "
             "with most.",
         ),
-    ] = False,
+    ] = False
     lines: Annotated[
         str | None,
         opt(
@@ -150,7 +173,7 @@ def edit_options(
             "function or class (Class.method for a method); the model sees the whole file, and "
             "every other line is kept byte for byte.",
         ),
-    ] = None,
+    ] = None
     context: Annotated[
         int | None,
         opt(
@@ -159,7 +182,7 @@ def edit_options(
             "whole file (a long file's prompt is most of an edit's time).",
             min=0,
         ),
-    ] = None,
+    ] = None
     max_new_tokens: Annotated[
         int | None,
         opt(
@@ -167,13 +190,13 @@ def edit_options(
             help="Token limit for the answer [default: 1.5x the input + 128].",
             env="MAX_NEW_TOKENS",
         ),
-    ] = None,
+    ] = None
     temperature: Annotated[
         float, opt("--temperature", help="0 is greedy (exact); above 0 samples.")
-    ] = 0.0,
-    top_p: Annotated[float, opt("--top-p", help="Nucleus sampling mass.")] = 1.0,
-    top_k: Annotated[int, opt("--top-k", help="Sample from the k likeliest tokens (0: all).")] = 0,
-    seed: Annotated[int | None, opt("--seed", help="Seed for sampling.")] = None,
+    ] = 0.0
+    top_p: Annotated[float, opt("--top-p", help="Nucleus sampling mass.")] = 1.0
+    top_k: Annotated[int, opt("--top-k", help="Sample from the k likeliest tokens (0: all).")] = 0
+    seed: Annotated[int | None, opt("--seed", help="Seed for sampling.")] = None
     verify: Annotated[
         Literal[VERIFY_MODES],
         opt(
@@ -181,29 +204,29 @@ def edit_options(
             help="strict is exact; conditional and mixed also accept plausible drafts (lossy).",
             env="VERIFY",
         ),
-    ] = "strict",
+    ] = "strict"
     delta: Annotated[
         float,
         opt(
             "--delta",
             help="Conditional verification: accept a drafted token x if p(x) > max(delta, p(eos)).",
         ),
-    ] = 0.1,
+    ] = 0.1
     verify_top_k: Annotated[
         int,
         opt("--verify-top-k", help="Mixed verification: x must also be among the model's top k."),
-    ] = 5,
+    ] = 5
     reference: Annotated[
         list[Path] | None,
         opt(
             "--reference",
             help="A file that feeds only the draft pool (repeatable); needs --method pool.",
         ),
-    ] = None,
-    dtype: DtypeOption = "auto",
-    threads: ThreadsOption = None,
-    device: DeviceOption = "cpu",
-    engine: EngineOption = AUTO,
+    ] = None
+    dtype: DtypeOption = "auto"
+    threads: ThreadsOption = None
+    device: DeviceOption = "cpu"
+    engine: EngineOption = AUTO
     server: Annotated[
         str | None,
         opt(
@@ -212,7 +235,7 @@ def edit_options(
             "--model, --dtype, --threads, --device and --engine are then the server's.",
             env="SERVER",
         ),
-    ] = None,
+    ] = None
     api_key: Annotated[
         str | None,
         opt(
@@ -222,13 +245,122 @@ def edit_options(
             env="API_KEY",
             show_envvar=True,
         ),
-    ] = None,
+    ] = None
     send_openai_key: Annotated[
         bool,
         opt(
             "--send-openai-key",
             help="Send OPENAI_API_KEY to --server when no --api-key is given (a hosted API).",
         ),
-    ] = False,
-) -> None:
-    """The options every editing command shares (declared once; commands._command adds them)."""
+    ] = False
+
+    @property
+    def write_back(self) -> WriteBack:
+        """The one place asked for (`problems` says when more than one was)."""
+        chosen = [w for w, on in self._write_backs().items() if on]
+        return chosen[0] if chosen else WriteBack.STDOUT
+
+    def _write_backs(self) -> dict[WriteBack, bool]:
+        return {
+            WriteBack.IN_PLACE: self.in_place,
+            WriteBack.DIFF: self.diff,
+            WriteBack.CHECK: self.check,
+            WriteBack.OUTPUT: self.output is not None,
+        }
+
+    @property
+    def candidates(self) -> int:
+        """--samples, or its default: one where --test judges the candidates."""
+        if self.samples is not None:
+            return self.samples
+        return 1 if self.test is not None else DEFAULT_SAMPLES
+
+    @property
+    def engine_in_use(self) -> str:
+        """The engine --engine stands for here (`startup.choose_engine`)."""
+        return choose_engine(
+            self.engine, self.model, self.draft_model, self.device, self.dtype, self.method
+        )
+
+    @property
+    def server_key(self) -> str | None:
+        """The key the user gave for --server: --api-key (SPECEDIT_API_KEY), or OPENAI_API_KEY
+        where asked by --send-openai-key; never a key the user did not name for it."""
+        if self.api_key:
+            return self.api_key
+        return os.environ.get("OPENAI_API_KEY") if self.send_openai_key else None
+
+    def region(self) -> Region | None:
+        """--lines (with --context) as a Region; ValueError when it names none."""
+        from specedit.editing.region import Region
+
+        if self.lines is None:
+            return None
+        return replace(Region.parse(self.lines), context=self.context)
+
+    def sampling(self) -> Sampling:
+        from specedit.engine.options import Sampling
+
+        return Sampling(self.temperature, self.top_k, self.top_p, self.seed)
+
+    def verification(self) -> Verification:
+        from specedit.engine.options import Verification
+
+        return Verification(self.verify, self.delta, self.verify_top_k)
+
+    def problems(self, files: list[str], instruction: str) -> list[str]:
+        """What makes these options unusable for `files` and `instruction`, a line each (the
+        first is reported, exit 2, before any model loads)."""
+        from specedit.editing.checks import CheckRefused, fill_in
+
+        problems = []
+        for build in (self.region, self.sampling, self.verification):
+            try:
+                build()
+            except ValueError as exc:
+                problems.append(str(exc))
+        if self.lines is not None and len(files) > 1:
+            problems.append("--lines edits one file")
+        if self.lines is None and self.context is not None:
+            problems.append("--context is the context of a region: add --lines")
+        if not instruction.strip():
+            problems.append("the instruction is empty")
+        if sum(self._write_backs().values()) > 1:
+            problems.append("choose one of -i/--in-place, --diff, --check and -o")
+        if "-" in files and self.in_place:
+            problems.append("stdin cannot be edited in place")
+        if len(files) > 1 and self.write_back not in (
+            WriteBack.IN_PLACE,
+            WriteBack.DIFF,
+            WriteBack.CHECK,
+        ):
+            problems.append("several files need -i/--in-place, --diff or --check")
+        if self.test is not None:
+            if not self.test.strip():
+                problems.append("--test needs a command")
+            try:  # a misplaced {file} is refused before the model loads
+                fill_in(self.test, Path("file"))
+            except CheckRefused as exc:
+                problems.append(str(exc))
+            if "-" in files:
+                problems.append("--test runs on a copy of the file's folder: it cannot check stdin")
+            if self.attempts < 1:
+                problems.append("--attempts must be at least 1")
+            if self.test_timeout <= 0:
+                problems.append("--test-timeout must be above 0 seconds")
+            if (self.samples or 1) > 1:
+                problems.append("--samples chooses without tests; with --test, use --attempts")
+        if self.candidates < 1:
+            problems.append("--samples must be at least 1")
+        if self.vote and self.candidates < 3:
+            problems.append("--vote chooses among --samples candidates: add --samples 3 or more")
+        if self.reference and self.method != "pool":
+            problems.append("--reference feeds the draft pool: add --method pool")
+        if self.send_openai_key and not self.api_key and not os.environ.get("OPENAI_API_KEY"):
+            problems.append("--send-openai-key: OPENAI_API_KEY is not set")
+        local_llama_cpp = self.engine_in_use == "llama.cpp" and not self.server
+        if local_llama_cpp and self.method and (why := refusal(self.method, "llama.cpp")):
+            problems.append(why)
+        if self.method in DRAFT_MODEL_METHODS and not (self.draft_model or self.server):
+            problems.append(f"--method {self.method} drafts with a second model: add --draft-model")
+        return problems
