@@ -4,14 +4,13 @@ user's rights, unsandboxed (docs/benchmarks.md)."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
-import specedit
 from specedit.bench.runner import BenchError, run_bench
 from specedit.bench.setups import MERGE
+from specedit.bench.tasks import SUITES
 
 LM = SimpleNamespace(engine="torch", draft=None, name="m")
 TASK = {"id": "t", "kind": "fix", "instruction": "fix it", "input": "x = 2\n"}
@@ -34,7 +33,7 @@ def test_tests_from_a_tasks_file_not_shipped_are_warned_about_in_one_line(tmp_pa
 
 
 def test_the_shipped_suites_and_tasks_that_run_nothing_are_not_warned_about(tmp_path, capsys):
-    shipped = Path(specedit.__file__).parent / "bench" / "tasks.jsonl"
+    shipped = SUITES["edit"]  # a suite folder reads as a tasks file too
     text_only = tmp_path / "tasks.jsonl"
     text_only.write_text(json.dumps(TASK | {"expected": "x = 1\n"}) + "\n")
     assert _bench(capsys) == ""

@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
 
+from specedit.bench.tasks import load_tasks
 from specedit.editing.snippets import is_marker, merge, unfence
-
-APPLY_SUITE = Path(__file__).resolve().parent.parent / "specedit" / "bench" / "apply.jsonl"
 
 FILE = """import math
 
@@ -194,9 +190,9 @@ def test_markers(line, marker):
 
 
 def test_the_shipped_apply_suite_merges_exactly():
-    """The suite's snippets are written the way chat models write them (tools/
-    make_apply_tasks.py); every one of them says where its parts go."""
-    tasks = [json.loads(line) for line in APPLY_SUITE.read_text().splitlines()]
+    """The suite's snippets are written the way chat models write them (bench/README.md);
+    every one of them says where its parts go."""
+    tasks = load_tasks(suite="apply")
     assert len(tasks) >= 30
     for task in tasks:
-        assert merge(task["input"], task["instruction"], task["language"]) == task["expected"]
+        assert merge(task.input, task.instruction, task.language) == task.expected

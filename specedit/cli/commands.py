@@ -13,7 +13,6 @@ import os
 import sys
 from typing import TYPE_CHECKING, Annotated, Literal
 
-import click
 import typer
 from typer.core import TyperCommand
 
@@ -193,17 +192,17 @@ class EditCommand(TyperCommand):
     editing command takes (EditOptions' fields, declared once), which its function reads back
     as one frozen EditOptions (`options_of`)."""
 
-    def __init__(self, *args, params: list[click.Parameter], **kwargs) -> None:
+    def __init__(self, *args, params: list, **kwargs) -> None:
         super().__init__(*args, params=[*params, *_edit_params()], **kwargs)
 
-    def invoke(self, ctx: click.Context):
+    def invoke(self, ctx: typer.Context):
         shared = {param.name: ctx.params.pop(param.name) for param in _edit_params()}
         ctx.meta[EditOptions] = EditOptions(**shared)
         return super().invoke(ctx)
 
 
 @functools.cache
-def _edit_params() -> list[click.Parameter]:
+def _edit_params() -> list:
     """EditOptions' fields as click parameters, made by typer from their annotations."""
     holder = typer.Typer(add_completion=False, rich_markup_mode=None)
     holder.command()(EditOptions)
