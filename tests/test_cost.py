@@ -6,7 +6,7 @@ import pytest
 from conftest import greedy_reference, repeating_prompt
 from test_engine import ChainsOnly, OracleDrafter
 
-from specedit.drafting.length import AdaptiveLength, AgreementLength
+from specedit.drafting.copying.length import AdaptiveLength, AgreementLength
 from specedit.drafting.registry import make_drafter
 from specedit.engine import cost
 from specedit.engine.cost import PROBE_SIZES, ContextCost, PassCost, measure, measure_context, size

@@ -7,11 +7,12 @@ import pytest
 import torch
 from conftest import draft_sources, greedy_reference, repeating_prompt, tiny_model
 
+from specedit.bench.ablations import ABLATIONS, needs_draft_model
 from specedit.calibrate.preverifier import save
-from specedit.drafting.copy import CopyDrafter, rerank_layer
-from specedit.drafting.heads import AttentionRanker
-from specedit.drafting.preverifier import PreVerifierNet
-from specedit.drafting.registry import ABLATIONS, DRAFT_MODEL_METHODS, METHODS, make_drafter
+from specedit.drafting.copying.copy import CopyDrafter, rerank_layer
+from specedit.drafting.copying.heads import AttentionRanker
+from specedit.drafting.copying.preverifier import PreVerifierNet
+from specedit.drafting.registry import METHODS, make_drafter
 from specedit.engine.options import Sampling
 from specedit.engine.session import generate
 
@@ -34,7 +35,7 @@ def cache(tmp_path, monkeypatch):
 
 
 def drafter_for(method: str, model, prompt: list[int]):
-    if method in DRAFT_MODEL_METHODS:  # a second tiny model on the GPU drafts
+    if needs_draft_model(method):  # a second tiny model on the GPU drafts
         draft = tiny_model("qwen2", seed=7).to("cuda")
         return make_drafter(method, model, draft_sources(draft, prompt))
     if method == "pldplus-attn":  # explicit heads: no calibration needed

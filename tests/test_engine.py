@@ -14,11 +14,12 @@ from conftest import (
 )
 from transformers import DynamicCache
 
+from specedit.bench.ablations import ABLATIONS, needs_draft_model
 from specedit.calibrate.preverifier import save
-from specedit.drafting.copy import add_copy, rerank_layer
+from specedit.drafting.copying.copy import add_copy, rerank_layer
+from specedit.drafting.copying.preverifier import PreVerifierNet
 from specedit.drafting.kinds import BRANCH
-from specedit.drafting.preverifier import PreVerifierNet
-from specedit.drafting.registry import ABLATIONS, DRAFT_MODEL_METHODS, METHODS, make_drafter
+from specedit.drafting.registry import METHODS, VARIANTS, make_drafter
 from specedit.engine.cache import keep_path
 from specedit.engine.drafter import Drafter
 from specedit.engine.memory import Memory
@@ -123,10 +124,18 @@ def test_compaction_of_a_non_prefix_path_moves_entries(qwen_tiny):
         torch.testing.assert_close(mine.keys, theirs.keys, atol=1e-5, rtol=1e-5)
 
 
+def test_the_ablations_vary_methods_and_are_made_by_name_but_chosen_by_none():
+    """The bench's ablations each vary a product method; the registry makes them by name once
+    the bench has added them, but no `--method` offers them."""
+    assert all(ablation.method in METHODS for ablation in ABLATIONS.values())
+    assert set(ABLATIONS) <= set(VARIANTS) and not set(ABLATIONS) & set(METHODS)
+
+
 # pldplus-attn needs calibrated heads (test_heads.py checks it with explicit ones), the draft
 # model methods a second model (test_hybrid.py).
 @pytest.mark.parametrize(
-    "method", sorted({*METHODS, *ABLATIONS} - {"pldplus-attn", *DRAFT_MODEL_METHODS})
+    "method",
+    sorted(m for m in {*METHODS, *ABLATIONS} if m != "pldplus-attn" and not needs_draft_model(m)),
 )
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_greedy_lookup_drafters_equal_generate(qwen_tiny, method, seed, tmp_path, monkeypatch):

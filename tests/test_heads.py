@@ -18,8 +18,8 @@ from specedit.calibrate.heads import (
 )
 from specedit.calibrate.preverifier import Recording
 from specedit.drafting import DrafterUnavailable
-from specedit.drafting.copy import CopyDrafter
-from specedit.drafting.heads import AttentionRanker, HeadAttention, load_heads
+from specedit.drafting.copying.copy import CopyDrafter
+from specedit.drafting.copying.heads import AttentionRanker, HeadAttention, load_heads
 from specedit.engine.memory import Memory
 from specedit.engine.session import generate
 from specedit.models.load import LoadedModel

@@ -19,22 +19,27 @@ from conftest import (
     repeating_prompt,
 )
 
-from specedit.drafting import DrafterUnavailable, cooccurrence
-from specedit.drafting.arc import ARC
-from specedit.drafting.draft_model import (
+from specedit.bench.ablations import ABLATIONS, needs_draft_model
+from specedit.drafting import DrafterUnavailable
+from specedit.drafting.copying.adapld import TokenAdaPLD
+from specedit.drafting.kinds import MAIN
+from specedit.drafting.model import cooccurrence
+from specedit.drafting.model.arc import ARC
+from specedit.drafting.model.draft_model import (
     MAX_INSERTED,
     ActiveVocabulary,
     DraftModel,
     LlamaCppDraftModel,
 )
-from specedit.drafting.hybrid import Hybrid, Payoff
-from specedit.drafting.kinds import MAIN
-from specedit.drafting.registry import DRAFT_MODEL_METHODS, DraftSources, make_drafter
+from specedit.drafting.model.hybrid import Hybrid, HybridOptions, Payoff
+from specedit.drafting.registry import METHODS, DraftSources, make_drafter
 from specedit.engine.cost import PassCost
 from specedit.engine.memory import Memory
 from specedit.engine.session import generate
 
 VOCAB = 96
+# evospec and the bench's ablations of it
+WITH_A_DRAFT_MODEL = [m for m in (*METHODS, *ABLATIONS) if needs_draft_model(m)]
 
 
 pytestmark = pytest.mark.usefixtures("small_drafting_cache")
@@ -50,7 +55,7 @@ def stranger(stranger_tiny):
     return stranger_tiny
 
 
-@pytest.mark.parametrize("method", DRAFT_MODEL_METHODS)
+@pytest.mark.parametrize("method", WITH_A_DRAFT_MODEL)
 @pytest.mark.parametrize("seed", [0, 3])
 @pytest.mark.parametrize("draft_name", ["stranger", "twin"])
 def test_greedy_hybrid_equals_generate(request, target, method, seed, draft_name):
@@ -97,7 +102,7 @@ def test_sampled_hybrid_with_a_seed_matches_plain_sampling(target, stranger):
 
 
 def test_methods_with_a_draft_model_say_how_to_get_one(target):
-    for method in DRAFT_MODEL_METHODS:
+    for method in WITH_A_DRAFT_MODEL:
         with pytest.raises(DrafterUnavailable, match="--draft-model"):
             make_drafter(method, target)
 
@@ -188,7 +193,7 @@ def test_the_draft_cache_follows_rejections(stranger):
 def test_a_far_behind_draft_model_waits_for_a_second_rejection(target, stranger, monkeypatch):
     """With every lag counted as far behind, a single rejected copy is followed by another copy
     alone; the draft model drafts only after a second rejection in a row. Output stays exact."""
-    from specedit.drafting import hybrid
+    from specedit.drafting.model import hybrid
 
     monkeypatch.setattr(hybrid, "COLD_LAG", -1)
     prompt = repeating_prompt(0)
@@ -293,8 +298,8 @@ def test_on_llama_cpp_the_hybrid_copies_tokens_only_and_a_miss_seeds_the_token(t
         models.append(GgufModel(tmp_path / name, config, None, threads=1))
     prompt = repeating_prompt(0)
     draft = SimpleNamespace(model=models[1], tokenizer=IdTokenizer())
-    drafter = Hybrid(models[0], draft, prompt, core_size=4)
-    assert drafter.copier.tokens_only and drafter.hidden_layers == ()
+    drafter = Hybrid(models[0], draft, prompt, HybridOptions(core_size=4))
+    assert isinstance(drafter.copier, TokenAdaPLD) and drafter.hidden_layers == ()
     assert drafter.vocabulary is None and isinstance(drafter.draft, LlamaCppDraftModel)
     active = drafter.active
 

@@ -75,7 +75,8 @@ def _reachable(start: str) -> set[str]:
 def test_the_graph_sees_the_imports_it_must():
     """Guards the checker itself: known edges, including an import inside a function."""
     assert "specedit.engine.tree" in GRAPH["specedit.engine.session"]
-    assert "specedit.drafting.adapld" in GRAPH["specedit.drafting.registry"]  # in a function
+    adapld = "specedit.drafting.copying.adapld"
+    assert adapld in GRAPH["specedit.drafting.registry"]  # in a function
     # `from specedit.editing import prompts`
     assert "specedit.editing.prompts" in GRAPH["specedit.editing.editor"]
     assert "specedit.drafting.kinds" in GRAPH["specedit.view.dashboard"]
@@ -145,6 +146,29 @@ def test_each_layer_imports_only_what_lies_below_it(layer):
     for name in (m for m in MODULES if _layer(m) == layer):
         outside = {m for m in GRAPH[name] if _layer(m) != layer}
         wrong = sorted(m for m in outside if m != "specedit" and not m.startswith(LAYERS[layer]))
+        assert not wrong, f"{name} imports {wrong}"
+
+
+# Drafting's families, in its folders: the hybrid copies with AdaPLD, so the model drafters
+# may import the copy drafters, never the reverse; what every family shares lies beside them.
+DRAFTING = "specedit.drafting"
+FAMILIES = {
+    f"{DRAFTING}.copying": (),
+    f"{DRAFTING}.model": (f"{DRAFTING}.copying",),
+}
+
+
+def test_drafting_has_few_entries_and_its_families_depend_one_way():
+    entries = [path.name for path in (ROOT / "drafting").iterdir() if path.name != "__pycache__"]
+    assert len(entries) <= 8, entries
+    for name in (m for m in MODULES if m.startswith(DRAFTING)):
+        family = next((f for f in FAMILIES if name == f or name.startswith(f + ".")), None)
+        if name == f"{DRAFTING}.registry":  # it names them all
+            continue
+        allowed = (family, *FAMILIES[family]) if family else ()
+        wrong = sorted(
+            m for m in GRAPH[name] for f in FAMILIES if m.startswith(f) and f not in allowed
+        )
         assert not wrong, f"{name} imports {wrong}"
 
 

@@ -172,15 +172,10 @@ def test_on_llama_cpp_every_method_drafts_but_those_that_read_what_it_does_not_g
     final layer) but for attention weights, an early layer's states and training weights."""
     from types import SimpleNamespace
 
+    from specedit.bench.ablations import ABLATIONS
     from specedit.drafting import DrafterUnavailable
-    from specedit.drafting.registry import (
-        ABLATIONS,
-        LLAMA_CPP_DRAFTERS,
-        METHODS,
-        default_method,
-        make_drafter,
-        refusal,
-    )
+    from specedit.drafting.copying.adapld import TokenAdaPLD
+    from specedit.drafting.registry import METHODS, default_method, make_drafter, refusal
     from specedit.engine.llamacpp import GgufModel
 
     assert (default_method(False), default_method(True)) == ("adapld", "evospec")
@@ -189,7 +184,8 @@ def test_on_llama_cpp_every_method_drafts_but_those_that_read_what_it_does_not_g
         "adapld-trained-length": "early layer's hidden states",
         "evospec-lora": "trains the draft model's weights",
     }
-    assert set(LLAMA_CPP_DRAFTERS) == {*METHODS, *ABLATIONS} - set(refused)
+    runs = {m for m in (*METHODS, *ABLATIONS) if refusal(m, "llama.cpp") is None}
+    assert runs == {*METHODS, *ABLATIONS} - set(refused)
     for method, why in refused.items():
         assert why in refusal(method, "llama.cpp") and refusal(method, "torch") is None
     config = SimpleNamespace(num_hidden_layers=4)
@@ -200,7 +196,7 @@ def test_on_llama_cpp_every_method_drafts_but_those_that_read_what_it_does_not_g
     pldplus = make_drafter("pldplus", gguf)
     assert pldplus.hidden_layers == (4,)  # the final state: the only one llama.cpp returns
     adapld = make_drafter("adapld", gguf)  # its token-only parts there (adapld-states: all)
-    assert adapld.tokens_only and adapld.hidden_layers == () and adapld.vocabulary is None
+    assert isinstance(adapld, TokenAdaPLD) and adapld.hidden_layers == ()
     for method, why in refused.items():
         with pytest.raises(DrafterUnavailable, match=why):
             make_drafter(method, gguf)
@@ -210,15 +206,12 @@ def test_token_only_adapld_anchors_by_the_tokens_before_and_branches_to_other_fo
     """Without hidden states the main copy follows the occurrence whose preceding tokens match
     (here `2 5`), and the branch is what followed the other occurrences (6, twice), with what
     followed it there."""
-    from types import SimpleNamespace
-
-    from specedit.drafting.adapld import AdaPLD
+    from specedit.drafting.copying.adapld import TokenAdaPLD
     from specedit.drafting.kinds import BRANCH, MAIN, SUCCESSOR
     from specedit.engine.memory import Memory
 
-    model = SimpleNamespace(config=SimpleNamespace(num_hidden_layers=4), engine="llama.cpp")
-    drafter = AdaPLD(model, tokens_only=True)
-    assert drafter.hidden_layers == () and drafter.vocabulary is None
+    drafter = TokenAdaPLD()
+    assert drafter.hidden_layers == ()
     tree = drafter.propose(Memory([1, 5, 6, 7, 8, 2, 5, 9, 10, 3, 5, 6, 7, 11, 2, 5]), 64)
     main = tree.main_chain()
     assert main.tokens == [9, 10, 3, 5, 6, 7, 11, 2, 5] and set(main.kinds) == {MAIN}
@@ -236,15 +229,12 @@ def test_token_only_followers_carry_chances_learned_by_rank():
     """Followers say how likely they are, by rank, from a prior the document then moves, so
     the engine verifies them only where they pay for the width they add: dropped on a steep
     curve while unsure, kept once they keep being accepted."""
-    from types import SimpleNamespace
-
-    from specedit.drafting.adapld import AdaPLD
+    from specedit.drafting.copying.adapld import TokenAdaPLD
     from specedit.drafting.kinds import BRANCH
     from specedit.engine.cost import PassCost, size
     from specedit.engine.memory import Memory
 
-    model = SimpleNamespace(config=SimpleNamespace(num_hidden_layers=4), engine="llama.cpp")
-    drafter = AdaPLD(model, tokens_only=True)
+    drafter = TokenAdaPLD()
     memory = Memory([1, 5, 6, 7, 8, 2, 5, 9, 10, 3, 5, 6, 7, 11, 2, 5])
     steep = PassCost((1, 2, 4, 64), (0.08, 0.12, 0.17, 2.0), 0.02)
 
@@ -1082,6 +1072,8 @@ def test_tree_drafts_on_llama_cpp_are_exact_against_its_own_plain_decoding(bundl
     (adapld-states: its rerank on llama.cpp's final states, its branch tokens from the GGUF
     file's LM head) and with its token-only parts (adapld there); and pldplus's chains,
     reranked on the final states."""
+    import specedit.bench.ablations  # noqa: F401  (adapld-states is an ablation)
+    from specedit.drafting.copying.adapld import TokenAdaPLD
     from specedit.drafting.kinds import BRANCH
     from specedit.drafting.registry import DraftSources, make_drafter
     from specedit.editing.editor import EditRequest, prepare
@@ -1102,7 +1094,7 @@ def test_tree_drafts_on_llama_cpp_are_exact_against_its_own_plain_decoding(bundl
     assert adapld.hidden_layers == (final,) and adapld.vocabulary is not None
     full = run(adapld)
     default = make_drafter("adapld", lm.model)
-    assert default.tokens_only and not default.hidden_layers
+    assert isinstance(default, TokenAdaPLD) and not default.hidden_layers
     token_only = run(default)
     pldplus = run(make_drafter("pldplus", lm.model))
     assert decoy.stats.accepted_paths["copy"] > 5  # copies taken through sequences 1 and up

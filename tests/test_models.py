@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -405,3 +407,79 @@ def test_prepare_builds_what_a_first_edit_needs_so_that_the_edit_builds_nothing(
     # the edit ran to its end; the tiny model's answer is noise, so it may run out of tokens
     assert result.exit_code == 0 or "token limit" in result.stderr, result.stderr
     assert not isinstance(result.exception, AssertionError)
+
+
+def _tokenizer_gguf(path: Path, folder: Path) -> None:
+    """A GGUF file as llama.cpp's converter writes a Qwen2 model's metadata, with the tiny
+    model's tokenizer (byte-level BPE, Qwen2's split, special tokens, a chat template) and a
+    single small tensor in place of the weights."""
+    import gguf
+    from transformers import AutoTokenizer
+
+    source = AutoTokenizer.from_pretrained(folder)
+    vocabulary = source.get_vocab()
+    tokens = sorted(vocabulary, key=vocabulary.get)
+    merges = json.loads((folder / "tokenizer.json").read_text())["model"]["merges"]
+    writer = gguf.GGUFWriter(path, "qwen2")
+    for add, value in (
+        (writer.add_block_count, 2),
+        (writer.add_context_length, 1024),
+        (writer.add_embedding_length, 64),
+        (writer.add_feed_forward_length, 128),
+        (writer.add_head_count, 4),
+        (writer.add_head_count_kv, 2),
+        (writer.add_rope_freq_base, 10000.0),
+        (writer.add_layer_norm_rms_eps, 1e-6),
+        (writer.add_tokenizer_model, "gpt2"),
+        (writer.add_tokenizer_pre, "qwen2"),
+        (writer.add_token_list, tokens),
+        (writer.add_token_types, [3 if t in source.all_special_tokens else 1 for t in tokens]),
+        (writer.add_token_merges, [m if isinstance(m, str) else " ".join(m) for m in merges]),
+        (writer.add_eos_token_id, source.eos_token_id),
+        (writer.add_bos_token_id, source.pad_token_id),
+        (writer.add_pad_token_id, source.pad_token_id),
+        (writer.add_add_bos_token, False),
+        (writer.add_chat_template, source.chat_template),
+    ):
+        add(value)
+    writer.add_tensor("token_embd.weight", np.zeros((len(tokens), 8), dtype=np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+
+def test_a_gguf_file_s_tokenizer_is_read_without_torch_as_transformers_reads_it(
+    tmp_path, tiny_model_dir, monkeypatch
+):
+    """The llama.cpp engine's first load reads the GGUF file's tokenizer and config; transformers
+    reads them only with torch installed, so specedit reads the metadata itself and builds the
+    tokenizer with transformers' converter: the same files as transformers' own reading, in a
+    process where torch cannot be imported."""
+    from transformers import AutoConfig, AutoTokenizer
+
+    path = tmp_path / "tiny.gguf"
+    _tokenizer_gguf(path, tiny_model_dir)
+    code = (
+        "import sys\n"
+        "for name in ('torch', 'accelerate', 'hnswlib'):\n"
+        "    sys.modules[name] = None\n"
+        "from pathlib import Path\n"
+        "from specedit.models.prepare import gguf_metadata\n"
+        f"print(gguf_metadata('tiny.gguf', Path({str(path)!r})))\n"
+    )
+    monkeypatch.setenv("SPECEDIT_CACHE", str(tmp_path / "cache"))
+    read = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert read.returncode == 0, read.stderr
+    # specedit's one line, and not transformers' advice to install torch
+    assert read.stderr == "specedit: reading the tokenizer of tiny.gguf (once; a few seconds)\n"
+    folder = Path(read.stdout.strip())
+    assert folder == prepare.metadata_dir(path)
+
+    AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name).save_pretrained(tmp_path / "hf")
+    for name in ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja"):
+        assert (folder / name).read_bytes() == (tmp_path / "hf" / name).read_bytes(), name
+    config = json.loads((folder / "config.json").read_text())
+    expected = AutoConfig.from_pretrained(path.parent, gguf_file=path.name)
+    assert {key: getattr(expected, key) for key in config} == config
+    assert config["num_hidden_layers"] == 2 and config["max_position_embeddings"] == 1024

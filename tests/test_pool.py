@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from conftest import greedy_reference, repeating_prompt
 
+from specedit.drafting.copying.pool import DraftPool, PoolDrafter, suffix_array
 from specedit.drafting.kinds import POOL
-from specedit.drafting.pool import DraftPool, PoolDrafter, suffix_array
 from specedit.engine.memory import Memory
 from specedit.engine.session import generate
 from specedit.engine.tree import DraftTree

@@ -7,10 +7,10 @@ import torch
 
 from specedit.calibrate.preverifier import CANDIDATES, Recorder, as_of, evaluate, fit, save, select
 from specedit.drafting import DrafterUnavailable
-from specedit.drafting.adapld import AdaPLD, copy_length
-from specedit.drafting.copy import CopyDrafter, HiddenStateRanker, rerank_layer
-from specedit.drafting.length import AdaptiveLength, AgreementLength, agreement
-from specedit.drafting.preverifier import (
+from specedit.drafting.copying.adapld import AdaPLD, AdaPLDOptions, copy_length
+from specedit.drafting.copying.copy import CopyDrafter, HiddenStateRanker, rerank_layer
+from specedit.drafting.copying.length import AdaptiveLength, AgreementLength, agreement
+from specedit.drafting.copying.preverifier import (
     EXTRA,
     SCALARS,
     PreVerifierNet,
@@ -118,7 +118,7 @@ def test_hindsight_subsamples_accepted_tokens_with_weights():
 def test_hindsight_agrees_with_the_passes_on_a_tiny_model(qwen_tiny):
     g = torch.Generator().manual_seed(2)
     base = torch.randint(0, 96, (24,), generator=g).tolist()
-    drafter = AdaPLD(qwen_tiny, adaptive=False, branch=False, semantic=False)
+    drafter = AdaPLD(qwen_tiny, AdaPLDOptions(branch=False, semantic=False))
     recorder = Recorder(drafter, rerank_layer(qwen_tiny.config.num_hidden_layers), keep=1.0)
     generate(qwen_tiny, base + base[:12] + base, recorder, max_new_tokens=40)
     tokens = recorder.memory.tokens

@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from specedit.bench.replay import replay_run
-from specedit.drafting import length
+from specedit.drafting.copying import length
 
 METHODS = ["pld", "adapld"]
 Prior = tuple[tuple[float, int], ...]

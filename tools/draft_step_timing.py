@@ -22,7 +22,7 @@ import time
 import torch
 from transformers import DynamicCache
 
-from specedit.drafting.cooccurrence import token_statistics
+from specedit.drafting.model.cooccurrence import token_statistics
 from specedit.models.load import load
 
 

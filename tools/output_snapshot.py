@@ -21,6 +21,7 @@ from pathlib import Path
 
 import torch
 
+import specedit.bench.ablations  # noqa: F401  (the editor makes the ablations by name)
 from specedit.bench.tasks import load_tasks
 from specedit.editing.editor import EditRequest, generate_edit, prepare
 from specedit.models.load import load

@@ -18,7 +18,7 @@ import time
 
 import numpy as np
 
-from specedit.drafting.pool import PoolDrafter
+from specedit.drafting.copying.pool import PoolDrafter
 from specedit.engine.memory import Memory
 
 VOCAB = 150_000

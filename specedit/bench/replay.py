@@ -26,15 +26,10 @@ from types import SimpleNamespace
 from rich.console import Console
 from rich.table import Table
 
+from specedit.bench.ablations import ABLATIONS, needs_draft_model
 from specedit.bench.report import show
 from specedit.bench.setups import costed_on
-from specedit.drafting.registry import (
-    ABLATIONS,
-    DRAFT_MODEL_METHODS,
-    METHODS,
-    DraftSources,
-    make_drafter,
-)
+from specedit.drafting.registry import METHODS, DraftSources, make_drafter
 from specedit.engine.cost import ContextCost, PassCost, size
 from specedit.engine.memory import Memory
 from specedit.engine.options import MAX_DRAFT
@@ -70,7 +65,7 @@ def replayable(method: str) -> bool:
     """Whether `method` drafts from tokens alone (on the llama.cpp engine, where AdaPLD does)."""
     if method not in METHODS and method not in ABLATIONS:
         return False
-    if method in DRAFT_MODEL_METHODS or method == "pool":
+    if needs_draft_model(method) or method == "pool":
         return False
     try:
         drafter = make_drafter(method, TOKENS_ONLY_MODEL)

@@ -23,6 +23,7 @@ import torch
 from rich.console import Console
 from transformers import StoppingCriteria, StoppingCriteriaList
 
+from specedit.bench.ablations import ABLATIONS, needs_draft_model
 from specedit.bench.llamacpp import LLAMA_CPP_METHODS, LlamaCpp, LlamaCppUnavailable
 from specedit.bench.report import print_tables, report, summarize
 from specedit.bench.score import Row, check_task, compare_with_reference, score_row, verdict
@@ -41,8 +42,6 @@ from specedit.bench.setups import (
 from specedit.bench.tasks import SUITES, Task, TaskError, load_tasks
 from specedit.console import warning
 from specedit.drafting.registry import (
-    ABLATIONS,
-    DRAFT_MODEL_METHODS,
     METHODS,
     build_artefacts,
     make_drafter,
@@ -98,7 +97,7 @@ def run_bench(
     unknown = [m for m in methods if m not in known]
     if unknown:
         raise BenchError(f"unknown methods {', '.join(unknown)}: choose from {', '.join(known)}")
-    needing = [m for m in methods if m in DRAFT_MODEL_METHODS]
+    needing = [m for m in methods if needs_draft_model(m)]
     if needing and lm.draft is None:
         raise BenchError(f"{', '.join(needing)} draft with a second model: add --draft-model")
     prompt_sets = ["" if d == "default" else d for d in prompt_sets or [""]]

@@ -1,6 +1,6 @@
 """Find a model's induction heads for PLD+ (a) (paper §4.2.1): on prompts with known answers,
 count for every head how often its attention peaks at the input position the output token was
-copied from, and keep the heads that do it most (`specedit.drafting.heads` reads them)."""
+copied from, and keep the heads that do it most (`specedit.drafting.copying.heads` reads them)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import NamedTuple
 import torch
 
 from specedit.drafting.artefacts import save_artefact
-from specedit.drafting.heads import heads_path
+from specedit.drafting.copying.heads import heads_path
 
 # The paper's best was the top 50 of Vicuna-7B's 1024 heads (5%): 10-50 heads scored the same,
 # 100 or more (10%+) worse, as weakly ranked heads add noise to the max. Fewer heads also mean

@@ -1,4 +1,4 @@
-"""Train the copy pre-verifier that `specedit.drafting.preverifier` runs.
+"""Train the copy pre-verifier that `specedit.drafting.copying.preverifier` runs.
 
 Training data comes from greedy runs of the bench suite: since greedy output does not depend on
 the drafter, the finished output labels in hindsight the copy AdaPLD would draft at every output
@@ -20,11 +20,10 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from specedit.drafting.adapld import AdaPLD
 from specedit.drafting.artefacts import save_artefact
-from specedit.drafting.copy import rerank_layer
-from specedit.drafting.kinds import MAIN
-from specedit.drafting.preverifier import (
+from specedit.drafting.copying.adapld import AdaPLD, AdaPLDOptions
+from specedit.drafting.copying.copy import rerank_layer
+from specedit.drafting.copying.preverifier import (
     FORMAT,
     GROUPS,
     PreVerifierNet,
@@ -32,6 +31,7 @@ from specedit.drafting.preverifier import (
     features,
     weights_path,
 )
+from specedit.drafting.kinds import MAIN
 from specedit.engine.drafter import Drafter
 from specedit.engine.memory import Memory
 from specedit.engine.session import generate
@@ -163,7 +163,7 @@ def record(
     """Generate greedily with AdaPLD's lexical copy at a fixed maximum length, recording the
     hindsight (features, labels, weights) of its copies (see Recorder)."""
     layer = rerank_layer(model.config.num_hidden_layers)
-    drafter = AdaPLD(model, adaptive=False, branch=False, semantic=False)
+    drafter = AdaPLD(model, AdaPLDOptions(branch=False, semantic=False))
     recorder = Recorder(drafter, layer, keep)
     generation = generate(
         model,

@@ -30,6 +30,35 @@ def llama_cpp_installed() -> bool:
     return importlib.util.find_spec("llama_cpp") is not None
 
 
+# The torch extra: the torch engine, and the drafters that read hidden states or the
+# vocabulary indexes on either engine. torch==2.13.0 is named: an unpinned torch pulls a
+# multi-GB CUDA build.
+TORCH_EXTRA = ("torch", "accelerate", "hnswlib")
+TORCH_INSTALL = "pip install torch==2.13.0 'specedit[torch]'"
+
+
+def require_engine(engine: str, model: str) -> None:
+    """Exit with code 3 and one line naming the install command where the packages `engine`
+    runs on are missing (the light install has neither engine's), before anything is loaded."""
+    from specedit.models.load import LLAMA_CPP_INSTALL
+
+    if engine == "llama.cpp" and not llama_cpp_installed():
+        error(f"the llama.cpp engine needs llama-cpp-python: {LLAMA_CPP_INSTALL}")
+    elif engine == "torch" and (
+        missing := [name for name in TORCH_EXTRA if importlib.util.find_spec(name) is None]
+    ):
+        if llama_cpp_installed() or not has_gguf(model):
+            error(f"the torch engine needs {', '.join(missing)}: {TORCH_INSTALL}")
+        else:
+            error(
+                f"no engine is installed: {LLAMA_CPP_INSTALL}, the default on a CPU; "
+                f"or {TORCH_INSTALL}"
+            )
+    else:
+        return
+    raise typer.Exit(Exit.MODEL)
+
+
 def choose_engine(
     engine: str,
     model: str,
@@ -65,14 +94,16 @@ def load_model(
     engine: str = "torch",
     context: int = 0,
 ):
-    """Pin the CPU threads and load the model (and its draft model) once; a model error exits
-    with code 3. On llama.cpp the weights start loading on a thread, in a context sized for
-    `context` tokens (an estimate of what the first edit needs), and neither torch nor
-    transformers is imported: nothing on the default's path there needs them.
+    """Pin the CPU threads and load the model (and its draft model) once; a model error, or an
+    engine that is not installed, exits with code 3. On llama.cpp the weights start loading on
+    a thread, in a context sized for `context` tokens (an estimate of what the first edit
+    needs), and neither torch nor transformers is imported: nothing on the default's path
+    there needs them.
 
     Returns the model and the start-up seconds: imports (from the CLI's start to torch and
     transformers imported; on llama.cpp, to the weights' load begun, the tokenizer and config
     read) and the model's load after them."""
+    require_engine(engine, model)
     from specedit.models.bundled import ModelError
     from specedit.models.load import load, with_draft
 

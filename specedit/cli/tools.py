@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 
 import typer
 
+from specedit.bench.ablations import ABLATIONS, needs_draft_model
 from specedit.cli.exits import Exit
 from specedit.cli.options import (
     DeviceOption,
@@ -22,11 +23,11 @@ from specedit.cli.startup import (
     choose_engine,
     has_gguf,
     interruptible,
-    llama_cpp_installed,
     load_model,
+    require_engine,
 )
 from specedit.console import error, say
-from specedit.drafting.registry import ABLATIONS, DRAFT_MODEL_METHODS, METHODS
+from specedit.drafting.registry import METHODS
 from specedit.models.bundled import DEFAULT_MODEL
 from specedit.models.load import ENGINES
 
@@ -41,7 +42,9 @@ def bench(
             "llama.cpp-pld (on the model's GGUF file; the llamacpp extra), "
             f"{', '.join(METHODS)}, merge (apply tasks: without the model where the snippet "
             "leaves no doubt, as `specedit apply` does), and ablations: "
-            f"{', '.join(ABLATIONS)}; {', '.join(DRAFT_MODEL_METHODS)} need --draft-model."
+            f"{', '.join(ABLATIONS)}; "
+            f"{', '.join(m for m in (*METHODS, *ABLATIONS) if needs_draft_model(m))} need "
+            "--draft-model."
         ),
     ] = "ar,hf-pld,pld,pldplus,adapld",
     tasks: Annotated[
@@ -132,6 +135,7 @@ def bench(
     if replay is not None:
         _replay(replay, asked)
         return
+    require_engine("torch", model)  # the bench measures with torch whatever the engines
     from specedit.bench.runner import BenchError, run_bench
     from specedit.drafting import DrafterUnavailable
 
@@ -194,6 +198,7 @@ def calibrate(
     Example:
       specedit calibrate && specedit fix bug.py "..." --method pldplus-attn
     """
+    require_engine("torch", model)  # heads and the pre-verifier are read on torch
     from specedit.calibrate import calibrate as run_calibration
 
     lm, _ = load_model(model, dtype, threads)
@@ -338,64 +343,73 @@ def serve(
 
 @models_app.callback(invoke_without_command=True)
 def models_list(ctx: typer.Context) -> None:
-    """List the bundled models and the prepared ones in the cache."""
+    """List the bundled models, and the converted ones in the cache, with the engines each is
+    prepared for."""
     if ctx.invoked_subcommand:
         return
     from specedit.models.bundled import BUNDLED, cache_dir
+    from specedit.models.prepare import prepared_for
 
-    prepared = cache_dir() / "models"
     for name, bundled in BUNDLED.items():
-        state = "prepared" if (prepared / name / "config.json").exists() else "not prepared"
-        typer.echo(f"{name:22} {state:13} {bundled.description}")
-    others = sorted(p.name for p in prepared.glob("*") if p.name not in BUNDLED)
-    for name in others:
-        typer.echo(f"{name:22} {'prepared':13} converted from a .gguf file")
+        engines = prepared_for(name)
+        state = f"prepared ({', '.join(engines)})" if engines else "not prepared"
+        typer.echo(f"{name:22} {state:29} {bundled.description}")
+    converted = cache_dir() / "models"
+    for name in sorted(p.name for p in converted.glob("*") if p.name not in BUNDLED):
+        typer.echo(f"{name:22} {'prepared (torch)':29} converted from a .gguf file")
 
 
 @models_app.command("prepare")
 def models_prepare(
     name: Annotated[str, typer.Argument(help="Bundled name, model folder or .gguf file.")],
+    engine: EngineOption = AUTO,
     dtype: DtypeOption = "auto",
     threads: ThreadsOption = None,
     device: DeviceOption = "cpu",
 ) -> None:
-    """Join, check and convert a model ahead of time, and build what a first edit needs on each
-    installed engine: the default method's indexes, the pass-cost curve (for these --dtype,
-    --threads and --device) and the exported tokenizer."""
+    """Prepare a model ahead of time for the engine its edits run on (--engine; auto chooses as
+    an edit does), so that a first edit builds nothing: on llama.cpp the joined and checked GGUF
+    file, its tokenizer and config, and the pass-cost curve; on torch the converted folder, the
+    default method's vocabulary indexes and the pass-cost curve (for these --dtype, --threads
+    and --device). Prints what the engine runs: the GGUF file, or the model folder."""
     from specedit.drafting.registry import build_artefacts
-    from specedit.models.bundled import ModelError
+    from specedit.models.bundled import ModelError, gguf_file
     from specedit.models.prepare import resolve
 
+    engine = choose_engine(engine, name, device=device, dtype=dtype)
+    require_engine(engine, name)
     try:
-        typer.echo(str(resolve(name)))
+        typer.echo(str(gguf_file(name) if engine == "llama.cpp" else resolve(name)))
     except ModelError as exc:
         error(str(exc))
         raise typer.Exit(Exit.MODEL) from None
-    for engine in _installed_engines(name):
-        lm, _ = load_model(name, dtype, threads, device, engine=engine)
-        say(f"building what an edit needs on the {engine} engine (once per model and machine)")
-        with interruptible():
-            build_artefacts(lm)
-
-
-def _installed_engines(name: str) -> list[str]:
-    """torch, and llama.cpp where llama-cpp-python is installed and the model has a GGUF file."""
-    return ["torch", "llama.cpp"] if has_gguf(name) and llama_cpp_installed() else ["torch"]
+    lm, _ = load_model(name, dtype, threads, device, engine=engine)
+    say(f"building what an edit needs on the {engine} engine (once per model and machine)")
+    with interruptible():
+        build_artefacts(lm)
 
 
 @models_app.command("info")
 def models_info(
     name: Annotated[str, typer.Argument(help="Model name, folder or .gguf file.")],
 ) -> None:
-    """Show a model's architecture, size and context length."""
-    from transformers import AutoConfig
+    """Show a model's architecture, size and context length; a bundled model or a .gguf file is
+    read from its GGUF file, without converting it."""
+    import json
 
-    from specedit.models.bundled import ModelError
-    from specedit.models.prepare import resolve
+    from specedit.models.bundled import ModelError, gguf_file
+    from specedit.models.prepare import gguf_metadata, resolve
 
     try:
-        source = resolve(name)
-        config = AutoConfig.from_pretrained(source)
+        if has_gguf(name):
+            source = gguf_file(name)
+            folder = gguf_metadata(name, source)
+            config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+        else:
+            from transformers import AutoConfig
+
+            source = resolve(name)
+            config = AutoConfig.from_pretrained(source).to_dict()
     except (ModelError, OSError) as exc:
         error(str(exc))
         raise typer.Exit(Exit.MODEL) from None
@@ -407,4 +421,4 @@ def models_info(
         "vocab_size",
         "max_position_embeddings",
     ):
-        typer.echo(f"{key:14} {getattr(config, key, '?')}")
+        typer.echo(f"{key:14} {config.get(key, '?')}")

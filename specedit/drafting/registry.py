@@ -1,14 +1,14 @@
-"""The drafting methods by name: what `--method` chooses and `specedit bench` compares.
+"""The drafting methods by name: what `--method` chooses.
 
 Drafter modules are imported when a drafter is made, not when this module is: the CLI reads the
-names for its help and choices without loading torch.
+names for its help and choices without loading torch. The bench's ablations (variants of these
+methods) are made by name too, once bench/ablations.py has added them (`add_variants`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from functools import partial
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -36,6 +36,24 @@ class DraftSources:
         """Where the input ends in the prompt (None: not known), where copies from it end."""
         return self.input_start + len(self.input_tokens) if self.input_tokens else None
 
+    def draft_model(self) -> LoadedModel:
+        """The draft model, for the methods that draft with one; DrafterUnavailable without."""
+        from specedit.drafting import DrafterUnavailable
+
+        if self.draft is None:
+            raise DrafterUnavailable(
+                "this method drafts with a second model: add --draft-model "
+                "(e.g. --draft-model qwen2.5-coder-0.5b for the 1.5B)"
+            )
+        return self.draft
+
+    def costs(self) -> tuple[PassCost, PassCost] | None:
+        """The target's pass cost and the draft model's (measured the first time), which the
+        hybrid weighs its chains against; None where the target's is not known."""
+        if self.pass_cost is None:
+            return None
+        return self.pass_cost, self.draft_model().pass_cost()
+
 
 def _ar(model, sources: DraftSources) -> Drafter:
     from specedit.engine.drafter import Drafter
@@ -43,60 +61,47 @@ def _ar(model, sources: DraftSources) -> Drafter:
     return Drafter()
 
 
-def _pld(model, sources: DraftSources, sized: bool = True) -> Drafter:
-    from specedit.drafting.copy import CopyDrafter, NgramRanker
-    from specedit.drafting.length import AgreementLength
+def _pld(model, sources: DraftSources) -> Drafter:
+    from specedit.drafting.copying.copy import CopyDrafter, NgramRanker
+    from specedit.drafting.copying.length import AgreementLength
 
-    confidence = AgreementLength() if sized else None
+    confidence = AgreementLength()
     return CopyDrafter("pld", NgramRanker(), confidence=confidence, input_end=sources.input_end)
 
 
 def _pldplus(model, sources: DraftSources) -> Drafter:
-    from specedit.drafting.copy import CopyDrafter, HiddenStateRanker, rank_layer
+    from specedit.drafting.copying.copy import CopyDrafter, HiddenStateRanker, rank_layer
 
     ranker = HiddenStateRanker(model.config.num_hidden_layers, rank_layer(model))
     return CopyDrafter("pldplus", ranker, input_end=sources.input_end)
 
 
 def _pldplus_attention(model, sources: DraftSources) -> Drafter:
-    from specedit.drafting.copy import CopyDrafter
-    from specedit.drafting.heads import AttentionRanker
+    from specedit.drafting.copying.copy import CopyDrafter
+    from specedit.drafting.copying.heads import AttentionRanker
 
     ranker = AttentionRanker(model)  # needs `specedit calibrate`
     return CopyDrafter("pldplus-attn", ranker, input_end=sources.input_end)
 
 
-def _adapld(model, sources: DraftSources, tokens_only: bool | None = None, **options) -> Drafter:
-    from specedit.drafting.adapld import AdaPLD, reads_tokens_only
+def _adapld(model, sources: DraftSources) -> Drafter:
+    from specedit.drafting.copying.adapld import adapld_for
 
-    if tokens_only is None:  # the ablations adapld-tokens and adapld-states say which
-        tokens_only = reads_tokens_only(model)
-    return AdaPLD(model, tokens_only=tokens_only, input_end=sources.input_end, **options)
+    return adapld_for(model, input_end=sources.input_end)
 
 
 def _pool(model, sources: DraftSources) -> Drafter:
-    from specedit.drafting.pool import PoolDrafter
+    from specedit.drafting.copying.pool import PoolDrafter
 
     return PoolDrafter([sources.input_tokens, *sources.references], sources.input_start)
 
 
-def _evospec(model, sources: DraftSources, **options) -> Drafter:
-    from specedit.drafting import DrafterUnavailable
-    from specedit.drafting.hybrid import Hybrid
+def _evospec(model, sources: DraftSources) -> Drafter:
+    from specedit.drafting.model.hybrid import Hybrid
 
-    if sources.draft is None:
-        raise DrafterUnavailable(
-            "this method drafts with a second model: add --draft-model "
-            "(e.g. --draft-model qwen2.5-coder-0.5b for the 1.5B)"
-        )
-    # The draft model is asked only where it pays, beside copies; the draft-model ablation
-    # (no copier) measures its chains alone, so it always asks.
-    if sources.pass_cost is not None and options.get("copy", True):
-        options = {**options, "pass_cost": sources.pass_cost}
-        options["draft_cost"] = sources.draft.pass_cost()
-    return Hybrid(
-        model, sources.draft, sources.input_tokens, input_end=sources.input_end, **options
-    )
+    draft = sources.draft_model()
+    costs = sources.costs()  # the draft model is asked only where it pays, beside copies
+    return Hybrid(model, draft, sources.input_tokens, costs=costs, input_end=sources.input_end)
 
 
 # Each factory takes the model (drafters size themselves to it) and the draft sources.
@@ -110,53 +115,30 @@ METHODS: dict[str, Factory] = {
     "pool": _pool,
     "evospec": _evospec,
 }
-# pld and adapld with fixed 64-token copies (not sized by the pass cost), parts of adapld and
-# evospec switched off or swapped (adapld-tokens: its token-only parts on either engine;
-# adapld-states: its hidden-state parts on llama.cpp too), and plain draft-model drafting, for
-# `specedit bench` only.
-ABLATIONS: dict[str, Factory] = {
-    "pld-fixed": partial(_pld, sized=False),
-    "adapld-fixed": partial(_adapld, sized=False),
-    "adapld-no-semantic": partial(_adapld, semantic=False),
-    "adapld-no-branch": partial(_adapld, branch=False),
-    "adapld-no-successor": partial(_adapld, successor=False),
-    "adapld-adaptive-length": partial(_adapld, adaptive=True),
-    "adapld-trained-length": partial(_adapld, adaptive=True, pre_verifier="trained"),
-    "adapld-exact-head": partial(_adapld, hnsw=False),
-    "adapld-tokens": partial(_adapld, tokens_only=True),
-    "adapld-states": partial(_adapld, tokens_only=False),
-    "evospec-core-only": partial(_evospec, vocabulary="core"),
-    "evospec-full-head": partial(_evospec, vocabulary="full"),
-    "evospec-lora": partial(_evospec, lora=True),
-    "draft-model": partial(_evospec, copy=False, vocabulary="full"),
-}
+# Variants of the methods that a higher layer names, never `--method` choices: the bench's
+# ablations, added by bench/ablations.py so that the edits the bench runs through the editor
+# draft with them.
+VARIANTS: dict[str, Factory] = {}
 DEFAULT_METHOD = "adapld"
 HYBRID_METHOD = "evospec"  # the default instead when a draft model is configured (README)
-
-
-def _made_by(factories: tuple[Factory, ...]) -> tuple[str, ...]:
-    """Every method and ablation that one of `factories` makes."""
-    return tuple(
-        name
-        for name, factory in {**METHODS, **ABLATIONS}.items()
-        if getattr(factory, "func", factory) in factories
-    )
-
-
-# The methods that need `--draft-model`: every one made by the hybrid's factory.
-DRAFT_MODEL_METHODS = _made_by((_evospec,))
+DRAFT_MODEL_METHODS = (HYBRID_METHOD,)  # the methods that need `--draft-model`
 # What llama.cpp cannot run, and why. Everything else runs there: it returns each token's final
-# hidden state, where the hidden-state methods compare states (copy.py's rank_layer), the
-# vocabulary indexes are read from the GGUF file (vocabulary.py), and the hybrid drafts with a
-# llama.cpp draft model (hybrid.py).
+# hidden state, where the hidden-state methods compare states (copying/copy.py's rank_layer),
+# the vocabulary indexes are read from the GGUF file (vocabulary.py), and the hybrid drafts with
+# a llama.cpp draft model (model/hybrid.py). Variants add theirs (`add_variants`).
 LLAMA_CPP_REFUSED = {
     "pldplus-attn": "ranks copies by the induction heads' attention weights, which the llama.cpp "
     "engine does not expose",
-    "adapld-trained-length": "sizes copies with a pre-verifier trained on an early layer's "
-    "hidden states, which the llama.cpp engine does not return (only the final one)",
-    "evospec-lora": "trains the draft model's weights, which the llama.cpp engine does not give",
 }
-LLAMA_CPP_DRAFTERS = tuple(name for name in (*METHODS, *ABLATIONS) if name not in LLAMA_CPP_REFUSED)
+
+
+def add_variants(factories: Mapping[str, Factory], llama_cpp_refused: Mapping[str, str]) -> None:
+    """Let `make_drafter` make `factories` by name too (the bench's ablations), and `refusal`
+    refuse the ones llama.cpp cannot run, with why."""
+    if taken := sorted(set(factories) & set(METHODS)):
+        raise ValueError(f"{', '.join(taken)} already name methods")
+    VARIANTS.update(factories)
+    LLAMA_CPP_REFUSED.update(llama_cpp_refused)
 
 
 def default_method(has_draft_model: bool) -> str:
@@ -168,7 +150,8 @@ def default_method(has_draft_model: bool) -> str:
 
 def refusal(method: str, engine: str) -> str | None:
     """Why `method` cannot draft on `engine`, or None when it can."""
-    if engine != "llama.cpp" or method in LLAMA_CPP_DRAFTERS:
+    known = method in METHODS or method in VARIANTS
+    if engine != "llama.cpp" or (known and method not in LLAMA_CPP_REFUSED):
         return None
     why = LLAMA_CPP_REFUSED.get(method, "is no drafting method of the llama.cpp engine")
     return f"--method {method} {why}: run it on --engine torch"
@@ -199,10 +182,10 @@ def build_artefacts(lm: LoadedModel, methods: tuple[str, ...] | None = None) -> 
 
 def make_drafter(method: str, model, sources: DraftSources | None = None) -> Drafter:
     """A fresh drafter for `model` (drafters keep per-document state, so one per generation);
-    ablations are accepted too. Raises DrafterUnavailable when an artefact it needs is missing."""
-    factory = METHODS.get(method) or ABLATIONS.get(method)
+    variants are accepted too. Raises DrafterUnavailable when an artefact it needs is missing."""
+    factory = METHODS.get(method) or VARIANTS.get(method)
     if factory is None:
-        known = ", ".join([*METHODS, *ABLATIONS])
+        known = ", ".join([*METHODS, *VARIANTS])
         raise ValueError(f"unknown method {method!r}: choose one of {known}")
     if why := refusal(method, getattr(model, "engine", "torch")):
         from specedit.drafting import DrafterUnavailable

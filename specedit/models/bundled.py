@@ -166,7 +166,9 @@ def gguf_file(model: str) -> Path:
         _record_join(bundled, target)
         return target
     path = Path(model).expanduser()
-    if path.suffix == ".gguf" and path.is_file():
+    if path.suffix == ".gguf":
+        if not path.is_file():
+            raise ModelError(f"no such GGUF file: {model}")
         return path
     raise ModelError(f"{model!r} is not a GGUF model: give a bundled name or a .gguf file")
 

@@ -17,6 +17,7 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
 from specedit.files import replace_atomically
+from specedit.models import quiet_transformers
 from specedit.models.bundled import (
     BUNDLED,
     DEFAULT_MODEL,
@@ -156,9 +157,10 @@ def load(
     if engine == "llama.cpp":
         return _load_gguf(model, threads or os.cpu_count() or 1, context)
     import torch
+
+    quiet_transformers()
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    _quiet_transformers()
     if dtype not in DTYPES:
         raise ModelError(f"unknown dtype {dtype!r}: choose one of {', '.join(DTYPES)}")
     torch_dtype = getattr(torch, DTYPES[dtype]) if DTYPES[dtype] else default_dtype()
@@ -190,9 +192,9 @@ def _chat_tokenizer(folder: Path):
 
     tokenizer = ChatTokenizer.open(folder)
     if tokenizer is None:  # the first load on this folder, or with this transformers
+        quiet_transformers()
         from transformers import AutoTokenizer
 
-        _quiet_transformers()
         tokenizer = AutoTokenizer.from_pretrained(folder)
         ChatTokenizer.export(tokenizer, folder)
     return tokenizer
@@ -201,14 +203,6 @@ def _chat_tokenizer(folder: Path):
 def _require_chat_template(model: str, tokenizer) -> None:
     if not getattr(tokenizer, "chat_template", None):
         raise ModelError(f"model {model!r} has no chat template, so it cannot follow instructions")
-
-
-def _quiet_transformers() -> None:
-    """stderr belongs to specedit's own output: no progress bars nor info logs."""
-    from transformers.utils import logging as hf_logging
-
-    hf_logging.disable_progress_bar()
-    hf_logging.set_verbosity_error()
 
 
 def _load_gguf(model: str, threads: int, context: int) -> LoadedModel:

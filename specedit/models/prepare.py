@@ -1,5 +1,7 @@
-"""Resolve `--model` to a loadable Hugging Face folder: dequantizing a GGUF file is slow, so it
-is converted once into an ordinary folder under the user's cache and reused.
+"""Resolve `--model` to a loadable Hugging Face folder for the torch engine: dequantizing a GGUF
+file is slow, so it is converted once into an ordinary folder under the user's cache and reused.
+The llama.cpp engine reads only the GGUF file's tokenizer and config, kept in a folder of their
+own (gguf_metadata).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from specedit.console import say
+from specedit.models import quiet_transformers
 from specedit.models.bundled import (
     BUNDLED,
     ModelError,
@@ -56,6 +59,8 @@ def resolve(model: str) -> Path | str:
 def _convert_gguf(gguf: Path, target: Path) -> None:
     """Dequantize a GGUF file into an ordinary model folder at `target`, atomically."""
     import torch
+
+    quiet_transformers()
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     say(f"converting {gguf.name} to a model folder (once; 10-60 s)")
@@ -120,6 +125,8 @@ def widen_stored_weights(folder: Path) -> None:
     process that loads it meanwhile, or after an interruption, gets the same weights). A
     write that fails, or a disk without room for it, leaves the folder as it was."""
     import torch
+
+    quiet_transformers()
     from transformers import AutoModelForCausalLM
 
     def stored_narrow() -> bool:
@@ -157,22 +164,44 @@ def widen_stored_weights(folder: Path) -> None:
 
 def gguf_metadata(model: str, gguf: Path) -> Path:
     """A folder with the model's tokenizer and config: its converted folder where one exists,
-    else one written once from the GGUF file, without the weights."""
+    else one written once from the GGUF file, without the weights (and without torch)."""
     converted = cache_dir() / "models" / model if model in BUNDLED else None
     if converted is not None and (converted / "config.json").exists():
         return converted
-    target = private_dir(cache_dir() / "gguf") / f"{file_key(gguf)}.meta"
+    target = metadata_dir(gguf)
     if (target / "config.json").exists():
         return target
-    from transformers import AutoConfig, AutoTokenizer
+    from specedit.models.gguf_folder import write_folder
 
-    say(f"reading the tokenizer of {gguf.name} (once; about 20 s)")
-    with tempfile.TemporaryDirectory(dir=target.parent) as work:
+    say(f"reading the tokenizer of {gguf.name} (once; a few seconds)")
+    with tempfile.TemporaryDirectory(dir=private_dir(target.parent)) as work:
         folder = Path(work) / "meta"
         try:
-            AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name).save_pretrained(folder)
-            AutoConfig.from_pretrained(gguf.parent, gguf_file=gguf.name).save_pretrained(folder)
-        except Exception as exc:  # gguf/transformers raise many types for a bad file
+            write_folder(gguf, folder)
+        except Exception as exc:  # a file of a kind the reader or transformers' converter lacks
             raise ModelError(f"cannot read {gguf}: {exc}") from exc
         folder.rename(target)  # whole, or not at all
     return target
+
+
+def metadata_dir(gguf: Path) -> Path:
+    """Where the tokenizer and config read from the GGUF file at `gguf` are kept."""
+    return cache_dir() / "gguf" / f"{file_key(gguf)}.meta"
+
+
+def prepared_for(model: str) -> list[str]:
+    """The engines the bundled `model` is prepared for: torch once it is converted, llama.cpp
+    once its GGUF file is joined and its tokenizer and config are read."""
+    converted = (cache_dir() / "models" / model / "config.json").exists()
+    engines = ["torch"] if converted else []
+    bundled = BUNDLED[model]
+    if bundled.single_file:
+        try:
+            gguf = bundled_gguf(bundled, cache_dir())
+        except ModelError:  # not installed
+            return engines
+    else:
+        gguf = cache_dir() / "gguf" / f"{model}.gguf"
+    if gguf.is_file() and (converted or (metadata_dir(gguf) / "config.json").exists()):
+        engines.append("llama.cpp")
+    return engines

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from specedit.files import replace_atomically
+from specedit.models import quiet_transformers
 
 EXPORT = "specedit-tokenizer.json"  # written beside the model's own tokenizer files
 SPECIAL = ("bos_token_id", "eos_token_id", "unk_token_id", "pad_token_id", "all_special_ids")
@@ -138,6 +139,7 @@ class ChatTokenizer:
 
     @cached_property
     def _full(self) -> Any:
+        quiet_transformers()
         from transformers import AutoTokenizer
 
         return AutoTokenizer.from_pretrained(self.folder)

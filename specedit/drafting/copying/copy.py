@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
+from specedit.drafting.copying.length import AgreementLength
 from specedit.drafting.kinds import MAIN
-from specedit.drafting.length import AgreementLength
 from specedit.engine.drafter import Drafter
 from specedit.engine.memory import Memory
 from specedit.engine.target import state_layers

@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from specedit.drafting.arc import ARC
-from specedit.drafting.cooccurrence import TokenStatistics
+from specedit.drafting.model.arc import ARC
+from specedit.drafting.model.cooccurrence import TokenStatistics
 from specedit.engine.options import MAX_DRAFT
 from specedit.engine.target import open_target
 from specedit.engine.tree import DraftTree

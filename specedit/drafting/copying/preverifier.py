@@ -23,8 +23,8 @@ from torch import nn
 
 from specedit.drafting import DrafterUnavailable
 from specedit.drafting.artefacts import artefact_path
-from specedit.drafting.copy import rerank_layer, state_cosine
-from specedit.drafting.length import agreement, blockwise_length
+from specedit.drafting.copying.copy import rerank_layer, state_cosine
+from specedit.drafting.copying.length import agreement, blockwise_length
 from specedit.engine.memory import Memory
 
 FORMAT = 2  # bump when the features or the net change, so stale weights are refused

@@ -21,7 +21,7 @@ import torch
 
 from specedit.drafting import DrafterUnavailable
 from specedit.drafting.artefacts import artefact_path
-from specedit.drafting.copy import occurrences
+from specedit.drafting.copying.copy import occurrences
 from specedit.engine.memory import Memory
 from specedit.engine.tree import DraftTree
 

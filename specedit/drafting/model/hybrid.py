@@ -20,7 +20,7 @@ stored final state, and the missed token's embedding neighbours.
 
 On llama.cpp the hybrid reads neither its target's hidden states nor its weights, as AdaPLD
 does not there (adapld.reads_tokens_only: they cost more than they save): the copier is
-AdaPLD's token-only mode, the draft model a GGUF file in a second llama.cpp context, and its
+`TokenAdaPLD`, the draft model a GGUF file in a second llama.cpp context, and its
 active vocabulary restricts the argmax over its logits; online alignment (`lora`) trains
 weights: torch only.
 """
@@ -28,13 +28,14 @@ weights: torch only.
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from specedit.drafting.adapld import AdaPLD, reads_tokens_only
 from specedit.drafting.artefacts import weights_key
-from specedit.drafting.cooccurrence import token_statistics
-from specedit.drafting.draft_model import ActiveVocabulary, draft_model_for
+from specedit.drafting.copying.adapld import adapld_for, reads_tokens_only
 from specedit.drafting.kinds import MAIN, MODEL
+from specedit.drafting.model.cooccurrence import token_statistics
+from specedit.drafting.model.draft_model import ActiveVocabulary, draft_model_for
 from specedit.drafting.vocabulary import vocabulary_index
 from specedit.engine.drafter import Drafter
 from specedit.engine.memory import Memory
@@ -54,6 +55,20 @@ TRUST_AFTER = 4  # main-copy tokens one pass must accept for copies to be truste
 COLD_LAG = 256
 SEEDS = 10  # target top tokens and embedding neighbours of a missed token (the paper's 10 + 10)
 RECENT = 0.3  # the weight of the latest pass in Payoff's averages of accepted tokens
+
+
+@dataclass(frozen=True)
+class HybridOptions:
+    """How the hybrid drafts: the defaults are what edits run; the bench's ablations switch
+    parts off or swap them (bench/ablations.py)."""
+
+    copy: bool = True  # AdaPLD's copies beside the chains (False: plain draft-model drafting)
+    vocabulary: str = "dynamic"  # the draft model's active vocabulary: one of VOCABULARIES
+    horizon: int = 6  # tokens in the draft model's chain
+    unsure_copy: int = 16  # the most tokens of the copy beside a chain
+    core_size: int = 32768  # the vocabulary's static core: the most frequent tokens
+    budget: int = 256  # the dynamic set's most tokens (ARC)
+    lora: bool = False  # online alignment of the draft model (the lora extra; torch only)
 
 
 def active_vocabulary(draft, document: list[int], kind: str, core_size: int, budget: int):
@@ -119,10 +134,10 @@ class Payoff:
 
 
 class Hybrid(Drafter):
-    """AdaPLD's copies plus a draft model's chains; `copy=False` is plain draft-model drafting
+    """AdaPLD's copies plus a draft model's chains; without `copy`, plain draft-model drafting
     (no copier, and no hidden states asked of the target unless the vocabulary or the
-    alignment learns from them). With the target's `pass_cost` and the draft model's
-    `draft_cost`, chains are asked for only where they pay (`Payoff`); without, always."""
+    alignment learns from them). With `costs`, the target's pass cost and the draft model's,
+    chains are asked for only where they pay (`Payoff`); without, always."""
 
     name = "evospec"
 
@@ -131,43 +146,36 @@ class Hybrid(Drafter):
         model,
         draft,
         document: list[int],
-        *,
-        copy: bool = True,
-        vocabulary: str = "dynamic",
-        horizon: int = 6,
-        unsure_copy: int = 16,
-        core_size: int = 32768,
-        budget: int = 256,
-        lora: bool = False,
-        pass_cost: PassCost | None = None,
-        draft_cost: PassCost | None = None,
+        options: HybridOptions = HybridOptions(),
+        costs: tuple[PassCost, PassCost] | None = None,
         input_end: int | None = None,
     ) -> None:
         reads_model = not reads_tokens_only(model)  # its hidden states and weights
-        if lora and not reads_model:
+        if options.lora and not reads_model:
             raise ValueError("online alignment trains the draft model's weights: torch only")
-        self.copier = (
-            AdaPLD(model, tokens_only=not reads_model, input_end=input_end) if copy else None
-        )
+        self.options = options
+        self.copier = adapld_for(model, input_end=input_end) if options.copy else None
         self.final = model.config.num_hidden_layers  # the normed state the target's head reads
-        learns = reads_model and (vocabulary == "dynamic" or lora)  # from its final states
+        learns = reads_model and (options.vocabulary == "dynamic" or options.lora)  # final states
         # The target's LM-head index (the copier's own): the target's top tokens at a position.
-        self.vocabulary = vocabulary_index(model) if learns or (copy and reads_model) else None
+        copies_states = options.copy and reads_model
+        self.vocabulary = vocabulary_index(model) if learns or copies_states else None
         self.hidden_layers = (
-            self.copier.hidden_layers if copy else (self.final,) if learns else ()
+            self.copier.hidden_layers if self.copier else (self.final,) if learns else ()
         )  # the copier's last entry is the final layer
-        self.active = active_vocabulary(draft, document, vocabulary, core_size, budget)
+        self.active = active_vocabulary(
+            draft, document, options.vocabulary, options.core_size, options.budget
+        )
         self.alignment = None
-        if lora:
-            from specedit.drafting.alignment import OnlineAlignment  # needs the lora extra
+        if options.lora:
+            from specedit.drafting.model.alignment import OnlineAlignment  # needs the lora extra
 
             self.alignment = OnlineAlignment(draft.model, self.vocabulary, self.final)
         drafting_model = self.alignment.model if self.alignment else draft.model
         self.draft = draft_model_for(drafting_model, self.active)
-        self.copy, self.horizon, self.unsure_copy = copy, horizon, unsure_copy
-        costs = pass_cost is not None and draft_cost is not None
-        self.payoff = Payoff(pass_cost, draft_cost, horizon) if costs else None
-        self.rejections = 0 if copy else 2  # copy passes rejected in a row (edits start copying)
+        self.payoff = Payoff(*costs, options.horizon) if costs else None
+        # copy passes rejected in a row (edits start copying)
+        self.rejections = 0 if options.copy else 2
         self.unsure = False  # whether the last draft was made with copies unsure
         self.chain: list[int] | None = None  # the draft model's chain in the last draft
         self.checked = 0  # committed tokens already learnt from
@@ -202,8 +210,8 @@ class Hybrid(Drafter):
         if not self.unsure:
             self.counts["second_chances" if cold else "copy_passes"] += 1
             return self.copier.propose(memory, budget)
-        horizon = min(self.horizon, budget)
-        copy_room = min(budget - horizon, self.unsure_copy) if self.copy else 0
+        horizon = min(self.options.horizon, budget)
+        copy_room = min(budget - horizon, self.options.unsure_copy) if self.copier else 0
         tree = (
             self.copier.propose(memory, copy_room)
             if copy_room > 0
@@ -230,7 +238,7 @@ class Hybrid(Drafter):
             path = [tree.token(node) for node in accepted]
             along = None if self.chain is None else _shared_length(self.chain, path)
             self.payoff.observe(len(kinds) - kinds.count(MODEL), along)
-        if self.copy:  # copies are trusted while the verifier keeps accepting them
+        if self.copier:  # copies are trusted while the verifier keeps accepting them
             main = tree.kinds.count(MAIN)
             held = main > 0 and kinds.count(MAIN) >= min(TRUST_AFTER, main)
             self.rejections = 0 if held else self.rejections + 1
