@@ -6,6 +6,7 @@ import pytest
 
 from specedit.bench.setups import parse_selection
 from specedit.editing import selection
+from specedit.editing.editor import EditRequest, Mode
 from specedit.editing.second_look import first_change
 from specedit.engine.options import GREEDY, Sampling
 
@@ -98,7 +99,7 @@ def draw(answers: list[str | None], samples: int, vote: bool, second_look: bool 
     def judge(text: str) -> selection.Verdict:
         return selection.judge(ORIGINAL, text, "mean() is wrong", "python", selection.UNCHANGED_FIX)
 
-    chosen, seen = selection.draw(run, str, judge, ORIGINAL, samples, vote, second_look)
+    chosen, seen = selection.draw(run, judge, ORIGINAL, samples, vote, second_look)
     return chosen, [v.text for v in seen], asked
 
 
@@ -157,15 +158,19 @@ def test_extra_candidates_sample_at_low_temperature_with_their_own_seed():
 
 
 def test_the_fix_template_is_known_by_name_or_path():
-    assert selection.asks_for_fix("fix") and selection.asks_for_fix("variants/after/fix.toml")
-    assert not selection.asks_for_fix("edit")
-    edit = selection.unchanged_problem("variants/after/edit.toml", "python")
+    # a request that names only its template is in the mode the template is for
+    assert Mode.of_template("fix") is Mode.FIX
+    assert Mode.of_template("variants/after/fix.toml") is Mode.FIX
+    assert Mode.of_template("edit") is not Mode.FIX and Mode.of_template("think.toml") is None
+    assert EditRequest("x", "y", prompt="variants/after/fix.toml").mode is Mode.FIX
+    assert EditRequest("x", "y", prompt="fix", mode=Mode.EDIT).mode is Mode.EDIT  # the command's
+    edit = selection.unchanged_problem(Mode.of_template("variants/after/edit.toml"), "python")
     assert edit == selection.UNCHANGED_EDIT
-    assert selection.unchanged_problem("apply", "python") is None
+    assert selection.unchanged_problem(Mode.APPLY, "python") is None
     # prose: "fix the spelling mistakes" on a clean file must leave it as it was
-    assert selection.unchanged_problem("edit", "") is None
-    assert selection.unchanged_problem("edit", "markdown") is None
-    assert selection.unchanged_problem("fix", "") == selection.UNCHANGED_FIX
+    assert selection.unchanged_problem(Mode.EDIT, "") is None
+    assert selection.unchanged_problem(Mode.EDIT, "markdown") is None
+    assert selection.unchanged_problem(Mode.FIX, "") == selection.UNCHANGED_FIX
 
 
 @pytest.mark.parametrize(
@@ -233,6 +238,7 @@ def test_an_unchanged_fix_draws_another_candidate(tmp_path, tiny_model_dir, toke
     x, z = (tokenizer.encode(letter, add_special_tokens=False)[0] for letter in "xz")
     assert [p.request.forced for p in calls] == [(), (x, z), (), ()]
     assert calls[0].request.choices  # what the redraws branch on
+    assert all(p.request.mode is Mode.FIX for p in calls)  # the command's
     assert [p.request.sampling.temperature for p in calls] == [0.0, 0.0, 0.2, 0.2]
     assert calls[0].request.feedback == calls[1].request.feedback == ""
     assert calls[1].prompt.ids == calls[0].prompt.ids  # the same prompt: its cache is reused
@@ -268,6 +274,7 @@ def test_an_unchanged_edit_is_redrawn_from_where_it_was_least_sure(
     x, z = (tokenizer.encode(letter, add_special_tokens=False)[0] for letter in "xz")
     assert [p.request.forced for p in calls] == [(), (x, z), ()]
     assert calls[0].request.choices
+    assert all(p.request.mode is Mode.EDIT for p in calls)
     assert "the instruction above asks for a change" in calls[2].request.feedback
     assert "(refused: unchanged, but a change was asked for" in result.stderr
     calls = _answering(monkeypatch, [other, SOURCE], tokenizer)
@@ -587,6 +594,92 @@ def test_by_default_an_unchanged_fix_is_redrawn_once_and_bad_sample_options_are_
     ]:
         result, _ = _fix(tmp_path, tiny_model_dir, *options)
         assert result.exit_code == 2 and message in result.stderr
+
+
+class CountingEditor:
+    """An editor without a model: generation k answers `answers[k]`, its request recorded,
+    with the tokens "ab", the `b` unsure with `c` a close second (one branch point) unless
+    `sure` (no other token: none); its stats count the generations so far, so the reported
+    ones tell which was delivered."""
+
+    default_method = "pld"
+    engine = "fake"
+
+    def __init__(self, *answers: str, sure: bool = False) -> None:
+        self.answers, self.sure = answers, sure
+        self.requests: list = []
+        self.startup: dict[str, float] = {}
+
+    def decode(self, tokens: list[int]) -> str:
+        return "".join("abc"[t] for t in tokens)
+
+    def edit(self, request, on_start=None, on_step=None):
+        from specedit.editing.editor import EditResult
+        from specedit.editing.prompts import EditPrompt
+        from specedit.engine.events import Generation, Stats
+
+        self.requests.append(request)
+        prompt = EditPrompt([], "```", request.text, 0, 0)
+        if on_start:
+            on_start(prompt, 100)
+        stats = Stats(new_tokens=len(self.requests), forward_passes=1)
+        other = 1 if self.sure else 2  # the `b` has no other, or a close second `c`
+        generation = Generation([0, 1], "eos", stats, [1.0, 0.4], [0, other])
+        return EditResult(self.answers[len(self.requests) - 1], generation, prompt)
+
+
+def _default_fix(tmp_path, monkeypatch, editor: CountingEditor) -> tuple[str, dict, int]:
+    """`specedit fix -i` as the command runs it by default, on `editor`: the file written, the
+    stats reported, and how often the safety checks ran."""
+    import json
+
+    from rich.console import Console
+
+    from specedit.cli.deliver import Delivery, edit_file
+    from specedit.cli.options import DEFAULT_SAMPLES
+    from specedit.editing import safety
+
+    checks = []
+    problems = safety.problems
+    monkeypatch.setattr(safety, "problems", lambda *asked: checks.append(asked) or problems(*asked))
+    file, stats = tmp_path / "add.py", tmp_path / "stats.json"
+    file.write_text(SOURCE)
+    template = EditRequest("", "add subtracts", prompt="fix", mode=Mode.FIX)
+    delivery = Delivery(in_place=True, quiet=True, stats_file=stats)
+    samples = selection.Samples(DEFAULT_SAMPLES)
+    code = edit_file(editor, str(file), template, delivery, Console(stderr=True), samples=samples)
+    assert code == 0
+    return file.read_text(), json.loads(stats.read_text()), len(checks)
+
+
+def test_a_default_fix_makes_two_generations_a_redraw_or_a_look_and_checks_each_once(
+    tmp_path, monkeypatch
+):
+    """By default a fix makes two generations at most: the first answer, asked for its
+    choices, then one from its branch point (`c` for its `b`) that keeps its first change only
+    (`rejoin`): the redraw of an unchanged answer, or the second look at a changed one. A first
+    answer without a branch point is the only generation. The safety checks run once per
+    changed candidate: the delivery reads the delivered one's verdict."""
+    plus, times = SOURCE.replace("a - b", "a + b"), SOURCE.replace("a - b", "a * b")
+    unchanged = CountingEditor(SOURCE, plus)
+    written, stats, checks = _default_fix(tmp_path, monkeypatch, unchanged)
+    assert [r.forced for r in unchanged.requests] == [(), (0, 2)]
+    assert [r.choices for r in unchanged.requests] == [True, False]
+    assert [r.rejoin for r in unchanged.requests] == [None, SOURCE]
+    assert [r.sampling.temperature for r in unchanged.requests] == [0.0, 0.0]
+    assert written == plus and stats["new_tokens"] == 2 and checks == 1
+
+    changed = CountingEditor(times, plus)
+    written, stats, checks = _default_fix(tmp_path, monkeypatch, changed)
+    assert [r.forced for r in changed.requests] == [(), (0, 2)]
+    assert [r.rejoin for r in changed.requests] == [None, times]  # the look at the first answer
+    assert not any(r.feedback for r in changed.requests)
+    assert written == plus and stats["new_tokens"] == 2 and checks == 2
+
+    sure = CountingEditor(times, plus, sure=True)
+    written, stats, checks = _default_fix(tmp_path, monkeypatch, sure)
+    assert len(sure.requests) == 1 and sure.requests[0].choices
+    assert written == times and stats["new_tokens"] == 1 and checks == 1
 
 
 def _bench_add(tiny_model_dir, tmp_path, **setup):

@@ -39,15 +39,15 @@ app = typer.Typer(
 
 
 def _run_edits(
-    prompt: str,
+    mode: str,
     files: list[str],
     instruction: str,
     options: EditOptions,
     snippet: str | None = None,
 ) -> None:
-    """Validate, load the model once, edit each file; exit with the worst file's code. With a
-    `snippet` (apply) it is first merged without the model, which then loads only if that
-    leaves a doubt."""
+    """Validate, load the model once, edit each file in `mode` (the command's: fix, edit,
+    rewrite, apply); exit with the worst file's code. With a `snippet` (apply) it is first
+    merged without the model, which then loads only if that leaves a doubt."""
     from rich.console import Console
 
     from specedit.cli.deliver import CheckCommand, Delivery, edit_file, merge_file
@@ -55,6 +55,7 @@ def _run_edits(
         EditorUnavailable,
         EditRequest,
         LocalEditor,
+        Mode,
         context_estimate,
     )
     from specedit.editing.selection import Samples
@@ -129,7 +130,8 @@ def _run_edits(
     template = EditRequest(
         "",
         instruction,
-        prompt=prompt,
+        prompt=mode,  # the mode's own template
+        mode=Mode(mode),
         method=options.method or editor.default_method,
         max_new_tokens=options.max_new_tokens,
         sampling=options.sampling(),

@@ -36,11 +36,12 @@ from specedit.editing.editor import (
     EditorUnavailable,
     EditRequest,
     EditResult,
+    Mode,
     in_region,
 )
 from specedit.editing.prompts import EditPrompt, PromptError, language_for
 from specedit.editing.region import Region
-from specedit.editing.selection import ONE, Samples, draw_edits
+from specedit.editing.selection import ONE, Candidate, Samples, draw_edits
 from specedit.engine.events import Step
 from specedit.files import (
     ChangedOnDisk,
@@ -97,6 +98,65 @@ class CheckCommand:
     timeout: float = 120.0
 
 
+class Watch:
+    """One generation as the CLI runs it: with the dashboard around it on a terminal, or a
+    plain attribution of its tokens otherwise (`on_start` and `on_step` are the editor's
+    callbacks)."""
+
+    def __init__(self, editor: Editor, name: str, console: Console, live: bool) -> None:
+        self.editor, self.name, self.console, self.live = editor, name, console, live
+        self.view: Dashboard | None = None
+        self.attribution: Attribution | None = None
+        self.stack = ExitStack()
+
+    def on_start(self, prompt: EditPrompt, max_new_tokens: int) -> None:
+        if self.live:
+            view = Dashboard(prompt, self.editor.decode, max_new_tokens, self.name, self.console)
+            self.view = self.stack.enter_context(view)
+            self.attribution = self.view.attribution
+        else:
+            self.attribution = Attribution(prompt, self.editor.decode)
+
+    def on_step(self, event: Step) -> None:
+        if self.view is not None:
+            self.view.on_step(event)
+        else:
+            self.attribution.add(event)
+
+    def run(self, request: EditRequest) -> Candidate:
+        """The edit, as a candidate carrying the attribution of its tokens."""
+        with self.stack:
+            result = self.editor.edit(request, self.on_start, self.on_step)
+            if self.view is not None:
+                self.view.finish(result.generation.stats)
+        return Candidate(result, attribution=self.attribution)
+
+
+@dataclass(frozen=True)
+class Watcher:
+    """Runs each generation of one file's edit under a `Watch` of its own."""
+
+    editor: Editor
+    name: str
+    console: Console
+    live: bool
+
+    def __call__(self, request: EditRequest) -> Candidate:
+        return Watch(self.editor, self.name, self.console, self.live).run(request)
+
+
+@dataclass(frozen=True)
+class Written:
+    """The file as it would be written, given the model's answer: what --samples judges and
+    --test checks. `whole` turns a region's answer into the whole text."""
+
+    original: str
+    whole: Callable[[str], str] = str
+
+    def __call__(self, answer: str) -> str:
+        return keep_conventions(self.original, self.whole(answer))
+
+
 def edit_file(
     editor: Editor,
     path: str,
@@ -121,34 +181,7 @@ def edit_file(
     """
     name = "stdin" if path == "-" else path
     live = dashboard_enabled(console, delivery.quiet)
-    attributions: list[tuple[EditResult, Attribution]] = []
-
-    def run(request: EditRequest) -> EditResult:
-        """One edit with the dashboard (or a plain attribution) around it."""
-        with ExitStack() as stack:
-            views: list[Dashboard] = []
-            attribution: list[Attribution] = []
-
-            def start(prompt: EditPrompt, max_new_tokens: int) -> None:
-                if live:
-                    view = Dashboard(prompt, editor.decode, max_new_tokens, name, console)
-                    views.append(stack.enter_context(view))
-                    attribution.append(view.attribution)
-                else:
-                    attribution.append(Attribution(prompt, editor.decode))
-
-            def step(event: Step) -> None:
-                if views:
-                    views[0].on_step(event)
-                else:
-                    attribution[0].add(event)
-
-            result = editor.edit(request, start, step)
-            if views:
-                views[0].finish(result.generation.stats)
-        attributions.append((result, attribution[0]))
-        return result
-
+    run = Watcher(editor, name, console, live)
     try:
         if text is None:
             source = read_input(path)
@@ -160,13 +193,9 @@ def edit_file(
                 request, whole = in_region(request, region)
             except ValueError as exc:
                 raise InputError(f"{name}: {exc}") from None
-
-        def written(answer: str) -> str:
-            """The file as it would be written: what --samples judges and --test checks."""
-            return keep_conventions(text, whole(answer))
-
+        written = Written(text, whole)
         if test is None:
-            result = choose_candidate(
+            candidate = choose_candidate(
                 run, request, written, samples, name, delivery.quiet, editor.decode
             )
             tries = None
@@ -180,9 +209,10 @@ def edit_file(
                     editor.decode,
                 )
             # the delivered candidate is the last one: the one that passed, if any did
-            result = next((t.result for t in reversed(tries) if t.result is not None), None)
-            if result is not None and not delivery.quiet:
-                say_what_was_mended(name, result)
+            tried = (t.candidate for t in reversed(tries) if t.candidate is not None)
+            candidate = next(tried, None)
+            if candidate is not None and not delivery.quiet:
+                say_what_was_mended(name, candidate.result)
     except (InputError, EditError, PromptError, DrafterUnavailable, CheckRefused) as exc:
         error(str(exc))
         return Exit.INPUT
@@ -197,42 +227,41 @@ def edit_file(
                 say(f"attempt {number}/{test.attempts}: {why}")
         if not tries[-1].passed:
             code = Exit.OK
-            if result is not None:
-                code = report.stats(result, _attribution_of(result, attributions))
+            if candidate is not None:
+                code = report.stats(candidate)
             error(f"nothing was written to {name}: none of {len(tries)} attempts passed --test")
             # an edit that never reached the check is an edit error, not a failed test
             ran = any(attempt.check is not None for attempt in tries)
             return max(code, Exit.TEST_FAILED if ran else Exit.INPUT)
-    code = _deliver(path, name, text, whole(result.text), delivery, request, read)
-    return max(
-        code, report.stats(result, _attribution_of(result, attributions), code == Exit.UNSAFE)
-    )
+    checked = candidate.verdict.checked if candidate.verdict else None
+    code = _deliver(path, name, text, whole(candidate.text), delivery, request, read, checked)
+    return max(code, report.stats(candidate, code == Exit.UNSAFE))
 
 
 def choose_candidate(
-    run: Callable[[EditRequest], EditResult],
+    run: Callable[[EditRequest], Candidate],
     request: EditRequest,
     whole: Callable[[str], str],
     samples: Samples,
     name: str,
     quiet: bool,
     decode: Callable[[list[int]], str],
-) -> EditResult:
+) -> Candidate:
     """One edit, or the candidate `samples` chooses; EditError when every candidate failed."""
     if samples.count == 1:
         chosen = run(request)
     else:
         drawn = draw_edits(run, request, whole, samples, decode)
-        if drawn.chosen is None:
+        if drawn.delivered is None:
             raise drawn.failures[-1]
-        chosen = drawn.chosen
-        count = len(drawn.verdicts) + len(drawn.failures)
+        chosen = drawn.delivered
+        count = len(drawn.candidates) + len(drawn.failures)
         if count > 1 and not quiet:
             refused = f" (refused: {'; '.join(drawn.problems)})" if drawn.problems else ""
-            number = drawn.delivered + 1
+            number = chosen.number + 1
             say(f"{name}: {count} candidates drawn, number {number} delivered{refused}")
     if not quiet:
-        say_what_was_mended(name, chosen)
+        say_what_was_mended(name, chosen.result)
     return chosen
 
 
@@ -282,7 +311,7 @@ def merge_file(
                     "the model merges the snippet"
                 )
             return None
-    request = EditRequest(text, instruction, prompt="apply", language=language)
+    request = EditRequest(text, instruction, prompt="apply", language=language, mode=Mode.APPLY)
     code = _deliver(path, name, text, merged, delivery, request, read)
     stats = {
         "file": name,
@@ -347,10 +376,6 @@ def _summary_wanted(delivery: Delivery, stats: dict) -> bool:
     return True
 
 
-def _attribution_of(result: EditResult, pairs: list[tuple[EditResult, Attribution]]):
-    return next(attribution for candidate, attribution in pairs if candidate is result)
-
-
 def _diff(original: str, edited: str, name: str) -> list[str]:
     """A unified diff that `patch` and `git apply` take: a line ends at a line feed alone (a
     form feed or a lone carriage return is part of its line, as it is for them), and a last
@@ -378,14 +403,18 @@ def _deliver(
     delivery: Delivery,
     request: EditRequest,
     read: Fingerprint | None = None,
+    checked: safety.Checked | None = None,
 ) -> int:
     """Print, diff, check or write the edited text, in the input's line endings and byte order
-    mark; an unsafe edit is refused unless forced. An in-place write is refused if the file no
-    longer matches `read` (exit 6); a write that fails is reported in one line (exit 7)."""
+    mark; an unsafe edit is refused unless forced (`checked`: what the safety checks found
+    when the candidate was judged, read if they were asked the same). An in-place write is
+    refused if the file no longer matches `read` (exit 6); a write that fails is reported in
+    one line (exit 7)."""
     edited = keep_conventions(original, edited)
     changed = edited != original
+    instruction, language = request.instruction, request.language
     problems = (
-        safety.problems(original, edited, request.instruction, request.language) if changed else []
+        safety.problems_of(original, edited, instruction, language, checked) if changed else []
     )
     if problems and delivery.writes and not delivery.force:
         for problem in problems:
@@ -450,10 +479,10 @@ class Report:
     tries: list[Attempt] | None  # the --test attempts, None without --test
     startup: dict[str, float]  # the editor's start-up seconds by stage
 
-    def stats(self, result: EditResult, attribution: Attribution, refused: bool = False) -> int:
-        """Report them (`_save`, `_summary_wanted`); returns the exit code of the records'
-        writes."""
-        delivery = self.delivery
+    def stats(self, candidate: Candidate, refused: bool = False) -> int:
+        """Report them (`_save`, `_summary_wanted`) with the attribution the candidate carries;
+        returns the exit code of the records' writes."""
+        delivery, result, attribution = self.delivery, candidate.result, candidate.attribution
         stats = result.generation.stats.as_dict() | {
             "file": self.name,
             "method": self.method,

@@ -16,19 +16,23 @@ from dataclasses import dataclass, replace
 
 from specedit.editing.checks import CheckResult
 from specedit.editing.editor import EditError, EditRequest, EditResult
-from specedit.editing.selection import redraw_starts
+from specedit.editing.selection import Candidate, Make, as_candidate, redraw_starts
 
 FEEDBACK_CHARS = 1500  # of a failed check's output, shown to the model on the next attempt
 RETRY_TEMPERATURE = 0.7  # attempts after the second sample, so that they can differ
 
 
-@dataclass
+@dataclass(frozen=True)
 class Attempt:
-    """One try of a checked edit: its result (None if the edit itself failed) and check."""
+    """One try of a checked edit: its candidate (None if the edit itself failed) and check."""
 
-    result: EditResult | None
+    candidate: Candidate | None
     check: CheckResult | None
     error: str | None = None  # why the edit itself failed (cut off, runaway)
+
+    @property
+    def result(self) -> EditResult | None:
+        return self.candidate.result if self.candidate else None
 
     @property
     def passed(self) -> bool:
@@ -54,13 +58,13 @@ def retry_request(request: EditRequest, attempt: int, failure: str) -> EditReque
 
 
 def attempt_edits(
-    run: Callable[[EditRequest], EditResult],
+    make: Make,
     request: EditRequest,
     check: Callable[[str], CheckResult],
     attempts: int,
     decode: Callable[[list[int]], str],
 ) -> list[Attempt]:
-    """Edit and check until a candidate passes or `attempts` are spent. `run` makes one edit
+    """Edit and check until a candidate passes or `attempts` are spent. `make` makes one edit
     (the CLI wraps its dashboard around it); `decode` reads the first answer's branch points."""
     tries: list[Attempt] = []
     redraws: list[EditRequest] = []  # of the first answer, once it failed
@@ -74,14 +78,15 @@ def attempt_edits(
             failure = last.check.output if last.check else last.error
             current = retry_request(request, number, failure or "")
         try:
-            result = run(current)
+            candidate = as_candidate(make(current), number - 1)
         except EditError as exc:
             tries.append(Attempt(None, None, str(exc)))
             continue
-        tries.append(Attempt(result, check(result.text)))
+        tries.append(Attempt(candidate, check(candidate.text)))
         if tries[-1].passed:
             break
         if number == 1 and attempts > 1:
-            starts = redraw_starts(result, request, decode, attempts - 1)
-            redraws = [replace(request, forced=s, statement=result.statement) for s in starts]
+            first = candidate.result
+            starts = redraw_starts(first, request, decode, attempts - 1)
+            redraws = [replace(request, forced=s, statement=first.statement) for s in starts]
     return tries

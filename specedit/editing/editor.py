@@ -9,6 +9,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from enum import StrEnum
+from pathlib import Path
 from typing import Protocol
 
 from specedit.drafting.registry import (
@@ -39,11 +41,32 @@ class EditorUnavailable(Exception):
     cannot load, it ends the run with the model error code."""
 
 
+class Mode(StrEnum):
+    """What the user asks for, named by the command (`specedit fix`): it decides which
+    candidates are drawn and which can be right (editing/selection.py); each mode has the
+    shipped template of its name."""
+
+    FIX = "fix"
+    EDIT = "edit"
+    REWRITE = "rewrite"
+    APPLY = "apply"
+
+    @classmethod
+    def of_template(cls, prompt: str) -> Mode | None:
+        """The mode a template is written for, where a request names only that: a shipped
+        template has the mode's name, and so has a prompt variant's file (the bench's
+        `--prompts` folders of <kind>.toml); None for any other template."""
+        try:
+            return cls(Path(prompt).stem)
+        except ValueError:
+            return None
+
+
 @dataclass(frozen=True)
 class EditRequest:
     text: str
     instruction: str
-    prompt: str = "edit"  # a template name from templates/
+    prompt: str = "edit"  # a template name from templates/, or a .toml file's path
     language: str = ""
     method: str = DEFAULT_METHOD
     max_new_tokens: int | None = None  # None: enough for the input plus a margin
@@ -67,6 +90,13 @@ class EditRequest:
     # fix's redraw, editing/second_look.py): it stops once that change is made, and the
     # earlier answer gives the rest.
     rejoin: str | None = None
+    # What the user asked for, given by the command; where a request names only its template
+    # (the bench's prompt variants, a request off the wire), the mode that template is for.
+    mode: Mode | None = None
+
+    def __post_init__(self) -> None:
+        mode = Mode(self.mode) if self.mode is not None else Mode.of_template(self.prompt)
+        object.__setattr__(self, "mode", mode)
 
 
 @dataclass

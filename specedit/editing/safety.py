@@ -13,6 +13,7 @@ import re
 import tomllib
 import warnings
 import xml.etree.ElementTree as ElementTree
+from dataclasses import dataclass
 
 import yaml
 
@@ -148,6 +149,42 @@ def problems(original: str, edited: str, instruction: str, language: str = "") -
     if (dropped := drop_problem(original, edited, instruction)) is not None:
         found.append(dropped)
     return found
+
+
+@dataclass(frozen=True)
+class Checked:
+    """What `problems` found, with what it was asked: a candidate judged before its delivery
+    (editing/selection.py) carries it there, and the delivery, asked the same, reads it
+    instead of parsing the file again."""
+
+    original: str
+    edited: str
+    instruction: str
+    language: str
+    problems: tuple[str, ...]
+
+    def answers(self, original: str, edited: str, instruction: str, language: str) -> bool:
+        return (self.original, self.edited, self.instruction, self.language) == (
+            original,
+            edited,
+            instruction,
+            language,
+        )
+
+
+def check(original: str, edited: str, instruction: str, language: str = "") -> Checked:
+    """`problems`, kept with what it was asked."""
+    found = tuple(problems(original, edited, instruction, language))
+    return Checked(original, edited, instruction, language, found)
+
+
+def problems_of(
+    original: str, edited: str, instruction: str, language: str, known: Checked | None
+) -> list[str]:
+    """`problems`, read from `known` where it answered the same question."""
+    if known is not None and known.answers(original, edited, instruction, language):
+        return list(known.problems)
+    return problems(original, edited, instruction, language)
 
 
 def drop_problem(original: str, edited: str, instruction: str) -> str | None:

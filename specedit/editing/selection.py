@@ -12,7 +12,11 @@ can be known without running anything:
 
 `draw` is the loop (the first candidate as the request asks, greedy by default; the others
 sampled as the editing benchmarks sample); `choose` is the pick, on texts alone, so that it can
-be tested on recorded candidates.
+be tested on recorded candidates. `draw_edits` runs the loop on one request: a `Drawing` holds
+what it drew so far, its redraw policies (`redraw_policies`) each say how a candidate after the
+first may be drawn, and each `Candidate` carries its result, the attribution of its tokens and
+its verdict to the delivery, which reads the safety checks' findings there instead of running
+them again. The request's mode (fix, edit, rewrite: the command) says which can be right.
 
 An unchanged answer to a fix is redrawn where it was least sure (editing/branches.py): the model
 copied the bug, but the token it copied there often had a close second, and that second is
@@ -47,12 +51,11 @@ import difflib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from pathlib import Path
-from typing import TypeVar
+from typing import Any, Protocol, TypeVar
 
 from specedit.editing import safety
 from specedit.editing.branches import branch_points, leak_start
-from specedit.editing.editor import EditError, EditRequest, EditResult
+from specedit.editing.editor import EditError, EditRequest, EditResult, Mode
 from specedit.editing.region import UNPARSABLE, named_lines
 from specedit.editing.second_look import first_change
 from specedit.engine.options import Sampling
@@ -98,14 +101,46 @@ ONE = Samples()
 
 @dataclass(frozen=True)
 class Verdict:
-    """A candidate judged on its text: why it cannot be right (None: it may be)."""
+    """A candidate judged on its text: why it cannot be right (None: it may be), and what the
+    safety checks found where they ran, which the delivery reads instead of checking again."""
 
     text: str
     problem: str | None
+    checked: safety.Checked | None = None
 
     @property
     def acceptable(self) -> bool:
         return self.problem is None
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One candidate edit: the editor's result with the text it delivers (a fix's branch
+    redraw: the first answer with the redraw's first change made), its number among those
+    drawn (from 0), the attribution of its tokens where the caller made one (the CLI's, as the
+    dashboard showed them: editing knows no view), and its verdict once judged. Replaced,
+    never changed: each carries its own attribution to the delivery."""
+
+    result: EditResult
+    number: int = 0
+    attribution: Any = None
+    verdict: Verdict | None = None
+
+    @property
+    def text(self) -> str:
+        return self.result.text
+
+
+# One edit as the caller makes it: the editor's result alone (the bench), or a Candidate with
+# the attribution of its tokens (the CLI).
+Make = Callable[[EditRequest], EditResult | Candidate]
+
+
+def as_candidate(made: EditResult | Candidate, number: int) -> Candidate:
+    """What `Make` returned, as candidate `number`."""
+    if isinstance(made, Candidate):
+        return replace(made, number=number)
+    return Candidate(made, number)
 
 
 def judge(
@@ -131,8 +166,8 @@ def judge(
         )
     ):
         return Verdict(text, unchanged)
-    problems = safety.problems(original, text, instruction, language)
-    return Verdict(text, problems[0] if problems else None)
+    checked = safety.check(original, text, instruction, language)
+    return Verdict(text, checked.problems[0] if checked.problems else None, checked)
 
 
 def _blanks_only(original: str, text: str) -> bool:
@@ -253,7 +288,7 @@ def redraw_starts(
     for an edit whose instruction speaks of comments or docstrings, never for a fix: a fix
     changes what the code does)."""
     generation = first.generation
-    prose = not asks_for_fix(request.prompt) and PROSE_WORDS.search(request.instruction)
+    prose = request.mode != Mode.FIX and PROSE_WORDS.search(request.instruction)
     return branch_points(
         generation.tokens,
         generation.probabilities,
@@ -266,32 +301,20 @@ def redraw_starts(
     )
 
 
-def asks_for_fix(prompt: str) -> bool:
-    """Whether a request's template (a shipped name or a .toml path) is the fix template."""
-    return Path(prompt).stem == "fix"
-
-
-def unchanged_problem(prompt: str, language: str) -> str | None:
-    """What is wrong with an unchanged answer to a request made with the template `prompt` on
-    a file in `language`: a fix asks for a change, and so does an edit of code (a language the
-    safety checks parse). None where it may be right: a rewrite of a clean document, or an
-    edit of prose, where "fix the spelling mistakes" is the everyday instruction and a clean
-    file must come back as it was (`--check` in a pre-commit hook)."""
-    stem = Path(prompt).stem
-    if stem == "edit":
+def unchanged_problem(mode: Mode | None, language: str) -> str | None:
+    """What is wrong with an unchanged answer to a request in `mode` on a file in `language`:
+    a fix asks for a change, and so does an edit of code (a language the safety checks parse).
+    None where it may be right: a rewrite of a clean document, or an edit of prose, where "fix
+    the spelling mistakes" is the everyday instruction and a clean file must come back as it
+    was (`--check` in a pre-commit hook)."""
+    if mode == Mode.EDIT:
         return UNCHANGED_EDIT if language in safety.PARSERS else None
-    return UNCHANGED_FIX if stem == "fix" else None
-
-
-def asks_for_rewrite(prompt: str) -> bool:
-    """Whether a request's template is the rewrite template (prose: a document's typos)."""
-    return Path(prompt).stem == "rewrite"
+    return UNCHANGED_FIX if mode == Mode.FIX else None
 
 
 def draw(
     run: Callable[[int, str | None], R | None],
-    text_of: Callable[[R], str],
-    judge_text: Callable[[str], Verdict],
+    verdict_of: Callable[[R], Verdict],
     original: str,
     samples: int,
     vote: bool,
@@ -312,7 +335,7 @@ def draw(
         result = run(number, last)
         if result is not None:
             results.append(result)
-            verdicts.append(judge_text(text_of(result)))
+            verdicts.append(verdict_of(result))
         if vote:
             continue
         if looking:
@@ -350,113 +373,247 @@ def redraw_feedback(problem: str) -> str:
     )
 
 
-@dataclass
-class Drawn:
-    """What `draw_edits` drew: the chosen edit (None if every edit failed), the verdicts of the
-    candidates that produced a text, and the errors of those that did not (cut off, runaway)."""
+@dataclass(frozen=True)
+class Redraw:
+    """A candidate to draw: its request (None: none is drawn), whether it is a fix's branch
+    redraw, delivered with its first change only (`first_change`), and whether it is the
+    second look, which is judged against the first answer's reach too."""
 
-    chosen: EditResult | None
-    verdicts: list[Verdict]
-    failures: list[EditError]
-    delivered: int = 0  # the chosen one's number, counting every candidate drawn from 0
+    request: EditRequest | None
+    first_change_only: bool = False
+    look: bool = False
+
+
+class RedrawPolicy(Protocol):
+    """One way to draw the candidate after the first; a `Drawing` asks its policies in turn."""
+
+    def redraw(self, drawing: Drawing, number: int, problem: str | None) -> Redraw | None:
+        """Candidate `number`, after one whose `problem` it is told (None: that one may be
+        right, or none produced a text); None where this policy has no say."""
+
+
+class LeakRedraw:
+    """A first answer that copied its prompt's own words, redrawn from where it could have
+    gone otherwise just before them (`leak_start`)."""
+
+    def redraw(self, drawing: Drawing, number: int, problem: str | None) -> Redraw | None:
+        if number != 1 or problem is None or not problem.startswith(PROMPT_WORDS):
+            return None
+        first = drawing.first
+        start = leak_start(first.result, drawing.leak_of(first), drawing.decode)
+        if not start:
+            return None
+        return Redraw(replace(drawing.request, forced=start, statement=first.result.statement))
+
+
+@dataclass(frozen=True)
+class BranchRedraw:
+    """An unchanged answer to a fix or an edit, redrawn from the first candidate's next branch
+    point while it has one. A fix's keeps its first change only, and so may stop once that is
+    made (editing/second_look.py); an edit's is delivered whole: a translation or a rename
+    changes many places."""
+
+    fix: bool
+
+    def redraw(self, drawing: Drawing, number: int, problem: str | None) -> Redraw | None:
+        if drawing.first is None or problem not in UNCHANGED:
+            return None
+        start = drawing.next_branch()
+        if not start:
+            return None
+        return Redraw(drawing.branched(start, self.fix), first_change_only=self.fix)
+
+
+class SecondLook:
+    """A fix that may be right, redrawn once from its first branch point, its first change
+    only; none is drawn where it has no branch point."""
+
+    def redraw(self, drawing: Drawing, number: int, problem: str | None) -> Redraw | None:
+        if drawing.first is None or problem is not None:
+            return None
+        start = drawing.next_branch()
+        if not start:
+            return Redraw(None)
+        return Redraw(drawing.branched(start, True), first_change_only=True, look=True)
+
+
+class SampledRedraw:
+    """Sampled as the editing benchmarks sample (`sampled`), told why the last candidate
+    could not be right (`redraw_feedback`): what is left once no branch is."""
+
+    def redraw(self, drawing: Drawing, number: int, problem: str | None) -> Redraw:
+        request = drawing.request
+        feedback = redraw_feedback(problem) if problem else request.feedback
+        return Redraw(
+            replace(request, sampling=sampled(request.sampling, number), feedback=feedback)
+        )
+
+
+def redraw_policies(unchanged: str | None, vote: bool) -> list[RedrawPolicy]:
+    """The policies for the candidates after the first, in the order they are asked: votes
+    are independent samples; otherwise a first answer that copied its prompt's words is
+    redrawn from just before them, an unchanged answer to a fix or an edit (`unchanged`: what
+    is wrong with one) from a branch point, a fix that may be right gets its second look, and
+    any other is sampled."""
+    if vote:
+        return [SampledRedraw()]
+    policies: list[RedrawPolicy] = [LeakRedraw()]
+    if unchanged is not None:
+        policies.append(BranchRedraw(fix=unchanged == UNCHANGED_FIX))
+    if unchanged == UNCHANGED_FIX:
+        policies.append(SecondLook())
+    return [*policies, SampledRedraw()]
+
+
+class Drawing:
+    """One `draw_edits` under way: the candidates drawn so far and the first one's branch
+    points, listed once when first asked for. `candidate` is `draw`'s `run`."""
+
+    def __init__(
+        self,
+        make: Make,
+        request: EditRequest,
+        whole: Callable[[str], str],
+        samples: Samples,
+        decode: Callable[[list[int]], str],
+    ) -> None:
+        self.make = make
+        self.whole = whole
+        self.decode = decode
+        self.branch_limit = samples.count - 1
+        self.unchanged = unchanged_problem(
+            request.mode, request.language or safety.sniff(request.text)
+        )
+        self.second_look = self.unchanged == UNCHANGED_FIX and not samples.vote
+        if request.mode == Mode.REWRITE and not samples.vote:
+            request = replace(request, proofread=True, choices=True)
+        self.request = request
+        self.original = whole(request.text)
+        # The first keeps what its redraws may branch on: an unchanged answer branches.
+        branches = self.unchanged is not None and not samples.vote
+        self.opening = replace(request, choices=branches or request.choices)
+        self.policies = redraw_policies(self.unchanged, samples.vote)
+        self.candidates: list[Candidate] = []  # those that produced a text, judged
+        self.failures: list[EditError] = []
+        self.branches: list[tuple[int, ...]] | None = None
+
+    @property
+    def first(self) -> Candidate | None:
+        """The first candidate that produced a text: what redraws branch from."""
+        return self.candidates[0] if self.candidates else None
+
+    def next_branch(self) -> tuple[int, ...] | None:
+        """The next start for a redraw of the first candidate, its branch points listed once."""
+        if self.branches is None:
+            self.branches = redraw_starts(
+                self.first.result, self.request, self.decode, self.branch_limit
+            )
+        return self.branches.pop(0) if self.branches else None
+
+    def branched(self, start: tuple[int, ...], rejoin: bool) -> EditRequest:
+        """The request of a redraw of the first candidate from `start`: it goes on from the
+        first one's statement, and with `rejoin` may stop once its first change is made."""
+        first = self.first
+        return replace(
+            self.request,
+            forced=start,
+            statement=first.result.statement,
+            rejoin=first.text if rejoin else None,
+        )
+
+    def candidate(self, number: int, problem: str | None) -> Candidate | None:
+        """Candidate `number`, judged, as the first policy with a say draws it (None: none was
+        drawn, or its edit failed)."""
+        if number == 0:
+            redraw = Redraw(self.opening)
+        else:
+            redraw = next(
+                found
+                for policy in self.policies
+                if (found := policy.redraw(self, number, problem)) is not None
+            )
+        if redraw.request is None:
+            return None
+        try:
+            made = as_candidate(self.make(redraw.request), number)
+        except EditError as exc:
+            self.failures.append(exc)
+            return None
+        if redraw.first_change_only:  # its change where it branched, the first's text elsewhere
+            text = first_change(self.first.text, made.text)
+            made = replace(made, result=replace(made.result, text=text))
+        judged = replace(made, verdict=self.judge(made, redraw.look))
+        self.candidates.append(judged)
+        return judged
+
+    def judge(self, candidate: Candidate, look: bool) -> Verdict:
+        """`judge` on the whole text, after the check for the prompt's own words; a second
+        look that changes more than LOOK_EXTRA_LINES input lines beyond the first answer's
+        has rewritten what followed its branch."""
+        answer = self.whole(candidate.text)
+        if answer != self.original and (sentence := self.leak_of(candidate)):
+            return Verdict(answer, f"{PROMPT_WORDS} ({sentence!r})")
+        request = self.request
+        verdict = judge(
+            self.original, answer, request.instruction, request.language, self.unchanged
+        )
+        if look and verdict.acceptable:
+            first = len(changed_lines(self.original, self.whole(self.first.text)))
+            extra = len(changed_lines(self.original, answer)) - first
+            if extra > LOOK_EXTRA_LINES:
+                problem = f"the second look changes {extra} lines more than the first"
+                return replace(verdict, problem=problem)
+        return verdict
+
+    def leak_of(self, candidate: Candidate) -> str | None:
+        """The sentence of its prompt's own words `candidate` copied (`copied_from_prompt`)."""
+        words = prompt_words(candidate.result, self.request.instruction, self.decode)
+        return copied_from_prompt(self.whole(candidate.text), self.original, words)
+
+
+@dataclass(frozen=True)
+class Drawn:
+    """What `draw_edits` drew: the candidate to deliver (None if every edit failed), the
+    candidates that produced a text, judged, in order, and the errors of those that did not
+    (cut off, runaway)."""
+
+    delivered: Candidate | None
+    candidates: tuple[Candidate, ...]
+    failures: tuple[EditError, ...]
+
+    @property
+    def chosen(self) -> EditResult | None:
+        """The delivered candidate's result."""
+        return self.delivered.result if self.delivered else None
 
     @property
     def problems(self) -> list[str]:
-        return [v.problem for v in self.verdicts if v.problem] + list(map(str, self.failures))
+        refused = [c.verdict.problem for c in self.candidates if c.verdict.problem]
+        return refused + list(map(str, self.failures))
 
 
 def draw_edits(
-    run: Callable[[EditRequest], EditResult],
+    make: Make,
     request: EditRequest,
     whole: Callable[[str], str],
     samples: Samples,
     decode: Callable[[list[int]], str],
 ) -> Drawn:
-    """Up to `samples.count` edits of `request` by `run`, one chosen (`draw`); `whole` turns an
+    """Up to `samples.count` edits of `request` by `make`, one chosen (`draw`); `whole` turns an
     answer into the whole text as it would be written (a region's answer into the file). An
     unchanged fix is redrawn from its branch points while it has any (`decode` reads them),
     else sampled and told why; an acceptable fix from its first branch point, its second look
     (none where it has no branch point). A rewrite's candidates are proofread
     (editing/proofread.py): its second look, word by word. An unchanged edit is redrawn from
     its branch points as an unchanged fix is, and an answer that copied its prompt's own words
-    from just before them."""
-    failures: list[EditError] = []
-    results: list[EditResult] = []
-    numbers: list[int] = []  # each result's candidate number (a failed edit has none)
-    branches: list[tuple[int, ...]] | None = None  # the first candidate's, listed when first asked
-    unchanged = unchanged_problem(request.prompt, request.language or safety.sniff(request.text))
-    second_look = unchanged == UNCHANGED_FIX and not samples.vote
-    branches_kept = unchanged is not None and not samples.vote  # an unchanged answer branches
-    if asks_for_rewrite(request.prompt) and not samples.vote:
-        request = replace(request, proofread=True, choices=True)
-    looking = False  # the candidate being judged is the second look
-    original = whole(request.text)
-
-    def next_branch() -> tuple[int, ...] | None:
-        """The next start for a redraw of the first candidate, its branch points listed once."""
-        nonlocal branches
-        if branches is None:
-            branches = redraw_starts(results[0], request, decode, samples.count - 1)
-        return branches.pop(0) if branches else None
-
-    def candidate(number: int, problem: str | None) -> EditResult | None:
-        nonlocal looking
-        # An unchanged answer is redrawn from a branch point, and so is a changed fix, once.
-        branching = bool(results) and (
-            (branches_kept and problem in UNCHANGED) or (second_look and problem is None)
-        )
-        leaked = number == 1 and problem is not None and problem.startswith(PROMPT_WORDS)
-        if number == 0:  # keep what its redraws may branch on
-            redraw = replace(request, choices=branches_kept or request.choices)
-        elif leaked and (start := leak_start(results[0], leak_of(results[0]), decode)):
-            redraw = replace(request, forced=start, statement=results[0].statement)
-        elif branching and (start := next_branch()):
-            looking = problem is None
-            # A fix's branch redraw keeps its first change only: it may stop once that is made.
-            rejoin = results[0].text if second_look else None
-            redraw = replace(request, forced=start, statement=results[0].statement, rejoin=rejoin)
-        elif branching and problem is None:
-            return None  # a second look goes on from a branch point, and there is none
-        else:
-            sampling = sampled(request.sampling, number)
-            feedback = redraw_feedback(problem) if problem else request.feedback
-            redraw = replace(request, sampling=sampling, feedback=feedback)
-        try:
-            result = run(redraw)
-        except EditError as exc:
-            failures.append(exc)
-            return None
-        if number and redraw.forced and second_look and not leaked:
-            # A fix's branch redraw: its change where it branched. The result is changed in
-            # place: its caller knows it by identity (the attribution of its tokens).
-            result.text = first_change(results[0].text, result.text)
-        results.append(result)
-        numbers.append(number)
-        return result
-
-    def leak_of(result: EditResult) -> str | None:
-        words = prompt_words(result, request.instruction, decode)
-        return copied_from_prompt(whole(result.text), original, words)
-
-    def judge_text(answer: str) -> Verdict:
-        if answer != original and (sentence := leak_of(results[-1])):
-            return Verdict(answer, f"{PROMPT_WORDS} ({sentence!r})")
-        verdict = judge(original, answer, request.instruction, request.language, unchanged)
-        if looking and verdict.acceptable:
-            first = len(changed_lines(original, whole(results[0].text)))
-            extra = len(changed_lines(original, answer)) - first
-            if extra > LOOK_EXTRA_LINES:
-                return Verdict(answer, f"the second look changes {extra} lines more than the first")
-        return verdict
-
-    chosen, verdicts = draw(
-        candidate,
-        lambda r: whole(r.text),
-        judge_text,
-        original,
+    from just before them (`redraw_policies`)."""
+    drawing = Drawing(make, request, whole, samples, decode)
+    delivered, _ = draw(
+        drawing.candidate,
+        lambda candidate: candidate.verdict,
+        drawing.original,
         samples.count,
         samples.vote,
-        second_look,
+        drawing.second_look,
     )
-    delivered = next((n for n, result in zip(numbers, results) if result is chosen), 0)
-    return Drawn(chosen, verdicts, failures, delivered)
+    return Drawn(delivered, tuple(drawing.candidates), tuple(drawing.failures))

@@ -3,7 +3,9 @@ answers with it, the `--server` client writes and reads it.
 
 A request goes `EditRequest -> to_body -> JSON -> EditBody -> from_body -> EditRequest`; the answer
 is an `EditAnswer`, plain or as the `result` event that ends a stream of `start` and `step`
-events. Nothing here needs torch or fastapi: the client imports it.
+events. Nothing here needs torch or fastapi: the client imports it. The request's mode is not
+sent: it steers which candidates the client draws, not the one generation the server makes,
+and the server reads it from the template the body names, a shipped one, named after its mode.
 """
 
 from __future__ import annotations
