@@ -8,6 +8,7 @@ and stop at the same closing fence. Loading and warming up are not timed, as for
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -83,16 +84,14 @@ class LlamaCpp:
         """Greedy decoding of `prompt` until EOS, the fence or the token limit."""
         llm = self._context(method, len(prompt) + max_new_tokens + 1)
         llm.reset()  # no prefix reused from an earlier run
-        evaluations = 0
+        evaluations = itertools.count()
         evaluate, drafts = llm.eval, llm._logits_all
 
         def counted(tokens: list[int]) -> None:
             # With a draft model llama-cpp-python keeps logits for every token it evaluates,
             # the prompt's too; llama.cpp's own speculative decoding needs only the prompt's
             # last, and that LM-head product over the whole prompt would cost seconds here.
-            nonlocal evaluations
-            llm._logits_all = drafts and evaluations > 0
-            evaluations += 1
+            llm._logits_all = drafts and next(evaluations) > 0
             evaluate(tokens)
 
         llm.eval = counted

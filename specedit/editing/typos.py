@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import itertools
 import re
 
 from specedit.editing.proofread import Correction
@@ -139,21 +140,20 @@ def keep_to_typos(original: str, text: str) -> tuple[str, list[Correction]]:
     old, new = TOKEN.findall(original), TOKEN.findall(text)
     pieces: list[str] = []
     put_back: list[Correction] = []
-    offset = 0  # where in `text` the change starts
+    starts = list(itertools.accumulate(map(len, new), initial=0))  # each token's in `text`
 
     def fixes_a_typo(i1: int, i2: int, j1: int, j2: int) -> bool:
         before, after = old[max(i1 - 2, 0) : i1], old[i2 : i2 + 2]  # what is_typo_fix reads
         return is_typo_fix(before, old[i1:i2], new[j1:j2], after)
 
     def take(i1: int, i2: int, j1: int, j2: int, kept: bool) -> None:
-        nonlocal offset
+        offset = starts[j1]  # where in `text` the change starts
         theirs, mine = "".join(old[i1:i2]), "".join(new[j1:j2])
         pieces.append(mine if kept else theirs)
         if not kept:
             line = text.count("\n", 0, offset)
             column = offset - (text.rfind("\n", 0, offset) + 1)
             put_back.append(Correction(line, column, column + len(mine), mine, theirs))
-        offset += len(mine)
 
     matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():

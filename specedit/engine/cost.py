@@ -32,7 +32,7 @@ import statistics
 import time
 from bisect import bisect_left
 from dataclasses import asdict, dataclass
-from itertools import pairwise
+from itertools import count, pairwise
 from pathlib import Path
 
 from specedit.engine.tree import DraftTree
@@ -108,17 +108,16 @@ def measure(model, sizes: tuple[int, ...] = PROBE_SIZES, threads: int | None = N
     # A root is kept each pass; the probe's tokens are no prompt to keep for later edits.
     target = open_target(model, PROBE_CONTEXT + passes + widest, reuse=False)
     target.prefill(tokens[:PROBE_CONTEXT], False)
-    prefix = PROBE_CONTEXT
+    prefixes = count(PROBE_CONTEXT)  # one root kept per pass
 
     def timed(size: int) -> float:
-        nonlocal prefix
+        prefix = next(prefixes)
         chain = DraftTree(tokens[PROBE_CONTEXT])
         chain.add_chain(tokens[PROBE_CONTEXT + 1 : PROBE_CONTEXT + size])
         started = target.clock()
         target.forward(chain, prefix, False)
         seconds = target.clock() - started
         target.keep(prefix, [0])  # the root stays, as after a rejected draft
-        prefix += 1
         return seconds
 
     timed(widest)

@@ -153,25 +153,7 @@ def _chat_run(lm: LoadedModel, body: ChatRequest) -> Run:
     def start(job: Job) -> dict:
         decode = LocalEditor(lm).decode
         stop_strings = StopStrings(decode, stops) if stops else None
-        # Whole characters, decoded as they come; the stop condition already reads every
-        # committed token, so its text is the answer's.
-        answer = stop_strings.answer if stop_strings else AnswerText(decode)
-        sent = 0  # characters of the answer already emitted
-
-        def current() -> str:
-            return stop_strings.cut(answer.text) if stop_strings else answer.text
-
-        def emit_new(final: bool = False) -> None:
-            nonlocal sent
-            text = current() if final or not stop_strings else stop_strings.settled(answer.text)
-            if len(text) > sent:
-                job.emit(text[sent:])
-                sent = len(text)
-
-        def on_step(step: Step) -> None:
-            if stop_strings is None:
-                answer.add(step.tokens)
-            emit_new()
+        emitter = _Emitter(job, decode, stop_strings)
 
         sources = DraftSources(references=references, draft=lm.draft, pass_cost=lm.pass_cost())
         generation = generate(
@@ -182,18 +164,50 @@ def _chat_run(lm: LoadedModel, body: ChatRequest) -> Run:
             sampling=sampling,
             eos_token_ids=lm.eos_token_ids,
             stop=job_stop(job, stop_strings),
-            on_step=on_step,
+            on_step=emitter.on_step,
             pass_cost=sources.pass_cost,
         )
-        emit_new(final=True)
+        emitter.emit(final=True)
         return {
-            "text": current(),
+            "text": emitter.text(),
             "generation": generation,
             "predicted": len(predicted),
             "prompt_tokens": len(prompt),
         }
 
     return Run(start, f"chatcmpl-{uuid.uuid4().hex[:24]}")
+
+
+class _Emitter:
+    """The answer's characters to the client as they settle: whole characters, cut at a stop
+    string, each sent once."""
+
+    def __init__(
+        self, job: Job, decode: Callable[[list[int]], str], stop_strings: StopStrings | None
+    ) -> None:
+        self.job, self.stop_strings = job, stop_strings
+        # Whole characters, decoded as they come; the stop condition already reads every
+        # committed token, so its text is the answer's.
+        self.answer = stop_strings.answer if stop_strings else AnswerText(decode)
+        self.sent = 0  # characters of the answer already emitted
+
+    def text(self) -> str:
+        """The answer so far, cut at a stop string."""
+        stops = self.stop_strings
+        return stops.cut(self.answer.text) if stops else self.answer.text
+
+    def on_step(self, step: Step) -> None:
+        if self.stop_strings is None:
+            self.answer.add(step.tokens)
+        self.emit()
+
+    def emit(self, final: bool = False) -> None:
+        """Send what settled since the last call (at the end: all that is left)."""
+        stops = self.stop_strings
+        text = self.text() if final or not stops else stops.settled(self.answer.text)
+        if len(text) > self.sent:
+            self.job.emit(text[self.sent :])
+            self.sent = len(text)
 
 
 def _usage(result: dict) -> dict:

@@ -129,7 +129,7 @@ def stream(worker: Worker, request: Request, run: Run, render) -> StreamingRespo
     job = Job(
         lambda item: loop.call_soon_threadsafe(queue.put_nowait, ("item", item)), threading.Event()
     )
-    ended = False  # the generation's end reached the stream
+    ended = threading.Event()  # the generation's end reached the stream
 
     def work() -> None:
         try:
@@ -139,18 +139,17 @@ def stream(worker: Worker, request: Request, run: Run, render) -> StreamingRespo
         loop.call_soon_threadsafe(queue.put_nowait, ("end", result))
 
     async def events() -> AsyncIterator[str]:
-        nonlocal ended
         while True:
             what, item = await queue.get()
             for data in render(what, item):
                 yield f"data: {data}\n\n"
             if what == "end":
-                ended = True
+                ended.set()
                 break
         yield "data: [DONE]\n\n"
 
     def close() -> None:
-        if not ended:
+        if not ended.is_set():
             job.cancel.set()
 
     worker.submit(work, job)
