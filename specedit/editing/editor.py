@@ -324,7 +324,6 @@ def execute(
             f"{len(generation.tokens)} tokens); nothing was written; rephrase the instruction "
             "or try a larger --model"
         )
-    resumed: list[int] = []
     if rejoin is not None and generation.stop_reason == REJOINED:
         text = rejoin.text(lm.tokenizer.decode(generation.tokens, skip_special_tokens=True))
     else:
@@ -333,22 +332,145 @@ def execute(
         )
         if text is None:
             raise cut_off(len(generation.tokens), prepared.request.surroundings)
-        if prepared.request.surroundings is None:  # a region's answer ends where the region does
-            generation, text, resumed = resume_answer(lm, prepared, generation, text, on_step, stop)
-    corrections: list[Correction] = []
-    if prepared.request.proofread and generation.probabilities:
-        started = time.perf_counter()
-        text, corrections = proofread_answer(lm, prepared, generation, text)
-        if asks_for_typos_only(prepared.request.instruction):
-            text, put_back = keep_to_typos(prepared.request.text, text)
-            corrections += put_back
-        timings["proofread"] = time.perf_counter() - started
-    if prepared.request.language == "python":
-        text, renamed = finish_rename(prepared.request.text, text, prepared.request.instruction)
-        corrections += renamed
+    answer = Answer(generation, text)
+    for step in PASSES:
+        if step.wanted(prepared.request, answer):
+            started = time.perf_counter()
+            answer = step.run(lm, prepared, answer, on_step, stop)
+            if step.timed:
+                elapsed = time.perf_counter() - started
+                timings[step.timed] = timings.get(step.timed, 0.0) + elapsed
     return EditResult(
-        text, generation, prepared.prompt, prepared.statement, timings, corrections, resumed
+        answer.text,
+        answer.generation,
+        prepared.prompt,
+        prepared.statement,
+        timings,
+        list(answer.corrections),
+        list(answer.resumed),
     )
+
+
+# Post-processing: what is made of an answer after the model wrote it, one named pass after
+# another (`PASSES`, in their order). Each pass says whether the request wants it and returns
+# the answer it made; what a pass changed after the model is a Correction (shown and reported).
+
+
+@dataclass(frozen=True)
+class Answer:
+    """An answer on its way through the passes: its generation, its text, what the passes
+    corrected in it, and the input's lines where it was made to go on."""
+
+    generation: Generation
+    text: str
+    corrections: tuple[Correction, ...] = ()
+    resumed: tuple[int, ...] = ()
+
+
+class Pass(Protocol):
+    """One post-processing pass; `timed` names the timing its seconds are added to."""
+
+    name: str
+    timed: str | None
+
+    def wanted(self, request: EditRequest, answer: Answer) -> bool: ...
+
+    def run(
+        self,
+        lm: LoadedModel,
+        prepared: PreparedEdit,
+        answer: Answer,
+        on_step: Callable[[Step], None] | None,
+        stop: StopCondition | None,
+    ) -> Answer: ...
+
+
+class Resume:
+    """An answer that left out part of the input made to go on there (editing/resume.py); a
+    region's answer ends where the region does, and a rejoined one is whole by design."""
+
+    name, timed = "resume", None
+
+    def wanted(self, request: EditRequest, answer: Answer) -> bool:
+        return request.surroundings is None and answer.generation.stop_reason != REJOINED
+
+    def run(
+        self,
+        lm: LoadedModel,
+        prepared: PreparedEdit,
+        answer: Answer,
+        on_step: Callable[[Step], None] | None,
+        stop: StopCondition | None,
+    ) -> Answer:
+        generation, text, lines = resume_answer(
+            lm, prepared, answer.generation, answer.text, on_step, stop
+        )
+        return replace(answer, generation=generation, text=text, resumed=(*answer.resumed, *lines))
+
+
+class Proofread:
+    """A document's rewrite: its copied doubts tried as corrections (editing/proofread.py)."""
+
+    name, timed = "proofread", "proofread"
+
+    def wanted(self, request: EditRequest, answer: Answer) -> bool:
+        return request.proofread and bool(answer.generation.probabilities)
+
+    def run(
+        self,
+        lm: LoadedModel,
+        prepared: PreparedEdit,
+        answer: Answer,
+        on_step: Callable[[Step], None] | None,
+        stop: StopCondition | None,
+    ) -> Answer:
+        text, corrections = proofread_answer(lm, prepared, answer.generation, answer.text)
+        return replace(answer, text=text, corrections=(*answer.corrections, *corrections))
+
+
+class KeepToTypos(Proofread):
+    """A proofread answer to typos alone: what it changed beyond typos put back as it was
+    (editing/typos.py)."""
+
+    name = "typos"
+
+    def wanted(self, request: EditRequest, answer: Answer) -> bool:
+        return super().wanted(request, answer) and asks_for_typos_only(request.instruction)
+
+    def run(
+        self,
+        lm: LoadedModel,
+        prepared: PreparedEdit,
+        answer: Answer,
+        on_step: Callable[[Step], None] | None,
+        stop: StopCondition | None,
+    ) -> Answer:
+        text, put_back = keep_to_typos(prepared.request.text, answer.text)
+        return replace(answer, text=text, corrections=(*answer.corrections, *put_back))
+
+
+class FinishRename:
+    """A Python rename made in some places only, finished everywhere (editing/rename.py)."""
+
+    name, timed = "rename", None
+
+    def wanted(self, request: EditRequest, answer: Answer) -> bool:
+        return request.language == "python"
+
+    def run(
+        self,
+        lm: LoadedModel,
+        prepared: PreparedEdit,
+        answer: Answer,
+        on_step: Callable[[Step], None] | None,
+        stop: StopCondition | None,
+    ) -> Answer:
+        request = prepared.request
+        text, renamed = finish_rename(request.text, answer.text, request.instruction)
+        return replace(answer, text=text, corrections=(*answer.corrections, *renamed))
+
+
+PASSES: tuple[Pass, ...] = (Resume(), Proofread(), KeepToTypos(), FinishRename())
 
 
 def resume_answer(
