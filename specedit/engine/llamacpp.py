@@ -3,7 +3,7 @@
 The engine's loop is unchanged (draft, verify the draft in one batch, keep the accepted prefix);
 only the forward passes run in llama.cpp, through llama-cpp-python. On a CPU without fast fp32
 or bf16 matmuls its 4-bit kernels make both the one-token step and the batched verify pass
-several times cheaper than the dequantized transformers model (README, "Engines").
+several times cheaper than the dequantized transformers model (docs/engines.md).
 
 Exact means here: the tokens of llama.cpp's own greedy decoding of the same file, not those of
 the transformers model (tested). Of the hidden states it returns the final one only: each token's

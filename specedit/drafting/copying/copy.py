@@ -25,7 +25,7 @@ from specedit.engine.tree import DraftTree
 if TYPE_CHECKING:
     import torch
 
-LAYER_FRACTION = 0.125  # the hidden-state rerank layer, as a share of the model's depth (README)
+LAYER_FRACTION = 0.125  # the hidden-state rerank layer, as a share of the model's depth
 
 
 def rerank_layer(num_layers: int) -> int:
