@@ -160,7 +160,7 @@ def _rewrite(tmp_path, tiny_model_dir, monkeypatch, *options: str):
     def execute(lm, prepared, on_step=None, stop=None):
         calls.append(prepared)
         generation = editor.generate_edit(lm, replace(prepared, max_new_tokens=2), on_step)
-        if not prepared.request.proofread:
+        if not prepared.request.steering.proofread:
             return editor.EditResult(DOC, generation, prepared.prompt)
         corrections = [Correction(0, 0, 3, "Teh", "The")]
         text = DOC.replace("Teh", "The")
@@ -180,13 +180,14 @@ def test_a_rewrite_is_proofread_by_default_and_says_what_it_corrected(
     result, calls = _rewrite(tmp_path, tiny_model_dir, monkeypatch)
     assert result.exit_code == 0, result.stderr
     assert result.stdout == DOC.replace("Teh", "The")
-    assert len(calls) == 1 and calls[0].request.proofread and calls[0].request.choices
+    steering = calls[0].request.steering
+    assert len(calls) == 1 and steering.proofread and steering.choices
     assert "corrected after the model (1): Teh -> The" in result.stderr
     # one candidate as the model wrote it, or a vote among samples: no proofreading
     for options in (("--samples", "1"), ("--samples", "3", "--vote")):
         result, calls = _rewrite(tmp_path, tiny_model_dir, monkeypatch, *options)
         assert result.exit_code == 0 and result.stdout == DOC, result.stderr
-        assert not any(p.request.proofread for p in calls)
+        assert not any(p.request.steering.proofread for p in calls)
 
 
 def test_a_fix_or_an_edit_is_not_proofread():
@@ -201,7 +202,7 @@ def test_a_fix_or_an_edit_is_not_proofread():
 
     for prompt in ("fix", "edit"):
         draw_edits(run, EditRequest(DOC, "x", prompt=prompt), str, Samples(2), str)
-    assert asked and not any(request.proofread for request in asked)
+    assert asked and not any(request.steering.proofread for request in asked)
 
 
 def test_the_judgement_reads_each_text_as_the_model_does_alone(tiny_model_dir, monkeypatch):
@@ -254,9 +255,8 @@ def test_a_doubt_goes_on_from_its_runner_up_to_the_end_of_its_line(tiny_model_di
     from specedit.models.load import load
 
     lm = load(str(tiny_model_dir), dtype="fp32")
-    request = EditRequest(
-        DOC, "fix the typos", prompt="rewrite", method="pld", max_new_tokens=40, choices=True
-    )
+    request = EditRequest(DOC, "fix the typos", prompt="rewrite", method="pld", max_new_tokens=40)
+    request = request.steered(choices=True)
     seen = {}
 
     def spy(text, original, tokens, probabilities, runners_up, decode, go_on, score):
@@ -264,11 +264,11 @@ def test_a_doubt_goes_on_from_its_runner_up_to_the_end_of_its_line(tiny_model_di
         return text, []
 
     monkeypatch.setattr(editor, "proofread", spy)
-    prepared = prepare(lm, replace(request, proofread=True))
+    prepared = prepare(lm, request.steered(proofread=True))
     generation = generate_edit(lm, prepared)
     assert editor.proofread_answer(lm, prepared, generation, DOC) == (DOC, [])
     start = [*generation.tokens[:2], generation.runners_up[2]]
-    branch = replace(request, forced=tuple(start), max_new_tokens=len(start) + 40)
+    branch = replace(request.steered(forced=tuple(start)), max_new_tokens=len(start) + 40)
     plain = generate_edit(lm, prepare(lm, branch))
     whole = seen["decode"](plain.tokens[2:])
     written = seen["go_on"](start, 40)

@@ -7,7 +7,7 @@ from dataclasses import fields, is_dataclass
 import pytest
 from pydantic import ValidationError
 
-from specedit.editing.editor import EditRequest
+from specedit.editing.editor import EditRequest, Steering
 from specedit.editing.region import Surroundings
 from specedit.engine.options import Sampling, Verification
 from specedit.server.protocol import EditBody, from_body, to_body
@@ -25,11 +25,13 @@ EVERYTHING = EditRequest(
     references=("a reference", "another"),
     feedback="the test failed",
     surroundings=Surroundings(before="x = 1\n", after="y = 2\n", first=2, last=3, context=5),
-    forced=(9, 4),
-    statement="x should be 2",
-    choices=True,
-    proofread=True,
-    rejoin="def f():\n    return 3\n",
+    steering=Steering(
+        forced=(9, 4),
+        statement="x should be 2",
+        choices=True,
+        proofread=True,
+        rejoin="def f():\n    return 3\n",
+    ),
 )
 
 

@@ -103,7 +103,7 @@ def test_an_edit_goes_on_where_its_answer_stopped_early(tiny_model_dir, monkeypa
 
     def answering(first: str):
         def generate_edit(lm, prepared, on_step=None, stop=None, timings=None, show_forced=True):
-            forced = prepared.request.forced
+            forced = prepared.request.steering.forced
             asked.append(forced)
             if forced:
                 written = lm.tokenizer.decode(list(forced))

@@ -123,7 +123,6 @@ def test_an_edit_that_rejoins_stops_there_and_the_earlier_answer_gives_the_rest(
     """The editor ends a request with `rejoin` where its answer rejoined the earlier one, and
     its text is its own lines so far and the earlier answer's after them; without `rejoin` the
     same answer goes on to its end (a second change there, which a fix would not keep)."""
-    from dataclasses import replace
 
     from specedit.editing.editor import EditRequest, execute, prepare
     from specedit.engine import session
@@ -146,10 +145,11 @@ def test_an_edit_that_rejoins_stops_there_and_the_earlier_answer_gives_the_rest(
         return Generation(tokens, "eos", Stats(new_tokens=len(tokens)))
 
     monkeypatch.setattr(session, "generate", generate)
-    request = EditRequest(EARLIER, "x1 is wrong", prompt="fix", method="pld", forced=tuple(forced))
+    request = EditRequest(EARLIER, "x1 is wrong", prompt="fix", method="pld")
+    request = request.steered(forced=tuple(forced))
     whole = execute(lm, prepare(lm, request))
     assert whole.text == redraw and whole.generation.stop_reason != REJOINED
-    rejoined = execute(lm, prepare(lm, replace(request, rejoin=EARLIER)))
+    rejoined = execute(lm, prepare(lm, request.steered(rejoin=EARLIER)))
     assert rejoined.generation.stop_reason == REJOINED
     assert rejoined.text == EARLIER.replace("x1 = 1", "x1 = 10") == first_change(EARLIER, redraw)
     stopped_at = lm.tokenizer.decode(rejoined.generation.tokens)

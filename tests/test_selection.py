@@ -236,8 +236,8 @@ def test_an_unchanged_fix_draws_another_candidate(tmp_path, tiny_model_dir, toke
     assert result.exit_code == 0, result.stderr
     assert result.stdout == fixed
     x, z = (tokenizer.encode(letter, add_special_tokens=False)[0] for letter in "xz")
-    assert [p.request.forced for p in calls] == [(), (x, z), (), ()]
-    assert calls[0].request.choices  # what the redraws branch on
+    assert [p.request.steering.forced for p in calls] == [(), (x, z), (), ()]
+    assert calls[0].request.steering.choices  # what the redraws branch on
     assert all(p.request.mode is Mode.FIX for p in calls)  # the command's
     assert [p.request.sampling.temperature for p in calls] == [0.0, 0.0, 0.2, 0.2]
     assert calls[0].request.feedback == calls[1].request.feedback == ""
@@ -272,8 +272,8 @@ def test_an_unchanged_edit_is_redrawn_from_where_it_was_least_sure(
     assert result.exit_code == 0, result.stderr
     assert result.stdout == other
     x, z = (tokenizer.encode(letter, add_special_tokens=False)[0] for letter in "xz")
-    assert [p.request.forced for p in calls] == [(), (x, z), ()]
-    assert calls[0].request.choices
+    assert [p.request.steering.forced for p in calls] == [(), (x, z), ()]
+    assert calls[0].request.steering.choices
     assert all(p.request.mode is Mode.EDIT for p in calls)
     assert "the instruction above asks for a change" in calls[2].request.feedback
     assert "(refused: unchanged, but a change was asked for" in result.stderr
@@ -293,7 +293,7 @@ def test_a_changed_fix_is_looked_at_again_from_where_it_was_least_sure(
     calls = _answering(monkeypatch, [first, other], tokenizer)
     result, _ = _fix(tmp_path, tiny_model_dir)
     assert result.exit_code == 0, result.stderr
-    assert result.stdout == other and [p.request.forced for p in calls] == [(), (x, z)]
+    assert result.stdout == other and [p.request.steering.forced for p in calls] == [(), (x, z)]
     assert "2 candidates drawn, number 2 delivered" in result.stderr
     calls = _answering(monkeypatch, [first, SOURCE], tokenizer)
     result, _ = _fix(tmp_path, tiny_model_dir)
@@ -369,9 +369,9 @@ def test_a_fix_s_branch_redraw_keeps_its_first_change_only():
     asked: list[EditRequest] = []
     assert delivered("fix") == redraw.replace("x9 = 90", "x9 = 9")
     # the fix's redraw may stop once its first change is made (editing/second_look.py)
-    assert [r.rejoin for r in asked] == [None, original] and asked[1].forced
+    assert [r.steering.rejoin for r in asked] == [None, original] and asked[1].steering.forced
     assert delivered("edit") == redraw
-    assert [r.rejoin for r in asked] == [None, None] and asked[1].forced
+    assert [r.steering.rejoin for r in asked] == [None, None] and asked[1].steering.forced
     assert first_change(original, original) == original
 
 
@@ -388,15 +388,15 @@ def test_a_branch_redraw_keeps_the_first_candidate_s_statement():
 
     def run(request: EditRequest) -> EditResult:
         asked.append(request)
-        said = request.statement or f"statement {len(asked)}"
+        said = request.steering.statement or f"statement {len(asked)}"
         generation = Generation([0, 1], "eos", Stats(), [0.9, 0.4], [0, 2])
         return EditResult(SOURCE, generation, EditPrompt([], "```", SOURCE, 0, 0), said)
 
     request = EditRequest(SOURCE, "add subtracts", prompt="fix")
     decode = lambda tokens: "".join(pieces[t] for t in tokens)  # noqa: E731
     selection.draw_edits(run, request, lambda text: text, selection.Samples(3), decode)
-    assert [r.forced for r in asked] == [(), (0, 2), ()]
-    assert [r.statement for r in asked] == [None, "statement 1", None]
+    assert [r.steering.forced for r in asked] == [(), (0, 2), ()]
+    assert [r.steering.statement for r in asked] == [None, "statement 1", None]
     assert asked[2].feedback
 
 
@@ -438,7 +438,7 @@ def test_an_answer_that_copies_the_prompt_s_own_words_is_redrawn_before_them():
 
     request = EditRequest(original, "add f", prompt="edit", language="python")
     drawn = selection.draw_edits(run, request, str, selection.Samples(2), decode)
-    assert [r.forced for r in asked] == [(), (0, 4)]
+    assert [r.steering.forced for r in asked] == [(), (0, 4)]
     assert drawn.problems == [f"{selection.PROMPT_WORDS} ({closing!r})"]
     assert drawn.chosen.text.endswith("return 1\n")
     words = decode(prompt.ids[1:]).replace("add f", "")
@@ -582,7 +582,7 @@ def test_by_default_an_unchanged_fix_is_redrawn_once_and_bad_sample_options_are_
     fixed = SOURCE.replace("a - b", "a + b")
     calls = _answering(monkeypatch, [SOURCE, SOURCE, fixed], tokenizer)
     result, _ = _fix(tmp_path, tiny_model_dir)
-    assert result.exit_code == 0 and len(calls) == 2 and calls[1].request.forced
+    assert result.exit_code == 0 and len(calls) == 2 and calls[1].request.steering.forced
     assert "2 candidates drawn" in result.stderr
     calls = _answering(monkeypatch, [SOURCE, fixed], tokenizer)
     result, _ = _fix(tmp_path, tiny_model_dir, "--samples", "1")
@@ -663,22 +663,22 @@ def test_a_default_fix_makes_two_generations_a_redraw_or_a_look_and_checks_each_
     plus, times = SOURCE.replace("a - b", "a + b"), SOURCE.replace("a - b", "a * b")
     unchanged = CountingEditor(SOURCE, plus)
     written, stats, checks = _default_fix(tmp_path, monkeypatch, unchanged)
-    assert [r.forced for r in unchanged.requests] == [(), (0, 2)]
-    assert [r.choices for r in unchanged.requests] == [True, False]
-    assert [r.rejoin for r in unchanged.requests] == [None, SOURCE]
+    assert [r.steering.forced for r in unchanged.requests] == [(), (0, 2)]
+    assert [r.steering.choices for r in unchanged.requests] == [True, False]
+    assert [r.steering.rejoin for r in unchanged.requests] == [None, SOURCE]
     assert [r.sampling.temperature for r in unchanged.requests] == [0.0, 0.0]
     assert written == plus and stats["new_tokens"] == 2 and checks == 1
 
     changed = CountingEditor(times, plus)
     written, stats, checks = _default_fix(tmp_path, monkeypatch, changed)
-    assert [r.forced for r in changed.requests] == [(), (0, 2)]
-    assert [r.rejoin for r in changed.requests] == [None, times]  # the look at the first answer
+    assert [r.steering.forced for r in changed.requests] == [(), (0, 2)]
+    assert [r.steering.rejoin for r in changed.requests] == [None, times]  # the look at the 1st
     assert not any(r.feedback for r in changed.requests)
     assert written == plus and stats["new_tokens"] == 2 and checks == 2
 
     sure = CountingEditor(times, plus, sure=True)
     written, stats, checks = _default_fix(tmp_path, monkeypatch, sure)
-    assert len(sure.requests) == 1 and sure.requests[0].choices
+    assert len(sure.requests) == 1 and sure.requests[0].steering.choices
     assert written == times and stats["new_tokens"] == 1 and checks == 1
 
 
@@ -713,7 +713,7 @@ def test_the_bench_runs_a_samples_setup_and_scores_the_chosen_candidate(
     calls = _answering(monkeypatch, [SOURCE, fixed], tokenizer)
     row = _bench_add(tiny_model_dir, tmp_path, selections=["3"])
     assert row.method == "pld~s3" and row.passed and row.attempts == 2 and len(calls) == 2
-    assert row.unchanged is False and calls[1].request.forced  # redrawn where it was unsure
+    assert row.unchanged is False and calls[1].request.steering.forced  # redrawn where unsure
 
 
 def test_the_bench_s_attempts_redraw_from_branch_points_and_record_each_try(
@@ -727,7 +727,7 @@ def test_the_bench_s_attempts_redraw_from_branch_points_and_record_each_try(
     row = _bench_add(tiny_model_dir, tmp_path, attempts=3)
     assert row.passed and row.attempts == 3
     assert row.tries == ["unchanged", "failed", "passed"]
-    assert calls[1].request.forced and not calls[1].request.feedback  # the one branch point
+    assert calls[1].request.steering.forced and not calls[1].request.feedback  # one branch point
     assert "assert" in calls[2].request.feedback  # then the failure is shown
 
 
@@ -735,7 +735,6 @@ def test_a_forced_start_begins_the_answer_and_the_model_goes_on_from_it(tiny_mod
     """A redraw's forced tokens are the answer's first, and what follows is the model's own
     greedy continuation of the prompt and them; tokens outside the vocabulary, or as many as
     the token limit, are refused."""
-    from dataclasses import replace
 
     from specedit.drafting.registry import make_drafter
     from specedit.editing.editor import EditError, EditRequest, generate_edit, prepare
@@ -743,13 +742,12 @@ def test_a_forced_start_begins_the_answer_and_the_model_goes_on_from_it(tiny_mod
     from specedit.models.load import load
 
     lm = load(str(tiny_model_dir), dtype="fp32")
-    request = EditRequest(
-        SOURCE, "add subtracts", prompt="fix", method="pld", max_new_tokens=12, choices=True
-    )
+    request = EditRequest(SOURCE, "add subtracts", prompt="fix", method="pld", max_new_tokens=12)
+    request = request.steered(choices=True)
     prepared = prepare(lm, request)
     plain = generate_edit(lm, prepared)
     forced = (plain.tokens[0], plain.runners_up[1])
-    redrawn = generate_edit(lm, prepare(lm, replace(request, forced=forced)))
+    redrawn = generate_edit(lm, prepare(lm, request.steered(forced=forced)))
     assert tuple(redrawn.tokens[:2]) == forced and redrawn.probabilities[:2] == [1.0, 1.0]
     own = generate(
         lm.model,
@@ -763,4 +761,4 @@ def test_a_forced_start_begins_the_answer_and_the_model_goes_on_from_it(tiny_mod
     vocabulary = lm.model.config.vocab_size
     for forced, message in [((vocabulary,), "vocabulary"), ((1,) * 12, "token limit")]:
         with pytest.raises(EditError, match=message):
-            prepare(lm, replace(request, forced=forced))
+            prepare(lm, request.steered(forced=forced))

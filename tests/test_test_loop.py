@@ -64,7 +64,7 @@ def canned(monkeypatch, *texts: str) -> list[editor.PreparedEdit]:
         calls.append(prepared)
         short = replace(prepared, max_new_tokens=len(calls) + 1)
         generation = editor.generate_edit(lm, short, on_step)
-        if prepared.request.choices:
+        if prepared.request.steering.choices:
             tokens = generation.tokens
             z = lm.tokenizer.encode("z", add_special_tokens=False)[0]
             recorded = {"probabilities": [1.0, 0.4], "runners_up": [tokens[0], z]}
@@ -151,8 +151,8 @@ def test_a_test_that_always_fails_exits_5_after_every_attempt(source, tiny, monk
     # the first answer is redrawn where it was least sure (its last token, taking the `z`),
     # greedy, with the same prompt; with no branch point left, the third attempt is shown the
     # failure and samples
-    assert calls[0].request.choices and not calls[0].request.forced
-    assert len(calls[1].request.forced) == 2 and not calls[1].request.feedback
+    assert calls[0].request.steering.choices and not calls[0].request.steering.forced
+    assert len(calls[1].request.steering.forced) == 2 and not calls[1].request.feedback
     assert calls[1].prompt.ids == calls[0].prompt.ids
     assert [bool(c.request.feedback) for c in calls] == [False, False, True]
     assert "nope" in calls[2].request.feedback
@@ -199,7 +199,7 @@ def test_a_passing_test_delivers_the_first_passing_candidate(source, tiny, monke
     assert recorded["attempts"] == 2 and recorded["test"] == "passed"
     # what is reported is the delivered attempt's: the branch redraw, whose answer has 3
     # tokens (attempt k makes k + 1), the first 2 given (the first answer's start, its `z`)
-    assert len(calls[1].request.forced) == 2
+    assert len(calls[1].request.steering.forced) == 2
     assert json.loads(spans.read_text())["tokens"] == 3 and recorded["new_tokens"] == 1
 
 
@@ -265,7 +265,7 @@ def test_failed_first_answer_is_redrawn_from_each_branch_point_before_feedback()
     def run(request: EditRequest) -> EditResult:
         asked.append(request)
         generation = Generation([0, 1], "eos", Stats(), [0.6, 0.4], [2, 3])
-        said = request.statement or f"statement {len(asked)}"
+        said = request.steering.statement or f"statement {len(asked)}"
         return EditResult(SOURCE, generation, EditPrompt([], "```", SOURCE, 0, 0), said)
 
     request = EditRequest(SOURCE, "mean adds 1", prompt="fix")
@@ -273,15 +273,15 @@ def test_failed_first_answer_is_redrawn_from_each_branch_point_before_feedback()
     failing = lambda text: CheckResult(False, 1, "still wrong", 0.1)  # noqa: E731
     tries = attempt_edits(run, request, failing, 4, decode)
     assert len(tries) == 4 and not any(t.passed for t in tries)
-    assert [r.forced for r in asked] == [(), (0, 3), (2,), ()]
-    assert [r.choices for r in asked] == [True, False, False, False]
-    assert [r.statement for r in asked] == [None, "statement 1", "statement 1", None]
+    assert [r.steering.forced for r in asked] == [(), (0, 3), (2,), ()]
+    assert [r.steering.choices for r in asked] == [True, False, False, False]
+    assert [r.steering.statement for r in asked] == [None, "statement 1", "statement 1", None]
     assert [bool(r.feedback) for r in asked] == [False, False, False, True]
     assert "still wrong" in asked[3].feedback
     passing_second = iter([CheckResult(False, 1, "no", 0.1), CheckResult(True, 0, "", 0.1)])
     asked.clear()
     tries = attempt_edits(run, request, lambda text: next(passing_second), 4, decode)
-    assert [t.passed for t in tries] == [False, True] and asked[1].forced == (0, 3)
+    assert [t.passed for t in tries] == [False, True] and asked[1].steering.forced == (0, 3)
 
 
 def test_a_fifo_beside_the_file_does_not_stop_the_test(source, tiny, monkeypatch):

@@ -133,7 +133,7 @@ def test_a_proofread_rewrite_of_typos_alone_keeps_to_them(
         return Generation(tokens, "eos", Stats(new_tokens=n), [1.0] * n, [tokens[0]] * n)
 
     monkeypatch.setattr(editor, "generate_edit", generate_edit)
-    request = EditRequest(DOC, instruction, prompt="rewrite", proofread=True, choices=True)
+    request = EditRequest(DOC, instruction, prompt="rewrite").steered(proofread=True, choices=True)
     result = execute(lm, prepare(lm, request))
     assert result.text == delivered
     assert bool(result.corrections) == (delivered != ANSWER)

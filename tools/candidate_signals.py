@@ -29,7 +29,6 @@ import argparse
 import difflib
 import json
 import math
-from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
@@ -95,15 +94,15 @@ def p_yes(lm, task, original: str, text: str) -> float | None:
 
 def candidates(lm, editor: LocalEditor, task, redraws: int, judge: bool = True) -> list[dict]:
     request = EditRequest(
-        task.input, task.instruction, prompt=task.kind, language=task.language, choices=True
-    )
+        task.input, task.instruction, prompt=task.kind, language=task.language
+    ).steered(choices=True)
     lm.model.start_cold()
     results = [editor.edit(request)]
     first = results[0].generation
     starts = selection.redraw_starts(results[0], request, editor.decode, redraws)
     for start in starts:
         try:
-            results.append(editor.edit(replace(request, forced=start)))
+            results.append(editor.edit(request.steered(forced=start)))
         except EditError as exc:
             results.append(exc)
     prompt_ids = results[0].prompt.ids

@@ -19,7 +19,8 @@ from specedit.models.bundled import ModelError, gguf_file
 from specedit.models.load import require_llama_cpp
 
 # Draft length of llama.cpp's prompt lookup: the length that did best on copy-heavy edits when
-# llama.cpp was first measured on this kind of machine (not re-tuned since; docs/benchmarks.md, "Against llama.cpp").
+# llama.cpp was first measured on this kind of machine (not re-tuned since; docs/benchmarks.md,
+# "Against llama.cpp").
 PLD_TOKENS = 64
 LLAMA_CPP_METHODS = {"llama.cpp": None, "llama.cpp-pld": PLD_TOKENS}  # method -> draft length
 

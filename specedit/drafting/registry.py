@@ -120,7 +120,8 @@ METHODS: dict[str, Factory] = {
 # draft with them.
 VARIANTS: dict[str, Factory] = {}
 DEFAULT_METHOD = "adapld"
-HYBRID_METHOD = "evospec"  # the default instead when a draft model is configured (README, "Options")
+# The default instead when a draft model is configured (README, "Options").
+HYBRID_METHOD = "evospec"
 DRAFT_MODEL_METHODS = (HYBRID_METHOD,)  # the methods that need `--draft-model`
 # What llama.cpp cannot run, and why. Everything else runs there: it returns each token's final
 # hidden state, where the hidden-state methods compare states (copying/copy.py's rank_layer),

@@ -70,7 +70,7 @@ def attempt_edits(
     redraws: list[EditRequest] = []  # of the first answer, once it failed
     for number in range(1, attempts + 1):
         if number == 1:  # it keeps what the redraws branch on
-            current = replace(request, choices=attempts > 1)
+            current = request.steered(choices=attempts > 1)
         elif redraws:
             current = redraws.pop(0)
         else:
@@ -88,5 +88,5 @@ def attempt_edits(
         if number == 1 and attempts > 1:
             first = candidate.result
             starts = redraw_starts(first, request, decode, attempts - 1)
-            redraws = [replace(request, forced=s, statement=first.statement) for s in starts]
+            redraws = [request.steered(forced=s, statement=first.statement) for s in starts]
     return tries

@@ -63,18 +63,10 @@ class Mode(StrEnum):
 
 
 @dataclass(frozen=True)
-class EditRequest:
-    text: str
-    instruction: str
-    prompt: str = "edit"  # a template name from templates/, or a .toml file's path
-    language: str = ""
-    method: str = DEFAULT_METHOD
-    max_new_tokens: int | None = None  # None: enough for the input plus a margin
-    sampling: Sampling = GREEDY
-    verification: Verification = STRICT  # anything but strict is lossy on purpose
-    references: tuple[str, ...] = ()  # texts that feed only the draft pool
-    feedback: str = ""  # what the model is told of an earlier attempt, after the instruction
-    surroundings: Surroundings | None = None  # a region edit: `text` is the region (--lines)
+class Steering:
+    """How one generation of a request is steered by the candidate machinery, apart from what
+    the user asked: set by redraws, proofreading and the --test loop, never by an option."""
+
     # The answer's first tokens, given: a redraw that takes another token where the last answer
     # was least sure (editing/selection.py) goes on from there.
     forced: tuple[int, ...] = ()
@@ -90,13 +82,39 @@ class EditRequest:
     # fix's redraw, editing/second_look.py): it stops once that change is made, and the
     # earlier answer gives the rest.
     rejoin: str | None = None
+
+
+UNSTEERED = Steering()
+
+
+@dataclass(frozen=True)
+class EditRequest:
+    """One edit as the user asks it (the text, the instruction, the options), and how its
+    generation is steered (`steering`)."""
+
+    text: str
+    instruction: str
+    prompt: str = "edit"  # a template name from templates/, or a .toml file's path
+    language: str = ""
+    method: str = DEFAULT_METHOD
+    max_new_tokens: int | None = None  # None: enough for the input plus a margin
+    sampling: Sampling = GREEDY
+    verification: Verification = STRICT  # anything but strict is lossy on purpose
+    references: tuple[str, ...] = ()  # texts that feed only the draft pool
+    feedback: str = ""  # what the model is told of an earlier attempt, after the instruction
+    surroundings: Surroundings | None = None  # a region edit: `text` is the region (--lines)
     # What the user asked for, given by the command; where a request names only its template
     # (the bench's prompt variants, a request off the wire), the mode that template is for.
     mode: Mode | None = None
+    steering: Steering = UNSTEERED
 
     def __post_init__(self) -> None:
         mode = Mode(self.mode) if self.mode is not None else Mode.of_template(self.prompt)
         object.__setattr__(self, "mode", mode)
+
+    def steered(self, **controls: object) -> EditRequest:
+        """This request with its generation steered otherwise (`Steering`'s fields)."""
+        return replace(self, steering=replace(self.steering, **controls))
 
 
 @dataclass
@@ -194,7 +212,7 @@ def prepare(lm: LoadedModel, request: EditRequest) -> PreparedEdit:
     if not request.text.strip():
         raise EditError("the input is empty")
     vocabulary = int(getattr(lm.model.config, "vocab_size", 0) or 0)
-    if any(not 0 <= token < vocabulary for token in request.forced):
+    if any(not 0 <= token < vocabulary for token in request.steering.forced):
         raise EditError("a forced answer token is not in the model's vocabulary")
     template = prompts.load_template(request.prompt)
     instruction = request.instruction.strip()
@@ -220,7 +238,7 @@ def prepare(lm: LoadedModel, request: EditRequest) -> PreparedEdit:
         )
     statement = None
     if prompt.asks_statement:
-        statement = request.statement
+        statement = request.steering.statement
         if statement is None:
             statement = state_the_change(lm, request, prompt)
         prompt = prompts.build(
@@ -236,7 +254,7 @@ def prepare(lm: LoadedModel, request: EditRequest) -> PreparedEdit:
         request.max_new_tokens or default_token_limit(input_tokens),
         lm.context_length - len(prompt.ids),
     )
-    if len(request.forced) >= limit:
+    if len(request.steering.forced) >= limit:
         raise EditError(f"the forced answer start is over the token limit ({limit})")
     return PreparedEdit(request, prompt, limit, statement, time.perf_counter() - started)
 
@@ -263,7 +281,7 @@ def generate_edit(
     drafter = make_drafter(request.method, lm.model, sources)
     if timings is not None:
         timings["drafter"] = time.perf_counter() - started
-    forced = list(request.forced)
+    forced = list(request.steering.forced)
     for token in forced:  # the stops read the answer from its first token
         fence(token)
         guard(token)
@@ -280,11 +298,11 @@ def generate_edit(
         stop=lambda token: fence(token) or guard(token) or (stop(token) if stop else None),
         on_step=on_step,
         pass_cost=sources.pass_cost,
-        choices=request.choices,
+        choices=request.steering.choices,
     )
     if not forced:
         return generation
-    if not request.choices:
+    if not request.steering.choices:
         return replace(generation, tokens=forced + generation.tokens)
     return replace(  # the forced tokens are given, not chosen: certain, with no other token
         generation,
@@ -312,9 +330,10 @@ def execute(
     """Generate the edit; raises EditError when the answer was cut off (nothing to write)."""
     timings = {"prompt": prepared.seconds}
     rejoin = None
-    if prepared.request.rejoin is not None:
-        rejoin = Rejoin(prepared.request.rejoin, lambda token: lm.tokenizer.decode([token]))
-        for token in prepared.request.forced:
+    steering = prepared.request.steering
+    if steering.rejoin is not None:
+        rejoin = Rejoin(steering.rejoin, lambda token: lm.tokenizer.decode([token]))
+        for token in steering.forced:
             rejoin(token)
     generation = generate_edit(lm, prepared, on_step, either(stop, rejoin), timings)
     if generation.stop_reason == RUNAWAY:
@@ -414,7 +433,7 @@ class Proofread:
     name, timed = "proofread", "proofread"
 
     def wanted(self, request: EditRequest, answer: Answer) -> bool:
-        return request.proofread and bool(answer.generation.probabilities)
+        return request.steering.proofread and bool(answer.generation.probabilities)
 
     def run(
         self,
@@ -507,12 +526,12 @@ def resume_answer(
         if on_step:  # what was shown after the kept tokens is taken back
             back = len(generation.tokens) - where.kept
             on_step(Step(given, [None] * len(given), [None] * len(given), 0, rewind=back))
-        on = replace(prepared, request=replace(request, forced=forced))
+        on = replace(prepared, request=request.steered(forced=forced))
         more = generate_edit(lm, on, on_step, stop, show_forced=False)
         more_text = prompts.extract(lm.tokenizer, more.tokens, prepared.prompt)
         if more.stop_reason == RUNAWAY or more_text is None:
             break
-        if request.choices:  # the kept tokens were chosen as the first answer chose them
+        if request.steering.choices:  # the kept tokens were chosen as the first answer chose them
             kept = where.kept
             more = replace(
                 more,
@@ -536,11 +555,9 @@ def proofread_answer(
     def go_on(start: list[int], most: int) -> str | None:
         branch = replace(
             request,
-            forced=tuple(start),
             max_new_tokens=len(start) + most,
-            statement=prepared.statement,  # a template that asks for one: not asked again
-            choices=False,
-            proofread=False,
+            # a template that asks for a statement: not asked again
+            steering=Steering(forced=tuple(start), statement=prepared.statement),
         )
         line = generate_edit(lm, prepare(lm, branch), stop=lambda t: "\n" in decode([t]))
         written = decode(line.tokens[len(start) - 1 :])

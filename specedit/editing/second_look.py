@@ -44,7 +44,7 @@ def first_change(first: str, redraw: str) -> str:
 
 
 class Rejoin:
-    """Stop condition of a redraw that keeps its first change only (`EditRequest.rejoin`): it
+    """Stop condition of a redraw that keeps its first change only (`Steering.rejoin`): it
     returns REJOINED once the answer, from the first line that differs from the `earlier`
     answer's line there on, has written CHANGE_GAP + 1 lines that follow one another in
     `earlier`, from that line on. `text` then gives the answer's text: its lines so far and

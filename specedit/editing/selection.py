@@ -403,7 +403,7 @@ class LeakRedraw:
         start = leak_start(first.result, drawing.leak_of(first), drawing.decode)
         if not start:
             return None
-        return Redraw(replace(drawing.request, forced=start, statement=first.result.statement))
+        return Redraw(drawing.request.steered(forced=start, statement=first.result.statement))
 
 
 @dataclass(frozen=True)
@@ -486,12 +486,12 @@ class Drawing:
         )
         self.second_look = self.unchanged == UNCHANGED_FIX and not samples.vote
         if request.mode == Mode.REWRITE and not samples.vote:
-            request = replace(request, proofread=True, choices=True)
+            request = request.steered(proofread=True, choices=True)
         self.request = request
         self.original = whole(request.text)
         # The first keeps what its redraws may branch on: an unchanged answer branches.
         branches = self.unchanged is not None and not samples.vote
-        self.opening = replace(request, choices=branches or request.choices)
+        self.opening = request.steered(choices=branches or request.steering.choices)
         self.policies = redraw_policies(self.unchanged, samples.vote)
         self.candidates: list[Candidate] = []  # those that produced a text, judged
         self.failures: list[EditError] = []
@@ -514,8 +514,7 @@ class Drawing:
         """The request of a redraw of the first candidate from `start`: it goes on from the
         first one's statement, and with `rejoin` may stop once its first change is made."""
         first = self.first
-        return replace(
-            self.request,
+        return self.request.steered(
             forced=start,
             statement=first.result.statement,
             rejoin=first.text if rejoin else None,

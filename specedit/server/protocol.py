@@ -16,7 +16,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from specedit.editing.editor import EditRequest, EditResult
+from specedit.editing.editor import UNSTEERED, EditRequest, EditResult, Steering
 from specedit.editing.prompts import EditPrompt
 from specedit.editing.proofread import Correction
 from specedit.editing.region import Surroundings
@@ -54,6 +54,17 @@ class SurroundingsBody(BaseModel):
     context: int | None = Field(None, ge=0)
 
 
+class SteeringBody(BaseModel):
+    """How the generation is steered (`Steering`): what a client's redraws ask."""
+
+    model_config = ConfigDict(extra="forbid")
+    forced: list[int] = []  # the answer's first tokens, given (a redraw's branch)
+    statement: str | None = None  # the model's statement of the change, given (a redraw's)
+    choices: bool = False  # the answer's probabilities and runners-up, for a redraw
+    proofread: bool = False  # a document's rewrite: its copied doubts tried (editing/proofread.py)
+    rejoin: str | None = None  # a fix's redraw: the answer it branched from (second_look.py)
+
+
 class EditBody(BaseModel):
     """`/v1/specedit/edit`: one edit, as the CLI describes it."""
 
@@ -74,11 +85,7 @@ class EditBody(BaseModel):
     references: list[str] = []
     feedback: str = ""
     surroundings: SurroundingsBody | None = None
-    forced: list[int] = []  # the answer's first tokens, given (a redraw's branch)
-    statement: str | None = None  # the model's statement of the change, given (a redraw's)
-    choices: bool = False  # the answer's probabilities and runners-up, for a redraw
-    proofread: bool = False  # a document's rewrite: its copied doubts tried (editing/proofread.py)
-    rejoin: str | None = None  # a fix's redraw: the answer it branched from (second_look.py)
+    steering: SteeringBody | None = None  # None: not steered
     stream: bool = False
 
 
@@ -103,11 +110,7 @@ def to_body(request: EditRequest, stream: bool = False) -> EditBody:
         references=list(request.references),
         feedback=request.feedback,
         surroundings=SurroundingsBody.model_construct(**asdict(around)) if around else None,
-        forced=list(request.forced),
-        statement=request.statement,
-        choices=request.choices,
-        proofread=request.proofread,
-        rejoin=request.rejoin,
+        steering=_steering_body(request.steering),
         stream=stream,
     )
 
@@ -128,12 +131,20 @@ def from_body(body: EditBody, default_method: str) -> EditRequest:
         references=tuple(body.references),
         feedback=body.feedback,
         surroundings=Surroundings(**around.model_dump()) if around else None,
-        forced=tuple(body.forced),
-        statement=body.statement,
-        choices=body.choices,
-        proofread=body.proofread,
-        rejoin=body.rejoin,
+        steering=_steering(body.steering),
     )
+
+
+def _steering_body(steering: Steering) -> SteeringBody | None:
+    if steering == UNSTEERED:
+        return None
+    return SteeringBody.model_construct(**asdict(steering) | {"forced": list(steering.forced)})
+
+
+def _steering(body: SteeringBody | None) -> Steering:
+    if body is None:
+        return UNSTEERED
+    return Steering(**body.model_dump() | {"forced": tuple(body.forced)})
 
 
 def prompt_data(prompt: EditPrompt) -> dict:
