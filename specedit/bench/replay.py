@@ -99,7 +99,7 @@ def replay_answer(
     input_span: tuple[int, int] | None = None,
 ) -> Passes:
     """The passes of `method` drafting `answer` after `prompt`, as the engine's loop would
-    (engine/session.py's `generate`; tests/test_replay.py holds the two to the same passes on
+    (engine/session.py's `generate`; tests/bench/test_replay.py holds the two to the same passes on
     a real model) with the model choosing `answer`'s tokens, its drafts sized by `passes`;
     where the input lies in the prompt (`input_span`) as the edit told its drafter."""
     sources = None

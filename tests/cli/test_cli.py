@@ -189,7 +189,7 @@ def test_unreadable_files_are_reported_before_any_model_is_loaded(tmp_path, sour
 def test_draft_model_methods_need_a_draft_model_with_the_same_tokenizer(
     source, tiny_model_dir, tmp_path
 ):
-    from conftest import tiny_model, train_tokenizer
+    from helpers import tiny_model, train_tokenizer
 
     result = _run("edit", str(source), "add hints", "--method", "evospec")
     assert result.exit_code == 2 and "add --draft-model" in result.stderr

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import ast
 import importlib.metadata
-import importlib.util
 import json
 import os
 import re
@@ -17,14 +16,12 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from conftest import TEST_MODEL
+from helpers import ROOT, TEST_MODEL
 from typer.testing import CliRunner
 
 from specedit.cli import app
 
-ROOT = Path(__file__).parent.parent
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-HAS_LLAMA_CPP = importlib.util.find_spec("llama_cpp") is not None
 TORCH_EXTRA = {"torch", "accelerate", "hnswlib"}
 
 
@@ -113,7 +110,6 @@ app(sys.argv[1:], prog_name="specedit")
 
 @pytest.mark.e2e
 @pytest.mark.llamacpp
-@pytest.mark.skipif(not HAS_LLAMA_CPP, reason="needs llama-cpp-python (the llamacpp extra)")
 def test_without_torch_a_model_is_prepared_for_llama_cpp_and_an_edit_builds_nothing(tmp_path):
     """The light install's path from a fresh cache: `models prepare` joins the GGUF file, reads
     its tokenizer and config and measures the pass cost, and neither converts the model for

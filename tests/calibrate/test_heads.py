@@ -6,7 +6,7 @@ import random
 
 import pytest
 import torch
-from conftest import greedy_reference, repeating_prompt, tiny_model
+from helpers import greedy_reference, repeating_prompt, tiny_model
 
 from specedit.calibrate import calibrate_heads_from
 from specedit.calibrate.heads import (

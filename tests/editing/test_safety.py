@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
+from helpers import DATA
 
 from specedit.editing import safety
 
@@ -147,8 +147,8 @@ def test_small_deletions_and_small_files_are_fine():
 # the input unchanged, 3 made a harmless (if incomplete or wrong) change, one broke Python syntax
 # and one silently dropped two lines (both kept here, with two of the harmless ones); none
 # dropped more than two lines, so the large-deletion refusal is tested on hand-made cases only
-# (above, and in test_test_loop.py).
-RECORDED = Path(__file__).parent / "data" / "recorded"
+# (above, and in cli/test_test_loop.py).
+RECORDED = DATA / "recorded"
 CASES = json.loads((RECORDED / "cases.json").read_text())
 
 

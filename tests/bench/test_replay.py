@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import repeating_prompt
+from helpers import repeating_prompt
 from typer.testing import CliRunner
 
 from specedit.bench.replay import ReplayError, replay_answer, replay_run, replayable

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import draft_sources, greedy_reference, repeating_prompt, tiny_model
+from helpers import draft_sources, greedy_reference, repeating_prompt, tiny_model
 
 from specedit.bench.ablations import ABLATIONS, needs_draft_model
 from specedit.calibrate.preverifier import save
@@ -16,10 +16,7 @@ from specedit.drafting.registry import METHODS, make_drafter
 from specedit.engine.options import Sampling
 from specedit.engine.session import generate
 
-pytestmark = [
-    pytest.mark.cuda,
-    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"),
-]
+pytestmark = pytest.mark.cuda  # skipped where torch sees no GPU (conftest's hook)
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 import torch
-from conftest import tiny_model
+from helpers import tiny_model
 
 from specedit.drafting.kinds import BRANCH
 from specedit.engine.drafter import Drafter

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import force_tokens
+from helpers import force_tokens
 
 from specedit.editing.editor import EditError, EditRequest, execute, prepare
 from specedit.editing.runaway import RUNAWAY, RunawayGuard

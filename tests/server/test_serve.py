@@ -24,7 +24,7 @@ from typing import ClassVar
 import openai
 import pytest
 import torch
-from conftest import TEST_MODEL, free_port, get_json, serving
+from helpers import TEST_MODEL, free_port, get_json, serving
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from specedit.editing import prompts

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import greedy_reference, repeating_prompt, tiny_model
-from test_engine import OracleDrafter
+from helpers import OracleDrafter, greedy_reference, repeating_prompt, tiny_model
 
 from specedit.engine.options import GREEDY, Sampling, Verification
 from specedit.engine.session import generate

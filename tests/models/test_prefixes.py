@@ -1,5 +1,5 @@
 """Prompt heads on disk: which head a prompt gets back, how many are kept, and what a damaged
-store does. (The heads' K/V in a real llama.cpp context: tests/test_llamacpp.py.)"""
+store does. (The heads' K/V in a real llama.cpp context: tests/e2e/test_llamacpp.py.)"""
 
 from __future__ import annotations
 

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
+from helpers import ROOT
 from typer.testing import CliRunner
 
 from specedit.cli import app
 
 pytestmark = pytest.mark.e2e
 runner = CliRunner()
-EXAMPLE = Path(__file__).parent.parent / "examples" / "buggy_stats.py"
+EXAMPLE = ROOT / "examples" / "buggy_stats.py"
 
 
 def test_fix_prints_the_fixed_example(bundled_model_dir):

@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import ROOT
 
 pytestmark = pytest.mark.e2e
-ROOT = Path(__file__).parent.parent
 
 
 def _git(folder: Path, *args: str) -> None:

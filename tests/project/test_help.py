@@ -1,20 +1,18 @@
 """`--help` is the first page a user reads: saved snapshots show each change to it in review.
 
-After a deliberate change: `SPECEDIT_UPDATE_SNAPSHOTS=1 pytest tests/test_help.py`, then read
-the diff of tests/snapshots/.
+After a deliberate change: `SPECEDIT_UPDATE_SNAPSHOTS=1 pytest tests/project/test_help.py`,
+then read the diff of tests/snapshots/.
 """
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
+from helpers import SNAPSHOTS
 from typer.testing import CliRunner
 
 from specedit.cli import app
-
-SNAPSHOTS = Path(__file__).parent / "snapshots"
 
 
 @pytest.mark.parametrize("command", ["fix", "edit", "rewrite", "apply"])

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import greedy_reference, repeating_prompt
-from test_engine import ChainsOnly, OracleDrafter
+from helpers import ChainsOnly, OracleDrafter, greedy_reference, repeating_prompt
 
 from specedit.drafting.copying.length import AdaptiveLength, AgreementLength
 from specedit.drafting.registry import make_drafter

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import force_tokens
+from helpers import ROOT, force_tokens
 
 from specedit.editing import prompts
 
@@ -163,9 +163,8 @@ def test_worked_examples_come_as_earlier_turns_in_the_template_s_words(tokenizer
 def test_the_examples_variant_shows_fixes_that_change_one_line():
     """Each worked fix in tools/prompt-variants/examples changes exactly one line."""
     import difflib
-    from pathlib import Path
 
-    variant = Path(__file__).parent.parent / "tools" / "prompt-variants" / "examples" / "fix.toml"
+    variant = ROOT / "tools" / "prompt-variants" / "examples" / "fix.toml"
     for example in prompts.load_template(str(variant)).examples:
         before, after = example.input.splitlines(), example.output.splitlines()
         changed = [line for line in difflib.ndiff(before, after) if line[:1] in "+-"]

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 import torch
-from conftest import (
+from helpers import (
     INPUT_THEN_MORE,
     IdTokenizer,
     draft_sources,

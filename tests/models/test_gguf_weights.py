@@ -1,7 +1,7 @@
 """A GGUF file's vocabulary matrices, read for drafters on llama.cpp: the torch engine's values
 (the file dequantized, then rounded to bf16 as its conversion rounds it), keyed as the torch
 engine keys them, so that either engine finds the other's vocabulary indexes. (Against the
-bundled model's converted folder: tests/test_llamacpp.py.)"""
+bundled model's converted folder: tests/e2e/test_llamacpp.py.)"""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import TEST_MODEL
+from helpers import TEST_MODEL
 
 from specedit.models import bundled, load, prepare
 
@@ -192,7 +192,7 @@ def test_a_damaged_join_with_damaged_parts_is_refused_and_not_kept(tmp_path, mon
 
 def test_the_cache_is_the_users_alone(tmp_path, monkeypatch, open_umask):
     """The cache holds what the user edits: its folders are made 0700, a cache folder left
-    readable by others is tightened, and prompt heads are 0600 (test_prefixes.py)."""
+    readable by others is tightened, and prompt heads are 0600 (models/test_prefixes.py)."""
     from specedit.drafting.artefacts import keyed_path, save_artefact
     from specedit.models.prefixes import PrefixStore
 

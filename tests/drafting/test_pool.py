@@ -7,7 +7,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from conftest import greedy_reference, repeating_prompt
+from helpers import greedy_reference, repeating_prompt
 
 from specedit.drafting.copying.pool import DraftPool, PoolDrafter, suffix_array
 from specedit.drafting.kinds import POOL

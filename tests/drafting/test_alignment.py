@@ -7,7 +7,7 @@ import copy
 
 import pytest
 import torch
-from conftest import draft_sources, greedy_reference, repeating_prompt
+from helpers import draft_sources, greedy_reference, repeating_prompt
 
 import specedit.bench.ablations  # noqa: F401  (makes evospec-lora, an ablation, by name)
 from specedit.drafting.model.alignment import BUFFER, OnlineAlignment

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 import unicodedata
 
-from conftest import SPECIAL_TOKENS, train_tokenizer
+from helpers import SPECIAL_TOKENS, train_tokenizer
 
 TEXTS = [
     "def add(a, b):\n    return a - b\n",

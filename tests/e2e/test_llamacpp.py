@@ -1,12 +1,12 @@
 """llama.cpp in specedit: beside it in the bench, and under it as an engine (`--engine llama.cpp`).
 
-Without llama-cpp-python every path says how to get it. With it (the `llamacpp` extra, built
-from source, so not in CI) the bench's llama.cpp setups and the engine run the bundled model's
-own GGUF file, and the engine's copy drafts are exact against its own plain decoding there."""
+With llama-cpp-python (the `llamacpp` extra, built from source, so not in CI) the bench's
+llama.cpp setups and the engine run the bundled model's own GGUF file, and the engine's copy
+drafts are exact against its own plain decoding there. (What every path says without it, and
+what needs no model: engine/test_llamacpp.py.)"""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -14,25 +14,20 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import TEST_MODEL, free_port, serving
+from helpers import ROOT, TEST_MODEL, free_port, serving
 from typer.testing import CliRunner
 
 from specedit.cli import app
 from specedit.editing import prompts
 from specedit.engine.tree import DraftTree
 
-HAS_LLAMA_CPP = importlib.util.find_spec("llama_cpp") is not None
-# llama-cpp-python's OpenAI-compatible server (its `server` extra), llama-server's stand-in here.
-HAS_LLAMA_CPP_SERVER = HAS_LLAMA_CPP and all(
-    importlib.util.find_spec(name) for name in ("sse_starlette", "starlette_context")
-)
 # Long enough that the prompt spans more than one of llama.cpp's 512-token batches.
 HELPERS = "".join(f"\n\ndef times_{n}(x):\n    return x * {n}\n" for n in range(4, 40))
 # The engine's tests pin the instruction-first layout: there the test model answers TASK with
 # the whole file (a long copy to check exactness on), and a second instruction differs inside
 # the first prompt head (with the file first it shares the whole head, and the 0.5B answers
 # with the changed function alone).
-LAYOUT = str(Path(__file__).parent.parent / "tools/prompt-variants/instruction-first/fix.toml")
+LAYOUT = str(ROOT / "tools/prompt-variants/instruction-first/fix.toml")
 TASK = {
     "id": "doubled",
     "kind": "fix",
@@ -42,86 +37,8 @@ TASK = {
 }
 
 
-@pytest.mark.parametrize(
-    "args",
-    [["--methods", "ar,llama.cpp"], ["--methods", "ar,pld", "--engines", "torch,llama.cpp"]],
-)
-def test_bench_says_how_to_get_llama_cpp_when_it_is_missing(tiny_model_dir, monkeypatch, args):
-    monkeypatch.setitem(sys.modules, "llama_cpp", None)  # `import llama_cpp` now fails
-    result = CliRunner().invoke(app, ["bench", "--model", str(tiny_model_dir), *args])
-    assert result.exit_code == 2
-    assert "pip install 'specedit[llamacpp]'" in result.stderr
-
-
-def test_the_llama_cpp_engine_says_how_to_get_it_when_it_is_missing(tmp_path, monkeypatch):
-    monkeypatch.setitem(sys.modules, "llama_cpp", None)
-    path = tmp_path / "code.py"
-    path.write_text("def add(a, b):\n    return a - b\n")
-    result = CliRunner().invoke(app, ["fix", str(path), "add", "--engine", "llama.cpp"])
-    assert result.exit_code == 3  # the model cannot be loaded
-    assert "pip install 'specedit[llamacpp]'" in result.stderr
-    assert path.read_text() == "def add(a, b):\n    return a - b\n"
-
-
-def test_the_llama_cpp_engine_refuses_what_it_cannot_run_before_loading(tmp_path):
-    path = tmp_path / "code.py"
-    path.write_text("x = 1\n")
-    command = ["fix", str(path), "fix", "--engine", "llama.cpp", "--method", "pldplus-attn"]
-    result = CliRunner().invoke(app, command)
-    assert result.exit_code == 2
-    assert "--method pldplus-attn ranks copies by the induction heads' attention" in result.stderr
-
-
-@pytest.mark.parametrize(
-    "model,asked,installed,engine",
-    [
-        ("qwen2.5-coder-1.5b", {}, True, "llama.cpp"),
-        ("model.gguf", {"method": "adapld"}, True, "llama.cpp"),
-        ("qwen2.5-coder-1.5b", {}, False, "torch"),  # llama-cpp-python is not installed
-        ("a/model/folder", {}, True, "torch"),  # no GGUF file to run
-        ("qwen2.5-coder-1.5b", {"draft_model": "qwen2.5-coder-0.5b"}, True, "llama.cpp"),
-        ("qwen2.5-coder-1.5b", {"draft_model": "a/draft/folder"}, True, "torch"),  # no GGUF
-        ("qwen2.5-coder-1.5b", {"device": "cuda"}, True, "torch"),
-        ("qwen2.5-coder-1.5b", {"dtype": "fp32"}, True, "torch"),
-        ("qwen2.5-coder-1.5b", {"method": "pldplus"}, True, "llama.cpp"),  # its final states
-        ("qwen2.5-coder-1.5b", {"method": "pldplus-attn"}, True, "torch"),  # attention weights
-    ],
-)
-def test_engine_auto_is_llama_cpp_wherever_it_runs_what_was_asked(
-    monkeypatch, model, asked, installed, engine
-):
-    from specedit.cli import startup
-
-    monkeypatch.setattr(startup, "llama_cpp_installed", lambda: installed)
-    assert startup.choose_engine("auto", model, **asked) == engine
-    assert startup.choose_engine("torch", model, **asked) == "torch"  # named: kept
-
-
-def test_an_edit_reports_the_engine_it_ran_on(tmp_path, monkeypatch):
-    """The fast tier's tiny model is a folder, not a GGUF file: auto runs it on torch, and the
-    stats say so."""
-    from dataclasses import replace
-
-    from specedit.editing import editor
-
-    def execute(lm, prepared, on_step=None, stop=None):  # a fixed answer after a short run
-        generation = editor.generate_edit(lm, replace(prepared, max_new_tokens=4), on_step)
-        return editor.EditResult("x = 2\n", generation, prepared.prompt)
-
-    monkeypatch.setattr(editor, "execute", execute)
-    monkeypatch.delenv("SPECEDIT_ENGINE")
-    monkeypatch.delenv("SPECEDIT_DTYPE")
-    path, stats = tmp_path / "code.py", tmp_path / "stats.json"
-    path.write_text("x = 1\n")
-    result = CliRunner().invoke(app, ["edit", str(path), "make it 2", "--stats-file", str(stats)])
-    assert result.exit_code == 0, result.stderr
-    assert json.loads(stats.read_text())["engine"] == "torch"
-    assert " on torch" in result.stderr
-
-
 @pytest.mark.e2e
 @pytest.mark.llamacpp
-@pytest.mark.skipif(not HAS_LLAMA_CPP, reason="needs llama-cpp-python (the llamacpp extra)")
 def test_the_default_engine_is_llama_cpp_where_it_is_installed(
     bundled_model_dir, tmp_path, monkeypatch
 ):
@@ -150,7 +67,6 @@ with open(report, "w") as out:
 
 @pytest.mark.e2e
 @pytest.mark.llamacpp
-@pytest.mark.skipif(not HAS_LLAMA_CPP, reason="needs llama-cpp-python (the llamacpp extra)")
 @pytest.mark.parametrize(("method", "imported"), [("adapld", ""), ("pldplus", "torch")])
 def test_an_edit_on_llama_cpp_imports_torch_only_for_a_drafter_that_reads_states(
     bundled_model_dir, tmp_path, method, imported
@@ -166,106 +82,8 @@ def test_an_edit_on_llama_cpp_imports_torch_only_for_a_drafter_that_reads_states
     assert report.read_text() == imported
 
 
-def test_on_llama_cpp_every_method_drafts_but_those_that_read_what_it_does_not_give():
-    """The refusal matrix: llama.cpp returns the final hidden state and the GGUF file gives the
-    vocabulary matrices, so every method and ablation runs there (the hidden-state ones at the
-    final layer) but for attention weights, an early layer's states and training weights."""
-    from types import SimpleNamespace
-
-    from specedit.bench.ablations import ABLATIONS
-    from specedit.drafting import DrafterUnavailable
-    from specedit.drafting.copying.adapld import TokenAdaPLD
-    from specedit.drafting.registry import METHODS, default_method, make_drafter, refusal
-    from specedit.engine.llamacpp import GgufModel
-
-    assert (default_method(False), default_method(True)) == ("adapld", "evospec")
-    refused = {
-        "pldplus-attn": "induction heads' attention weights",
-        "adapld-trained-length": "early layer's hidden states",
-        "evospec-lora": "trains the draft model's weights",
-    }
-    runs = {m for m in (*METHODS, *ABLATIONS) if refusal(m, "llama.cpp") is None}
-    assert runs == {*METHODS, *ABLATIONS} - set(refused)
-    for method, why in refused.items():
-        assert why in refusal(method, "llama.cpp") and refusal(method, "torch") is None
-    config = SimpleNamespace(num_hidden_layers=4)
-    gguf = GgufModel(Path("model.gguf"), config=config, generation_config=None, threads=1)
-    for method in ("ar", "pld", "pool", "pld-fixed"):
-        assert make_drafter(method, gguf).hidden_layers == ()
-    assert make_drafter("pld-fixed", gguf).confidence is None  # the bench's unsized ablation
-    pldplus = make_drafter("pldplus", gguf)
-    assert pldplus.hidden_layers == (4,)  # the final state: the only one llama.cpp returns
-    adapld = make_drafter("adapld", gguf)  # its token-only parts there (adapld-states: all)
-    assert isinstance(adapld, TokenAdaPLD) and adapld.hidden_layers == ()
-    for method, why in refused.items():
-        with pytest.raises(DrafterUnavailable, match=why):
-            make_drafter(method, gguf)
-
-
-def test_token_only_adapld_anchors_by_the_tokens_before_and_branches_to_other_followers():
-    """Without hidden states the main copy follows the occurrence whose preceding tokens match
-    (here `2 5`), and the branch is what followed the other occurrences (6, twice), with what
-    followed it there."""
-    from specedit.drafting.copying.adapld import TokenAdaPLD
-    from specedit.drafting.kinds import BRANCH, MAIN, SUCCESSOR
-    from specedit.engine.memory import Memory
-
-    drafter = TokenAdaPLD()
-    assert drafter.hidden_layers == ()
-    tree = drafter.propose(Memory([1, 5, 6, 7, 8, 2, 5, 9, 10, 3, 5, 6, 7, 11, 2, 5]), 64)
-    main = tree.main_chain()
-    assert main.tokens == [9, 10, 3, 5, 6, 7, 11, 2, 5] and set(main.kinds) == {MAIN}
-    assert main.sources[0] == 7
-    branch = next(n for n in range(1, len(tree)) if tree.kind(n) == BRANCH)
-    assert (tree.parent(branch), tree.token(branch), tree.source(branch)) == (0, 6, 11)
-    successor = tree.children()[branch]
-    assert [(tree.token(n), tree.source(n), tree.kind(n)) for n in successor] == [
-        (7, 12, SUCCESSOR)
-    ]
-    assert drafter.report() == {"retrieval_lexical": 1}
-
-
-def test_token_only_followers_carry_chances_learned_by_rank():
-    """Followers say how likely they are, by rank, from a prior the document then moves, so
-    the engine verifies them only where they pay for the width they add: dropped on a steep
-    curve while unsure, kept once they keep being accepted."""
-    from specedit.drafting.copying.adapld import TokenAdaPLD
-    from specedit.drafting.kinds import BRANCH
-    from specedit.engine.cost import PassCost, size
-    from specedit.engine.memory import Memory
-
-    drafter = TokenAdaPLD()
-    memory = Memory([1, 5, 6, 7, 8, 2, 5, 9, 10, 3, 5, 6, 7, 11, 2, 5])
-    steep = PassCost((1, 2, 4, 64), (0.08, 0.12, 0.17, 2.0), 0.02)
-
-    def propose():
-        tree = drafter.propose(memory, 64)
-        branch = next(n for n in range(1, len(tree)) if tree.kind(n) == BRANCH)
-        return tree, branch, tree.children()[branch][0]
-
-    tree, branch, successor = propose()
-    assert tree.confidences[branch - 1] == pytest.approx(0.2)  # rank 0's prior
-    assert tree.confidences[successor - 1] == pytest.approx(0.5)
-    assert BRANCH not in size(tree, steep).kinds  # a one-in-five guess does not pay there
-    for _ in range(20):  # the branch and its successor held, pass after pass
-        tree, branch, successor = propose()
-        drafter.observe(tree, [branch, successor])
-    tree, branch, successor = propose()
-    assert tree.confidences[branch - 1] > 0.8 and tree.confidences[successor - 1] > 0.8
-    assert BRANCH in size(tree, steep).kinds
-
-
-def test_bench_setups_on_llama_cpp_are_labelled_and_compared_with_its_plain_decoding():
-    from specedit.bench.setups import Setup, reference
-
-    assert Setup("pld", engine="llama.cpp").label == "pld/llama.cpp"
-    assert reference("pld/llama.cpp") == "ar/llama.cpp"
-    assert reference("adapld~conditional") == "ar"
-
-
 @pytest.mark.e2e
 @pytest.mark.llamacpp
-@pytest.mark.skipif(not HAS_LLAMA_CPP, reason="needs llama-cpp-python (the llamacpp extra)")
 def test_llama_cpp_and_its_prompt_lookup_decode_the_same_tokens(bundled_model_dir, tmp_path):
     """Greedy prompt lookup on llama.cpp is exact against llama.cpp's own plain decoding, in fewer
     evaluations; each run starts from an empty cache (no prefix reused from the run before)."""
@@ -373,7 +191,6 @@ def _cold_runs(lm, ids: list[int], limit: int):
 
 @pytest.mark.e2e
 @pytest.mark.llamacpp
-@pytest.mark.skipif(not HAS_LLAMA_CPP, reason="needs llama-cpp-python (the llamacpp extra)")
 def test_the_engine_on_llama_cpp_is_exact_against_its_own_plain_decoding(bundled_model_dir):
     """Copy drafts verified in llama.cpp batches give the tokens of the engine's plain decoding
     on llama.cpp (up to a near-tie, see NEAR_TIE): across several prefill batches, through an EOS
@@ -419,7 +236,6 @@ def test_the_engine_on_llama_cpp_is_exact_against_its_own_plain_decoding(bundled
 
 @pytest.mark.e2e
 @pytest.mark.llamacpp
-@pytest.mark.skipif(not HAS_LLAMA_CPP, reason="needs llama-cpp-python (the llamacpp extra)")
 def test_conditional_verification_on_llama_cpp_relaxes_only_what_it_reports(bundled_model_dir):
     """CASD on llama.cpp's logits. The draft is plain decoding's answer with one digit changed
     (the `3` of `x * 3` made a `2`): with a low threshold that plausible token is accepted
@@ -475,7 +291,7 @@ def test_conditional_verification_on_llama_cpp_relaxes_only_what_it_reports(bund
 
 @pytest.mark.e2e
 @pytest.mark.llamacpp
-@pytest.mark.skipif(not HAS_LLAMA_CPP_SERVER, reason="needs llama-cpp-python[server]")
+@pytest.mark.llamacpp_server
 def test_the_cli_edits_through_llama_cpp_s_openai_compatible_server(bundled_model_dir, tmp_path):
     """The README's llama.cpp recipe, as far as it runs here: `--server` on llama-cpp-python's
     server (what llama-server speaks) gets the edit back with every CLI guarantee."""
@@ -516,7 +332,6 @@ def test_the_cli_edits_through_llama_cpp_s_openai_compatible_server(bundled_mode
 
 @pytest.mark.e2e
 @pytest.mark.llamacpp
-@pytest.mark.skipif(not HAS_LLAMA_CPP, reason="needs llama-cpp-python (the llamacpp extra)")
 def test_a_warm_llama_cpp_model_reuses_the_prompt_prefix_it_holds(bundled_model_dir):
     """A second prompt prefills only what it does not share with the cache, and decodes as a cold
     run does (up to a near-tie)."""
@@ -536,7 +351,6 @@ def test_a_warm_llama_cpp_model_reuses_the_prompt_prefix_it_holds(bundled_model_
 
 @pytest.mark.e2e
 @pytest.mark.llamacpp
-@pytest.mark.skipif(not HAS_LLAMA_CPP, reason="needs llama-cpp-python (the llamacpp extra)")
 def test_a_cold_start_holds_nothing_and_what_follows_it_reuses_its_cache(bundled_model_dir):
     """The bench starts each edit cold: the next generation prefills its whole prompt, and the
     generations after it (a statement's, then the file's) reuse what it left."""
@@ -587,7 +401,6 @@ def _assert_alike_up_to_a_near_tie(lm, prompt: list[int], cold: list[int], warm:
 
 @pytest.mark.e2e
 @pytest.mark.llamacpp
-@pytest.mark.skipif(not HAS_LLAMA_CPP, reason="needs llama-cpp-python (the llamacpp extra)")
 def test_the_context_opens_in_the_background_and_is_the_one_used(bundled_model_dir):
     """`load(..., context=N)` starts llama.cpp's load on a thread; the first generation that
     fits uses that context, a longer one opens a larger one."""
@@ -609,7 +422,6 @@ def test_the_context_opens_in_the_background_and_is_the_one_used(bundled_model_d
 
 @pytest.mark.e2e
 @pytest.mark.llamacpp
-@pytest.mark.skipif(not HAS_LLAMA_CPP, reason="needs llama-cpp-python (the llamacpp extra)")
 def test_a_fresh_context_starts_from_the_prompt_head_kept_on_disk(bundled_model_dir, tmp_path):
     """As cold processes would: a prompt leaves its head, a later prompt gets back the head it
     shares most with, prefills only the rest, and decodes as a cold run does (up to a
@@ -656,7 +468,6 @@ def test_a_fresh_context_starts_from_the_prompt_head_kept_on_disk(bundled_model_
 
 @pytest.mark.e2e
 @pytest.mark.llamacpp
-@pytest.mark.skipif(not HAS_LLAMA_CPP, reason="needs llama-cpp-python (the llamacpp extra)")
 def test_a_cold_edit_on_llama_cpp_never_imports_transformers(bundled_model_dir, tmp_path):
     """Its import is a second of a cold start: the tokenizer is read without it once exported
     (the first load on a machine may export it)."""
@@ -688,7 +499,6 @@ def test_a_cold_edit_on_llama_cpp_never_imports_transformers(bundled_model_dir, 
 
 @pytest.mark.e2e
 @pytest.mark.llamacpp
-@pytest.mark.skipif(not HAS_LLAMA_CPP, reason="needs llama-cpp-python (the llamacpp extra)")
 def test_measuring_the_pass_cost_keeps_no_prompt_head(bundled_model_dir, tmp_path):
     """The probe's tokens are no prompt: measuring neither reads nor records a head, and the
     cache it leaves counts as cold, so the next prompt still starts from a stored head."""
@@ -728,7 +538,6 @@ def test_measuring_the_pass_cost_keeps_no_prompt_head(bundled_model_dir, tmp_pat
 
 @pytest.mark.e2e
 @pytest.mark.llamacpp
-@pytest.mark.skipif(not HAS_LLAMA_CPP, reason="needs llama-cpp-python (the llamacpp extra)")
 def test_the_floor_probe_leaves_the_cache_as_one_prefill_of_its_tokens(bundled_model_dir):
     """The floor's probe feeds batches after passes whose roots it keeps, and drops a batch to
     feed it again: the cache then holds exactly those tokens, and scores what follows them as a
@@ -760,24 +569,6 @@ def test_the_floor_probe_leaves_the_cache_as_one_prefill_of_its_tokens(bundled_m
     plain.prefill(held, False)
     fed = plain.forward(chain, len(held), False).logits
     assert float(np.abs(after_probe - fed).max()) < NEAR_TIE  # the batched kernels' rounding
-
-
-@pytest.mark.llamacpp
-@pytest.mark.skipif(not HAS_LLAMA_CPP, reason="needs llama-cpp-python (the llamacpp extra)")
-def test_a_load_that_fails_in_the_background_is_a_model_error(tmp_path):
-    from specedit.engine.llamacpp import GgufModel
-    from specedit.models.bundled import ModelError
-    from specedit.models.load import LoadedModel
-
-    broken = tmp_path / "broken.gguf"
-    broken.write_bytes(b"GGUF but nothing else")
-    interval = sys.getswitchinterval()
-    lm = LoadedModel("broken", GgufModel(broken, None, None, threads=1), tokenizer=None)
-    lm.model.open_in_background(4096)
-    with pytest.raises(ModelError, match="cannot load model 'broken'"):
-        lm.ready()
-    assert sys.getswitchinterval() == interval
-    lm.model.close()  # nothing to free, and no error
 
 
 def _tree_path(tree, node: int) -> list[int]:
@@ -824,7 +615,6 @@ def _code_tree(encode) -> tuple[list[int], DraftTree]:
 
 @pytest.mark.e2e
 @pytest.mark.llamacpp
-@pytest.mark.skipif(not HAS_LLAMA_CPP, reason="needs llama-cpp-python (the llamacpp extra)")
 def test_a_tree_pass_on_llama_cpp_gives_each_path_its_own_logits(bundled_model_dir):
     """One batch over a branching tree (shared nodes in several sequences) scores each node as a
     chain pass over its path does, up to the batched kernels' rounding (an argmax may flip only
@@ -919,7 +709,6 @@ def _alike_states(states, plain) -> bool:
 
 @pytest.mark.e2e
 @pytest.mark.llamacpp
-@pytest.mark.skipif(not HAS_LLAMA_CPP, reason="needs llama-cpp-python (the llamacpp extra)")
 def test_llama_cpp_gives_each_token_s_final_state_as_its_plain_decoding_does(bundled_model_dir):
     """Asked for hidden states, a prefill, a chain pass and a tree pass give each token's final
     normed state, under the final layer's index, as plain one-token decoding gives it (up to
@@ -954,7 +743,6 @@ def test_llama_cpp_gives_each_token_s_final_state_as_its_plain_decoding_does(bun
 
 @pytest.mark.e2e
 @pytest.mark.llamacpp
-@pytest.mark.skipif(not HAS_LLAMA_CPP, reason="needs llama-cpp-python (the llamacpp extra)")
 def test_held_tokens_are_reused_for_states_only_with_their_states(bundled_model_dir, tmp_path):
     """A prefill asked for states reuses held K/V only where the held tokens' states were kept
     with them: in a warm context after a prefill that computed them, and from a prompt head
@@ -1064,7 +852,6 @@ class _DecoyFirst:
 
 @pytest.mark.e2e
 @pytest.mark.llamacpp
-@pytest.mark.skipif(not HAS_LLAMA_CPP, reason="needs llama-cpp-python (the llamacpp extra)")
 def test_tree_drafts_on_llama_cpp_are_exact_against_its_own_plain_decoding(bundled_model_dir):
     """Trees verified in one llama.cpp batch, their accepted branch kept as sequence 0, give the
     tokens of plain decoding on llama.cpp (up to a near-tie, see NEAR_TIE): a drafter whose
@@ -1114,7 +901,6 @@ DOCSTRINGS = {
 
 @pytest.mark.e2e
 @pytest.mark.llamacpp
-@pytest.mark.skipif(not HAS_LLAMA_CPP, reason="needs llama-cpp-python (the llamacpp extra)")
 def test_the_hybrid_with_a_llama_cpp_draft_model_is_exact_against_plain_decoding(
     bundled_model_dir,
 ):
@@ -1143,7 +929,6 @@ def test_the_hybrid_with_a_llama_cpp_draft_model_is_exact_against_plain_decoding
 
 @pytest.mark.e2e
 @pytest.mark.llamacpp
-@pytest.mark.skipif(not HAS_LLAMA_CPP, reason="needs llama-cpp-python (the llamacpp extra)")
 def test_the_cli_edits_on_llama_cpp_with_a_draft_model(bundled_model_dir, tmp_path):
     """`--engine llama.cpp --draft-model` loads both GGUF files and edits with the hybrid,
     which is the default method there with a draft model."""

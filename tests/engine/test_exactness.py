@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import (
+from helpers import (
     INPUT_THEN_MORE,
+    ChainsOnly,
+    OracleDrafter,
     draft_sources,
     greedy_reference,
     main_copy_after,
@@ -18,41 +20,12 @@ from specedit.bench.ablations import ABLATIONS, needs_draft_model
 from specedit.calibrate.preverifier import save
 from specedit.drafting.copying.copy import add_copy, rerank_layer
 from specedit.drafting.copying.preverifier import PreVerifierNet
-from specedit.drafting.kinds import BRANCH
 from specedit.drafting.registry import METHODS, VARIANTS, make_drafter
 from specedit.engine.cache import keep_path
-from specedit.engine.drafter import Drafter
 from specedit.engine.memory import Memory
 from specedit.engine.session import generate
 from specedit.engine.target import TransformersTarget
 from specedit.engine.tree import DraftTree
-
-
-class OracleDrafter(Drafter):
-    """Drafts the known greedy continuation, with a wrong sibling and a planted error.
-
-    It makes the engine accept long paths through real trees: the true path is added after a
-    wrong branch, and every `error_every`-th draft has one wrong token at `error_at`.
-    """
-
-    name = "oracle"
-
-    def __init__(self, reference: list[int], prompt_length: int, length: int = 16) -> None:
-        self.reference, self.prompt_length, self.length = reference, prompt_length, length
-        self.calls = 0
-
-    def propose(self, memory: Memory, budget: int) -> DraftTree:
-        self.calls += 1
-        done = len(memory) - self.prompt_length
-        truth = self.reference[done : done + min(budget, self.length)]
-        tree = DraftTree(root=memory.tokens[-1])
-        if not truth:
-            return tree
-        tree.add_chain([(truth[0] + 1) % 96, truth[0]], kind=BRANCH)  # a wrong branch first
-        if self.calls % 3 == 0 and len(truth) > 3:
-            truth = truth[:2] + [(truth[2] + 7) % 96] + truth[3:]
-        tree.add_chain(truth)
-        return tree
 
 
 def _run_pass(model, prefix: list[int], tree: DraftTree):
@@ -131,8 +104,8 @@ def test_the_ablations_vary_methods_and_are_made_by_name_but_chosen_by_none():
     assert set(ABLATIONS) <= set(VARIANTS) and not set(ABLATIONS) & set(METHODS)
 
 
-# pldplus-attn needs calibrated heads (test_heads.py checks it with explicit ones), the draft
-# model methods a second model (test_hybrid.py).
+# pldplus-attn needs calibrated heads (calibrate/test_heads.py checks it with explicit ones),
+# the draft model methods a second model (drafting/test_hybrid.py).
 @pytest.mark.parametrize(
     "method",
     sorted(m for m in {*METHODS, *ABLATIONS} if m != "pldplus-attn" and not needs_draft_model(m)),
@@ -217,18 +190,6 @@ def test_lookup_sources_point_at_the_copied_tokens(qwen_tiny):
     memory = prompt + [t for s in steps for t in s.tokens]
     pairs = [(t, src) for s in steps for t, src in zip(s.tokens, s.sources) if src is not None]
     assert all(memory[src] == token for token, src in pairs)
-
-
-class ChainsOnly:
-    """A transformers model behind a target that, like llama.cpp's, verifies chains only."""
-
-    def __init__(self, model) -> None:
-        self.model, self.config = model, model.config
-
-    def open_target(self, capacity: int, reuse: bool = True) -> TransformersTarget:
-        target = TransformersTarget(self.model)
-        target.trees = False
-        return target
 
 
 def test_a_target_that_verifies_chains_gets_the_main_chain_and_stays_exact(qwen_tiny):
