@@ -30,17 +30,10 @@ def llama_cpp_installed() -> bool:
     return importlib.util.find_spec("llama_cpp") is not None
 
 
-# The torch extra: the torch engine, and the drafters that read hidden states or the
-# vocabulary indexes on either engine. torch==2.13.0 is named: an unpinned torch pulls a
-# multi-GB CUDA build.
-TORCH_EXTRA = ("torch", "accelerate", "hnswlib")
-TORCH_INSTALL = "pip install torch==2.13.0 'specedit[torch]'"
-
-
 def require_engine(engine: str, model: str) -> None:
     """Exit with code 3 and one line naming the install command where the packages `engine`
     runs on are missing (the light install has neither engine's), before anything is loaded."""
-    from specedit.models.load import LLAMA_CPP_INSTALL
+    from specedit.models.load import LLAMA_CPP_INSTALL, TORCH_EXTRA, TORCH_INSTALL
 
     if engine == "llama.cpp" and not llama_cpp_installed():
         error(f"the llama.cpp engine needs llama-cpp-python: {LLAMA_CPP_INSTALL}")

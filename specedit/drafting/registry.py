@@ -188,8 +188,15 @@ def make_drafter(method: str, model, sources: DraftSources | None = None) -> Dra
     if factory is None:
         known = ", ".join([*METHODS, *VARIANTS])
         raise ValueError(f"unknown method {method!r}: choose one of {known}")
-    if why := refusal(method, getattr(model, "engine", "torch")):
-        from specedit.drafting import DrafterUnavailable
+    from specedit.drafting import DrafterUnavailable
 
+    if why := refusal(method, getattr(model, "engine", "torch")):
         raise DrafterUnavailable(why)
-    return factory(model, sources or DraftSources())
+    try:
+        return factory(model, sources or DraftSources())
+    except ModuleNotFoundError as exc:  # on llama.cpp, a drafter that reads states or indexes
+        from specedit.models.load import TORCH_EXTRA, TORCH_INSTALL
+
+        if exc.name not in TORCH_EXTRA:
+            raise
+        raise DrafterUnavailable(f"--method {method} needs {exc.name}: {TORCH_INSTALL}") from None

@@ -127,6 +127,12 @@ class LoadedModel:
 ENGINES = ("torch", "llama.cpp")
 
 
+# The torch extra: the torch engine, and the drafters that read hidden states or the
+# vocabulary indexes on either engine. torch==2.13.0 is named: an unpinned torch pulls a
+# multi-GB CUDA build.
+TORCH_EXTRA = ("torch", "accelerate", "hnswlib")
+TORCH_INSTALL = "pip install torch==2.13.0 'specedit[torch]'"
+
 LLAMA_CPP_INSTALL = (
     "pip install 'specedit[llamacpp]' (llama-cpp-python builds from source: minutes)"
 )

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from helpers import greedy_reference, repeating_prompt
 
-from specedit.drafting.copying.pool import DraftPool, PoolDrafter, suffix_array
+from specedit.drafting.copying.pool import DraftPool, PoolDrafter, PoolLimits, suffix_array
 from specedit.drafting.kinds import POOL
 from specedit.engine.memory import Memory
 from specedit.engine.session import generate
@@ -92,7 +92,8 @@ def test_the_tree_holds_the_most_frequent_continuations_first_within_its_limits(
     full = PoolDrafter(documents).propose(memory, 64)
     assert _paths(full) == [(9,), (9, 1), (5,), (5, 1), (4,), (4, 1)]
     assert set(full.kinds) == {POOL}
-    assert _paths(PoolDrafter(documents, max_nodes=3).propose(memory, 64)) == [(9,), (9, 1), (5,)]
+    three = PoolDrafter(documents, limits=PoolLimits(max_nodes=3))
+    assert _paths(three.propose(memory, 64)) == [(9,), (9, 1), (5,)]
     assert _paths(PoolDrafter(documents).propose(memory, 2)) == [(9,), (9, 1)]
     assert len(PoolDrafter(documents).propose(memory, 0)) == 1
 
@@ -101,7 +102,8 @@ def test_the_tree_holds_the_most_frequent_continuations_first_within_its_limits(
 def test_the_tree_is_the_heaviest_prefixes_and_parents_come_first(seed):
     rng = random.Random(seed)
     documents = _random_documents(rng, vocab=3)
-    drafter = PoolDrafter(documents, max_nodes=10, max_depth=5, max_matches=10_000)
+    limits = PoolLimits(max_nodes=10, max_depth=5, max_matches=10_000)
+    drafter = PoolDrafter(documents, limits=limits)
     for _ in range(20):
         context = [rng.randrange(3) for _ in range(rng.randrange(2, 30))]
         # the context before its last token is searched too, with continuations into the rest
@@ -168,7 +170,8 @@ def test_sampled_matches_weigh_for_all_the_occurrences_they_stand_for(in_pool, f
     for i in range(4):  # [1, 2] -> 4 four times in the output, after different tokens
         memory.extend([10 + i, 1, 2, 4])
     memory.extend([99, 1, 2])
-    drafter = PoolDrafter([[1, 2, 3]] * in_pool, max_matches=2)  # [1, 2] -> 3 in_pool times
+    # [1, 2] -> 3 in_pool times
+    drafter = PoolDrafter([[1, 2, 3]] * in_pool, limits=PoolLimits(max_matches=2))
     assert drafter.propose(memory, 64).tokens[0] == first
     sampled = drafter.pool.search([99, 1, 2], max_matches=2)
     assert (sampled.n, sampled.count, len(sampled.rows)) == (2, in_pool, 2)

@@ -169,6 +169,23 @@ def prefix_tree(
     return tree
 
 
+@dataclass(frozen=True)
+class PoolLimits:
+    """How far the pool drafter looks and how much it drafts: a draft of at most `max_nodes`
+    nodes, `max_depth` deep, from at most `max_matches` occurrences of the longest suffix of
+    `min_ngram` to `max_ngram` tokens."""
+
+    max_nodes: int = 64
+    max_ngram: int = 16
+    min_ngram: int = 2
+    max_depth: int = 32
+    max_matches: int = 256
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.min_ngram <= self.max_ngram or self.max_matches < 1:
+            raise ValueError("need 1 <= min_ngram <= max_ngram and max_matches >= 1")
+
+
 class PoolDrafter(Drafter):
     """Drafts from a pool over `documents` plus the memory outside the input.
 
@@ -185,31 +202,24 @@ class PoolDrafter(Drafter):
         self,
         documents: Sequence[Sequence[int]],
         input_offset: int | None = None,
-        max_nodes: int = 64,
-        max_ngram: int = 16,
-        min_ngram: int = 2,
-        max_depth: int = 32,
-        max_matches: int = 256,
+        limits: PoolLimits = PoolLimits(),
     ) -> None:
         if input_offset is not None and not documents:
             raise ValueError("input_offset needs the input as documents[0]")
-        if not 1 <= min_ngram <= max_ngram or max_matches < 1:
-            raise ValueError("need 1 <= min_ngram <= max_ngram and max_matches >= 1")
-        self.pool = DraftPool(documents, max_ngram)
+        self.pool = DraftPool(documents, limits.max_ngram)
         self.input_offset = input_offset
         self.input_span = (0, 0)
         if input_offset is not None:
             self.input_span = (input_offset, input_offset + len(documents[0]))
-        self.max_nodes, self.min_ngram, self.max_ngram = max_nodes, min_ngram, max_ngram
-        self.max_depth, self.max_matches = max_depth, max_matches
+        self.limits = limits
 
     def propose(self, memory: Memory, budget: int) -> DraftTree:
-        tokens = memory.tokens
-        context = tokens[-self.max_ngram :]
-        found = self.pool.search(context, self.min_ngram, self.max_matches, self.max_depth)
+        tokens, limits = memory.tokens, self.limits
+        context = tokens[-limits.max_ngram :]
+        found = self.pool.search(context, limits.min_ngram, limits.max_matches, limits.max_depth)
         length, ends = self._memory_matches(memory)
         n = max(found.n, length)
-        if n < self.min_ngram:
+        if n < self.limits.min_ngram:
             return DraftTree(root=tokens[-1])
         parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         if found.n == n:
@@ -219,12 +229,12 @@ class PoolDrafter(Drafter):
                 firsts[inside] = found.offsets[inside] + self.input_offset
             parts.append((found.rows, firsts, np.full(len(firsts), found.count / len(firsts))))
         if length == n:
-            sample = [ends[i] + 1 for i in evenly(len(ends), self.max_matches).tolist()]
-            pad = [SEPARATOR] * self.max_depth
-            rows = np.array([(tokens[j : j + self.max_depth] + pad)[: len(pad)] for j in sample])
+            sample = [ends[i] + 1 for i in evenly(len(ends), limits.max_matches).tolist()]
+            pad = [SEPARATOR] * limits.max_depth
+            rows = np.array([(tokens[j : j + limits.max_depth] + pad)[: len(pad)] for j in sample])
             parts.append((rows, np.array(sample), np.full(len(sample), len(ends) / len(sample))))
         rows, firsts, weights = (np.concatenate(column) for column in zip(*parts))
-        return prefix_tree(tokens[-1], rows, firsts, weights, min(budget, self.max_nodes))
+        return prefix_tree(tokens[-1], rows, firsts, weights, min(budget, self.limits.max_nodes))
 
     def _memory_matches(self, memory: Memory) -> tuple[int, list[int]]:
         """The longest suffix match ending at an earlier memory position outside the input, and
@@ -238,7 +248,7 @@ class PoolDrafter(Drafter):
         best, ends = 0, []
         for j in positions[:skip_from] + positions[skip_to:before]:
             n = 1
-            while n < self.max_ngram and n <= j and tokens[j - n] == tokens[last - n]:
+            while n < self.limits.max_ngram and n <= j and tokens[j - n] == tokens[last - n]:
                 n += 1
             if n > best:
                 best, ends = n, [j]
