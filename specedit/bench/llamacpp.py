@@ -8,7 +8,6 @@ and stop at the same closing fence. Loading and warming up are not timed, as for
 
 from __future__ import annotations
 
-import itertools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -85,14 +84,15 @@ class LlamaCpp:
         """Greedy decoding of `prompt` until EOS, the fence or the token limit."""
         llm = self._context(method, len(prompt) + max_new_tokens + 1)
         llm.reset()  # no prefix reused from an earlier run
-        evaluations = itertools.count()
+        batches: list[int] = []  # each evaluation's tokens
         evaluate, drafts = llm.eval, llm._logits_all
 
         def counted(tokens: list[int]) -> None:
             # With a draft model llama-cpp-python keeps logits for every token it evaluates,
             # the prompt's too; llama.cpp's own speculative decoding needs only the prompt's
             # last, and that LM-head product over the whole prompt would cost seconds here.
-            llm._logits_all = drafts and next(evaluations) > 0
+            llm._logits_all = drafts and bool(batches)
+            batches.append(len(tokens))
             evaluate(tokens)
 
         llm.eval = counted
@@ -112,7 +112,7 @@ class LlamaCpp:
             seconds = time.perf_counter() - start
             del llm.eval
             llm._logits_all = drafts
-        return LlamaCppRun(tokens, seconds, evaluations, reason)
+        return LlamaCppRun(tokens, seconds, len(batches), reason)
 
     def close(self) -> None:
         for llm in self._contexts.values():

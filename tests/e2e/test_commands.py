@@ -53,6 +53,9 @@ def test_a_rewrite_is_proofread_where_the_model_copied_a_typo(bundled_model_dir,
 
 
 def test_bench_runs_methods_side_by_side(bundled_model_dir, tmp_path):
+    """On the real model in fp32, every strict method reproduces plain greedy decoding token
+    for token (bf16 may round a batched pass differently, so the dtype is pinned); a short
+    decode proves it as well as a whole answer, which the fast tier's bench tests judge."""
     report = tmp_path / "bench.json"
     result = runner.invoke(
         app,
@@ -64,6 +67,8 @@ def test_bench_runs_methods_side_by_side(bundled_model_dir, tmp_path):
             "ar,hf-pld,pld,pldplus",
             "--dtype",
             "fp32",
+            "--max-new-tokens",
+            "96",
             "--json",
             str(report),
         ],
@@ -72,17 +77,11 @@ def test_bench_runs_methods_side_by_side(bundled_model_dir, tmp_path):
     data = json.loads(report.read_text())
     rows = data["rows"]
     assert [row["method"] for row in rows] == ["ar", "hf-pld", "pld", "pldplus"]
-    # In fp32 every strict method reproduces plain greedy decoding token for token (bf16 may
-    # round a batched pass differently, so the dtype is pinned).
     assert data["dtype"] == "float32"
     assert [row["identical"] for row in rows] == [True] * 4
-    assert len({row["new_tokens"] for row in rows}) == 1
+    assert [row["new_tokens"] for row in rows] == [96] * 4
+    assert all(row["stop"] == "length" for row in rows)
     assert data["summary"]["pldplus"]["mean_accepted"] > 2  # drafts were accepted
-    # The typo task is judged against its expected text: the same answer gets the same verdict,
-    # and a doc task passes exactly when the edit is the expected text.
-    assert len({row["passed"] for row in rows}) == 1
-    assert all(row["passed"] == row["exact_match"] for row in rows)
-    assert all(row["stop"] in ("stop", "eos") for row in rows)
 
 
 def test_bench_edits_the_named_region_and_judges_the_whole_file(bundled_model_dir, tmp_path):
