@@ -351,11 +351,11 @@ def execute(
         )
         if text is None:
             raise cut_off(len(generation.tokens), prepared.request.surroundings)
-    answer = Answer(generation, text)
+    answer, at = Answer(generation, text), Generating(lm, prepared, on_step, stop)
     for step in PASSES:
         if step.wanted(prepared.request, answer):
             started = time.perf_counter()
-            answer = step.run(lm, prepared, answer, on_step, stop)
+            answer = step.run(at, answer)
             if step.timed:
                 elapsed = time.perf_counter() - started
                 timings[step.timed] = timings.get(step.timed, 0.0) + elapsed
@@ -385,6 +385,21 @@ class Answer:
     corrections: tuple[Correction, ...] = ()
     resumed: tuple[int, ...] = ()
 
+    def corrected(self, text: str, corrections: list[Correction]) -> Answer:
+        """This answer as a pass left it: `text`, with what the pass changed after the model."""
+        return replace(self, text=text, corrections=(*self.corrections, *corrections))
+
+
+@dataclass(frozen=True)
+class Generating:
+    """What a pass generates with where it asks the model again: the model, the prepared edit,
+    and the caller's step and stop callbacks."""
+
+    lm: LoadedModel
+    prepared: PreparedEdit
+    on_step: Callable[[Step], None] | None = None
+    stop: StopCondition | None = None
+
 
 class Pass(Protocol):
     """One post-processing pass; `timed` names the timing its seconds are added to."""
@@ -394,14 +409,7 @@ class Pass(Protocol):
 
     def wanted(self, request: EditRequest, answer: Answer) -> bool: ...
 
-    def run(
-        self,
-        lm: LoadedModel,
-        prepared: PreparedEdit,
-        answer: Answer,
-        on_step: Callable[[Step], None] | None,
-        stop: StopCondition | None,
-    ) -> Answer: ...
+    def run(self, at: Generating, answer: Answer) -> Answer: ...
 
 
 class Resume:
@@ -413,16 +421,9 @@ class Resume:
     def wanted(self, request: EditRequest, answer: Answer) -> bool:
         return request.surroundings is None and answer.generation.stop_reason != REJOINED
 
-    def run(
-        self,
-        lm: LoadedModel,
-        prepared: PreparedEdit,
-        answer: Answer,
-        on_step: Callable[[Step], None] | None,
-        stop: StopCondition | None,
-    ) -> Answer:
+    def run(self, at: Generating, answer: Answer) -> Answer:
         generation, text, lines = resume_answer(
-            lm, prepared, answer.generation, answer.text, on_step, stop
+            at.lm, at.prepared, answer.generation, answer.text, at.on_step, at.stop
         )
         return replace(answer, generation=generation, text=text, resumed=(*answer.resumed, *lines))
 
@@ -435,16 +436,9 @@ class Proofread:
     def wanted(self, request: EditRequest, answer: Answer) -> bool:
         return request.steering.proofread and bool(answer.generation.probabilities)
 
-    def run(
-        self,
-        lm: LoadedModel,
-        prepared: PreparedEdit,
-        answer: Answer,
-        on_step: Callable[[Step], None] | None,
-        stop: StopCondition | None,
-    ) -> Answer:
-        text, corrections = proofread_answer(lm, prepared, answer.generation, answer.text)
-        return replace(answer, text=text, corrections=(*answer.corrections, *corrections))
+    def run(self, at: Generating, answer: Answer) -> Answer:
+        text, corrections = proofread_answer(at.lm, at.prepared, answer.generation, answer.text)
+        return answer.corrected(text, corrections)
 
 
 class KeepToTypos(Proofread):
@@ -456,16 +450,8 @@ class KeepToTypos(Proofread):
     def wanted(self, request: EditRequest, answer: Answer) -> bool:
         return super().wanted(request, answer) and asks_for_typos_only(request.instruction)
 
-    def run(
-        self,
-        lm: LoadedModel,
-        prepared: PreparedEdit,
-        answer: Answer,
-        on_step: Callable[[Step], None] | None,
-        stop: StopCondition | None,
-    ) -> Answer:
-        text, put_back = keep_to_typos(prepared.request.text, answer.text)
-        return replace(answer, text=text, corrections=(*answer.corrections, *put_back))
+    def run(self, at: Generating, answer: Answer) -> Answer:
+        return answer.corrected(*keep_to_typos(at.prepared.request.text, answer.text))
 
 
 class FinishRename:
@@ -476,17 +462,9 @@ class FinishRename:
     def wanted(self, request: EditRequest, answer: Answer) -> bool:
         return request.language == "python"
 
-    def run(
-        self,
-        lm: LoadedModel,
-        prepared: PreparedEdit,
-        answer: Answer,
-        on_step: Callable[[Step], None] | None,
-        stop: StopCondition | None,
-    ) -> Answer:
-        request = prepared.request
-        text, renamed = finish_rename(request.text, answer.text, request.instruction)
-        return replace(answer, text=text, corrections=(*answer.corrections, *renamed))
+    def run(self, at: Generating, answer: Answer) -> Answer:
+        request = at.prepared.request
+        return answer.corrected(*finish_rename(request.text, answer.text, request.instruction))
 
 
 PASSES: tuple[Pass, ...] = (Resume(), Proofread(), KeepToTypos(), FinishRename())

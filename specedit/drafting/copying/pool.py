@@ -219,7 +219,7 @@ class PoolDrafter(Drafter):
         found = self.pool.search(context, limits.min_ngram, limits.max_matches, limits.max_depth)
         length, ends = self._memory_matches(memory)
         n = max(found.n, length)
-        if n < self.limits.min_ngram:
+        if n < limits.min_ngram:
             return DraftTree(root=tokens[-1])
         parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         if found.n == n:
@@ -234,7 +234,7 @@ class PoolDrafter(Drafter):
             rows = np.array([(tokens[j : j + limits.max_depth] + pad)[: len(pad)] for j in sample])
             parts.append((rows, np.array(sample), np.full(len(sample), len(ends) / len(sample))))
         rows, firsts, weights = (np.concatenate(column) for column in zip(*parts))
-        return prefix_tree(tokens[-1], rows, firsts, weights, min(budget, self.limits.max_nodes))
+        return prefix_tree(tokens[-1], rows, firsts, weights, min(budget, limits.max_nodes))
 
     def _memory_matches(self, memory: Memory) -> tuple[int, list[int]]:
         """The longest suffix match ending at an earlier memory position outside the input, and
