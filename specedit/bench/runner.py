@@ -28,14 +28,15 @@ from specedit.bench.llamacpp import LLAMA_CPP_METHODS, LlamaCpp, LlamaCppUnavail
 from specedit.bench.report import print_tables, report, summarize
 from specedit.bench.score import Row, check_task, compare_with_reference, score_row, verdict
 from specedit.bench.setups import (
+    AUTO,
     BASELINES,
     EXTERNAL,
     MERGE,
     NAMED,
     REGIONS,
-    WHOLE,
     Setup,
     costed_on,
+    located_region,
     named_region,
     parse_selection,
 )
@@ -59,12 +60,21 @@ from specedit.editing.editor import (
     prepare,
 )
 from specedit.editing.runaway import RUNAWAY
-from specedit.engine.cost import CONTEXT_PROBE, ContextCost, PassCost, measure_context
+from specedit.engine.cost import (
+    CONTEXT_PROBE,
+    PROBE_PROMPT,
+    ContextCost,
+    PassCost,
+    measure_context,
+)
 from specedit.engine.events import Stats
 from specedit.engine.options import Verification
 from specedit.engine.session import generate
 from specedit.models.bundled import ModelError
 from specedit.models.load import ENGINES, LoadedModel, load, with_draft
+
+# A prompt's tokens besides the input and the instruction (the template's), with room to spare.
+PROMPT_FRAME = 256
 
 
 class BenchError(Exception):
@@ -104,7 +114,7 @@ def run_bench(
     missing = [d for d in prompt_sets if d and not Path(d).is_dir()]
     if missing:
         raise BenchError(f"prompt sets must be folders of <kind>.toml files: {missing[0]}")
-    regions = regions or [WHOLE]
+    regions = regions or [AUTO]
     selections = selections or ["1"]
     if bad := [s for s in selections if parse_selection(s) is None]:
         raise BenchError(f"unknown selection {bad[0]}: N (up to N candidates) or voteN")
@@ -161,10 +171,11 @@ def run_bench(
     console = console or Console(width=max(Console().width, 110))
     floors: dict[str, list[ContextCost]] = {}
     pass_costs: dict[str, PassCost] = {}  # what sized the drafts, kept for replays
+    reach = {engine: _reach(models[engine], tasks, max_new_tokens) for engine in engines}
     for engine in engines:
         asked = tuple(s.method for s in setups if s.engine == engine and s.method in METHODS)
         _warm_up(models[engine], asked)
-        floors[engine] = [_floor_costs(models[engine])]
+        floors[engine] = [_floor_costs(models[engine], reach[engine])]
         pass_costs[engine] = models[engine].pass_cost()
     rows: list[Row] = []
     timed: list[Setup] = []  # each row's setup
@@ -205,7 +216,7 @@ def run_bench(
     # Measured again once every row is timed: other work on the machine only adds time, so the
     # lower of the two floors is nearer the machine's own.
     for engine in engines:
-        floors[engine].append(_floor_costs(models[engine]))
+        floors[engine].append(_floor_costs(models[engine], reach[engine]))
     for row, setup in zip(rows, timed, strict=True):
         _set_floors(row, setup, floors, pass_costs)
     summary = summarize(rows, labels)
@@ -269,12 +280,31 @@ def _cold(lm: LoadedModel) -> None:
 def _run_setup(
     lm: LoadedModel, task: Task, request: EditRequest, setup: Setup, llama: LlamaCpp | None
 ) -> Row:
-    """One task by one setup, timed from the request to the checked text."""
+    """One task by one setup, timed from the request to the checked text. AUTO edits as the
+    CLI does: the region it picks, then the whole text where the answer went on past it."""
     _cold(lm)
     start = time.perf_counter()
-    whole: Callable[[str], str] = str  # the whole text, given the answer
     if setup.region == NAMED:
-        request, whole = named_region(task, request)
+        return _edit_row(lm, task, *named_region(task, request), setup, llama, start)
+    if setup.region == AUTO:
+        narrowed, whole = located_region(request)
+        row = _edit_row(lm, task, narrowed, whole, setup, llama, start)
+        if narrowed is request or row.stop != "length":
+            return row
+    return _edit_row(lm, task, request, str, setup, llama, start)
+
+
+def _edit_row(
+    lm: LoadedModel,
+    task: Task,
+    request: EditRequest,
+    whole: Callable[[str], str],
+    setup: Setup,
+    llama: LlamaCpp | None,
+    start: float,
+) -> Row:
+    """`request` edited by `setup`, its row timed from `start`; `whole` turns an answer into
+    the whole text."""
     if setup.method == MERGE:
         merged = snippets.merge(task.input, task.instruction, task.language)
         if merged is not None:
@@ -490,6 +520,21 @@ def _warm_up(lm: LoadedModel, methods: tuple[str, ...] = ()) -> None:
     build_artefacts(lm, tuple(dict.fromkeys(methods)) or None)
 
 
-def _floor_costs(lm: LoadedModel) -> ContextCost:
-    """What a token costs by its position on this machine now, which the floors are made of."""
-    return measure_context(lm.model, min(CONTEXT_PROBE, lm.context_length // 2))
+def _reach(lm: LoadedModel, tasks: list[Task], max_new_tokens: int | None) -> int:
+    """The furthest position the tasks' generations reach: each prompt holds its input once and
+    the answer about as much again, unless the answer is capped shorter."""
+    furthest = 0
+    for task in tasks:
+        text = task.input + task.instruction
+        input_tokens = len(lm.tokenizer(text, add_special_tokens=False)["input_ids"])
+        answer = input_tokens if max_new_tokens is None else min(input_tokens, max_new_tokens)
+        furthest = max(furthest, input_tokens + answer + PROMPT_FRAME)
+    return furthest
+
+
+def _floor_costs(lm: LoadedModel, reach: int) -> ContextCost:
+    """What a token costs by its position on this machine now, which the floors are made of,
+    measured over the positions the tasks reach (whole prefill batches, CONTEXT_PROBE at most):
+    the probe prefills its length twice, so a bench of short tasks does not pay for long ones."""
+    length = min(-(-reach // PROBE_PROMPT) * PROBE_PROMPT, CONTEXT_PROBE, lm.context_length // 2)
+    return measure_context(lm.model, length)

@@ -13,6 +13,7 @@ from specedit.editing.editor import (
     EditRequest,
     in_region,
 )
+from specedit.editing.localize import locate
 from specedit.editing.region import NAME_IN_BACKTICKS, Region
 from specedit.engine.options import STRICT, Verification
 
@@ -27,13 +28,14 @@ EXTERNAL = {*BASELINES, *LLAMA_CPP_METHODS}  # setups that are not the engine: s
 MERGE = "merge"
 
 
-# What a setup rewrites: the whole input, or (NAMED) only the first function or class that the
-# instruction names in backticks and the input defines, as a user who names it would pass it to
-# `--lines NAME` (a task that names none is edited whole).
-WHOLE, NAMED = "whole", "named"
+# What a setup rewrites: (AUTO) what the CLI's edit would, the functions of a long file that the
+# instruction is about (editing/localize.py); the whole input; or (NAMED) only the first function
+# or class that the instruction names in backticks and the input defines, as a user who names it
+# would pass it to `--lines NAME` (a task that names none is edited whole).
+AUTO, WHOLE, NAMED = "auto", "whole", "named"
 
 
-REGIONS = (WHOLE, NAMED)
+REGIONS = (AUTO, WHOLE, NAMED)
 
 
 def named_region(task: Task, request: EditRequest) -> tuple[EditRequest, Callable[[str], str]]:
@@ -46,6 +48,12 @@ def named_region(task: Task, request: EditRequest) -> tuple[EditRequest, Callabl
     return request, str
 
 
+def located_region(request: EditRequest) -> tuple[EditRequest, Callable[[str], str]]:
+    """The request for the region AUTO picks (none: the whole input), as the CLI picks it."""
+    located = locate(request)
+    return in_region(request, located.region) if located else (request, str)
+
+
 @dataclass(frozen=True)
 class Setup:
     """One column of the comparison: how a task is edited."""
@@ -55,7 +63,7 @@ class Setup:
     prompts: str = ""  # a folder of <kind>.toml templates; "" = the shipped ones
     attempts: int = 1  # > 1: retry with the task's tests as the check (the --test loop)
     engine: str = "torch"  # where the engine's passes run: transformers or llama.cpp
-    region: str = WHOLE  # NAMED: only the definition the instruction names (`--lines NAME`)
+    region: str = AUTO  # as the CLI edits; WHOLE: the whole input; NAMED: as `--lines NAME`
     selection: str = "1"  # candidates per edit: N (drawn while unacceptable) or voteN (--samples)
 
     @property
@@ -67,7 +75,7 @@ class Setup:
             label += f"@{Path(self.prompts).name}"
         if self.attempts > 1:
             label += f"x{self.attempts}"
-        if self.region != WHOLE:
+        if self.region != AUTO:
             label += f"+{self.region}"
         if self.selection != "1":
             label += f"~s{self.selection}"
@@ -95,7 +103,7 @@ def costed_on(label: str) -> str:
 def reference(label: str) -> str:
     """The plain-decoding setup a label is compared with: `ar` on the same engine, editing the
     same region (its answer is another text than the whole file's)."""
-    region = f"+{NAMED}" if f"+{NAMED}" in label else ""
+    region = next((f"+{r}" for r in (NAMED, WHOLE) if f"+{r}" in label), "")
     return "ar" + region + (label[label.index("/") :] if "/" in label else "")
 
 

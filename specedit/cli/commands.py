@@ -147,7 +147,17 @@ def _run_edits(
             code = max(
                 code,
                 edit_file(
-                    editor, file, template, delivery, console, test, text, region, read, samples
+                    editor,
+                    file,
+                    template,
+                    delivery,
+                    console,
+                    test,
+                    text,
+                    region,
+                    read,
+                    samples,
+                    narrow=not options.whole,
                 ),
             )
     raise typer.Exit(code)

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import NamedTuple
 
 from rich.console import Console
 
@@ -31,6 +32,7 @@ from specedit.editing import safety, snippets
 from specedit.editing.attempts import Attempt, attempt_edits
 from specedit.editing.checks import CheckRefused, command_check, run_command
 from specedit.editing.editor import (
+    CutOff,
     EditError,
     Editor,
     EditorUnavailable,
@@ -39,6 +41,7 @@ from specedit.editing.editor import (
     Mode,
     in_region,
 )
+from specedit.editing.localize import Located, locate
 from specedit.editing.prompts import EditPrompt, PromptError, language_for
 from specedit.editing.region import Region
 from specedit.editing.selection import ONE, Candidate, Samples, draw_edits
@@ -168,12 +171,15 @@ def edit_file(
     region: Region | None = None,
     read: Fingerprint | None = None,
     samples: Samples = ONE,
+    narrow: bool = False,
 ) -> int:
     """Edit one file (or stdin for '-') and deliver the result; returns the exit code. `text` is
     the file's text when the caller has read it already, and `read` the file's fingerprint then
     (`files.read_input`): an in-place write checks the file still matches it. Without `text` the
     file is read here, fingerprint included. With `region`, the model rewrites only those lines
-    and everything else is kept as it was; checks and tests see the whole file.
+    and everything else is kept as it was; checks and tests see the whole file. With `narrow`
+    (and no `region`), the edit of a long file is narrowed to the function the instruction is
+    about, where one stands out (`localize.locate`).
 
     With `test`, candidates are edited and checked until one passes (`attempts.attempt_edits`); the
     first that passes is delivered, and if none does nothing is written (exit 5). Without it,
@@ -187,39 +193,34 @@ def edit_file(
             source = read_input(path)
             text, read = source.text, source.fingerprint
         request = replace(template, text=text, language=language_for(path))
-        whole = str  # the whole file, given the model's answer
-        if region:
-            try:
-                request, whole = in_region(request, region)
-            except ValueError as exc:
-                raise InputError(f"{name}: {exc}") from None
-        written = Written(text, whole)
-        if test is None:
-            candidate = choose_candidate(
-                run, request, written, samples, name, delivery.quiet, editor.decode
-            )
-            tries = None
-        else:
-            with command_check(test.command, Path(path), test.timeout) as check:
-                tries = attempt_edits(
-                    run,
-                    request,
-                    lambda answer: check(written(answer)),
-                    test.attempts,
-                    editor.decode,
-                )
-            # the delivered candidate is the last one: the one that passed, if any did
-            tried = (t.candidate for t in reversed(tries) if t.candidate is not None)
-            candidate = next(tried, None)
-            if candidate is not None and not delivery.quiet:
-                say_what_was_mended(name, candidate.result)
+        located = locate(request) if narrow and not region else None
+        if located:
+            region = located.region
+            if not delivery.quiet:
+                say(f"{name}: editing {located.describe()}; --whole edits all of it")
+        draw = Drawer(run, name, Path(path), delivery.quiet, editor.decode, test, samples)
+        try:
+            drawn = draw(request, region)
+        except CutOff:
+            if located is None:
+                raise
+            # the model went on past the functions chosen for it: what it would change lies
+            # elsewhere, so the whole file is edited, as --whole would
+            if not delivery.quiet:
+                say(f"{name}: the answer went on past {located.name}; editing the whole file")
+            located = None
+            drawn = draw(request, None)
+        request, candidate, tries = drawn.request, drawn.candidate, drawn.tries
     except (InputError, EditError, PromptError, DrafterUnavailable, CheckRefused) as exc:
         error(str(exc))
         return Exit.INPUT
     except EditorUnavailable as exc:
         error(str(exc))
         return Exit.MODEL
-    report = Report(name, delivery, request.method, editor.engine, live, tries, editor.startup)
+    region_record = _region_record(request, located)
+    report = Report(
+        name, delivery, request.method, editor.engine, live, tries, editor.startup, region_record
+    )
     if tries is not None:
         for number, attempt in enumerate(tries, 1):
             if not attempt.passed and (not tries[-1].passed or not delivery.quiet):
@@ -234,8 +235,68 @@ def edit_file(
             ran = any(attempt.check is not None for attempt in tries)
             return max(code, Exit.TEST_FAILED if ran else Exit.INPUT)
     checked = candidate.verdict.checked if candidate.verdict else None
-    code = _deliver(path, name, text, whole(candidate.text), delivery, request, read, checked)
+    code = _deliver(path, name, text, drawn.whole(candidate.text), delivery, request, read, checked)
     return max(code, report.stats(candidate, code == Exit.UNSAFE))
+
+
+class Drawn(NamedTuple):
+    request: EditRequest  # as the model was asked: for a region, the region's text
+    whole: Callable[[str], str]  # the whole file, given the model's answer
+    candidate: Candidate | None  # the one to deliver: with --test, the last drawn
+    tries: list[Attempt] | None  # the --test attempts, None without --test
+
+
+@dataclass(frozen=True)
+class Drawer:
+    """Draws an edit's candidates, for the whole file or a region of it: with --test until one
+    passes (`attempts.attempt_edits`), else as `samples` says (`choose_candidate`)."""
+
+    run: Callable[[EditRequest], Candidate]
+    name: str
+    path: Path
+    quiet: bool
+    decode: Callable[[list[int]], str]
+    test: CheckCommand | None
+    samples: Samples
+
+    def __call__(self, request: EditRequest, region: Region | None) -> Drawn:
+        written = Written(request.text)
+        if region:
+            try:
+                request, whole = in_region(request, region)
+            except ValueError as exc:
+                raise InputError(f"{self.name}: {exc}") from None
+            written = Written(written.original, whole)
+        if self.test is None:
+            chosen = choose_candidate(
+                self.run, request, written, self.samples, self.name, self.quiet, self.decode
+            )
+            return Drawn(request, written.whole, chosen, None)
+        with command_check(self.test.command, self.path, self.test.timeout) as check:
+            tries = attempt_edits(
+                self.run,
+                request,
+                lambda answer: check(written(answer)),
+                self.test.attempts,
+                self.decode,
+            )
+        # the delivered candidate is the last one: the one that passed, if any did
+        candidate = next((t.candidate for t in reversed(tries) if t.candidate is not None), None)
+        if candidate is not None and not self.quiet:
+            say_what_was_mended(self.name, candidate.result)
+        return Drawn(request, written.whole, candidate, tries)
+
+
+def _region_record(request: EditRequest, located: Located | None) -> dict | None:
+    """The stats' record of the lines an edit wrote, where not the whole file: given by
+    --lines, or chosen, and why."""
+    around = request.surroundings
+    if around is None:
+        return None
+    record = {"lines": [around.first, around.last], "shown": around.shown_lines()}
+    if located:
+        return record | {"name": located.name, "why": located.why}
+    return record | {"why": "--lines"}
 
 
 def choose_candidate(
@@ -478,6 +539,7 @@ class Report:
     summary_shown: bool  # the dashboard already showed its summary line
     tries: list[Attempt] | None  # the --test attempts, None without --test
     startup: dict[str, float]  # the editor's start-up seconds by stage
+    region: dict | None = None  # the lines edited, where not the whole file, and why
 
     def stats(self, candidate: Candidate, refused: bool = False) -> int:
         """Report them (`_save`, `_summary_wanted`) with the attribution the candidate carries;
@@ -494,6 +556,8 @@ class Report:
         }
         if result.statement is not None:
             stats["statement"] = result.statement
+        if self.region is not None:
+            stats["region"] = self.region
         seconds = stats["seconds"]  # where the wall time went, from start-up to the last token
         stats["wall_seconds"] = {
             **{k: round(v, 4) for k, v in {**self.startup, **result.timings}.items()},

@@ -183,6 +183,14 @@ class EditOptions:
             min=0,
         ),
     ] = None
+    whole: Annotated[
+        bool,
+        opt(
+            "--whole",
+            help="Edit the whole file even where the instruction is about one function of a long "
+            "Python file (such an edit otherwise reads and writes only that function).",
+        ),
+    ] = False
     max_new_tokens: Annotated[
         int | None,
         opt(
@@ -321,6 +329,8 @@ class EditOptions:
                 problems.append(str(exc))
         if self.lines is not None and len(files) > 1:
             problems.append("--lines edits one file")
+        if self.lines is not None and self.whole:
+            problems.append("--lines edits a region and --whole the whole file: choose one")
         if self.lines is None and self.context is not None:
             problems.append("--context is the context of a region: add --lines")
         if not instruction.strip():

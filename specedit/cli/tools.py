@@ -92,10 +92,12 @@ def bench(
     regions: Annotated[
         str,
         typer.Option(
-            help="Comma-separated: whole (the whole input), named (only the function or class "
-            "the instruction names, as --lines NAME; labelled method+named)."
+            help="Comma-separated: auto (as the CLI edits: only the functions of a long Python "
+            "file that the instruction is about), whole (the whole input; labelled method+whole), "
+            "named (only the function or class the instruction names, as --lines NAME; labelled "
+            "method+named)."
         ),
-    ] = "whole",
+    ] = "auto",
     samples: Annotated[
         str,
         typer.Option(

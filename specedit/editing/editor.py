@@ -36,6 +36,11 @@ class EditError(Exception):
     """The edit cannot be done or was cut off; nothing should be written."""
 
 
+class CutOff(EditError):
+    """The answer reached its token limit: for a region, most often because the model went on
+    past it (`cut_off`)."""
+
+
 class EditorUnavailable(Exception):
     """Where edits run cannot be reached or failed (a server that is down); like a model that
     cannot load, it ends the run with the model error code."""
@@ -553,15 +558,15 @@ def proofread_answer(
     )
 
 
-def cut_off(tokens: int, surroundings: Surroundings | None) -> EditError:
+def cut_off(tokens: int, surroundings: Surroundings | None) -> CutOff:
     """The error of an answer that reached its token limit. A region's limit is sized by the
     region, so an answer that reaches it has written more than the region: most often the
     model rewrites the file, because what it would change lies outside the region."""
     if surroundings is None:
-        return EditError(
+        return CutOff(
             f"the edit was cut off at the token limit ({tokens} new tokens); raise --max-new-tokens"
         )
-    return EditError(
+    return CutOff(
         f"the answer for lines {surroundings.first}-{surroundings.last} ran to its token limit "
         f"({tokens} new tokens) without ending the region: the model wrote more than the region, "
         "often because what it would change lies outside it; widen --lines or leave it out "

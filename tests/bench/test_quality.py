@@ -182,6 +182,28 @@ def test_a_named_setup_is_compared_with_plain_decoding_of_the_same_region():
     assert reference("pld+named/llama.cpp") == "ar+named/llama.cpp"
     assert reference("adapld@state+named") == "ar+named"
     assert reference("pld/llama.cpp") == "ar/llama.cpp" and reference("adapld") == "ar"
+    assert reference("adapld+whole/llama.cpp") == "ar+whole/llama.cpp"
+
+
+def test_the_bench_edits_a_long_file_as_the_cli_does_and_the_whole_file_where_asked():
+    """AUTO (the default) narrows a long file's edit to the function the instruction is
+    about, as the CLI does; WHOLE does not; a short file is edited whole by both."""
+    from specedit.bench.setups import Setup, located_region
+    from specedit.editing.editor import EditRequest
+
+    functions = "".join(
+        f"def f{i}(x):\n" + "    x += 1\n" * 8 + "    return x\n\n\n" for i in range(20)
+    )
+    long = EditRequest(functions, "f7() adds one too many", prompt="fix", language="python")
+    narrowed, whole = located_region(long)
+    assert narrowed.text.startswith("def f7(x):") and narrowed.surroundings.first == 85
+    assert whole(narrowed.text) == functions
+    short = replace(long, text=functions[:300])
+    assert located_region(short) == (short, str)
+    assert [Setup("adapld").label, Setup("adapld", region="whole").label] == [
+        "adapld",
+        "adapld+whole",
+    ]
 
 
 def test_named_regions_and_unknown_regions_are_refused_where_they_mean_nothing():
@@ -300,3 +322,33 @@ def test_a_bench_run_reports_each_row_against_its_floor(tiny_model_dir, tmp_path
     assert data["pass_costs"]["torch"]["sizes"] == list(lm.pass_cost().sizes)
     (replayed,) = replay_run(report, ["pld"])
     assert replayed.task == "add" and replayed.seconds >= replayed.copy_bound > 0
+
+
+def test_the_floor_probe_reaches_as_far_as_the_tasks_do(monkeypatch):
+    """The floor's costs are measured over the positions the tasks' prompts and answers reach,
+    in whole prefill batches: a bench of short tasks does not prefill 2,048 tokens twice, and a
+    long one is measured as far as the probe goes."""
+    from specedit.bench import runner
+    from specedit.engine.cost import CONTEXT_PROBE, PROBE_PROMPT
+
+    lengths = []
+    monkeypatch.setattr(runner, "measure_context", lambda model, length: lengths.append(length))
+
+    def words(text: str, add_special_tokens: bool) -> dict[str, list[str]]:
+        return {"input_ids": text.split()}
+
+    lm = SimpleNamespace(tokenizer=words, model=None, context_length=32768)
+
+    def task(words: int) -> SimpleNamespace:
+        return SimpleNamespace(input="w " * words, instruction="fix it")
+
+    for tasks, max_new_tokens in [
+        ([task(10)], None),
+        ([task(10), task(400)], None),
+        ([task(400)], 16),
+        ([task(5000)], None),
+    ]:
+        runner._floor_costs(lm, runner._reach(lm, tasks, max_new_tokens))
+    assert lengths == [PROBE_PROMPT, 3 * PROBE_PROMPT, 2 * PROBE_PROMPT, CONTEXT_PROBE]
+    runner._floor_costs(SimpleNamespace(model=None, context_length=2048), 4000)
+    assert lengths[-1] == 1024  # half the model's context at most

@@ -106,7 +106,7 @@ def test_bench_edits_the_named_region_and_judges_the_whole_file(bundled_model_di
     )
     assert result.exit_code == 0, result.stderr
     whole, named = json.loads(report.read_text())["rows"]
-    assert (whole["method"], named["method"]) == ("pld", "pld+named")
+    assert (whole["method"], named["method"]) == ("pld+whole", "pld+named")
     assert named["new_tokens"] < whole["new_tokens"]
     # Scored and tested on the whole file: whatever the model did to the region's 10 lines, the
     # 25 before it are there.

@@ -1,0 +1,248 @@
+"""Which part of a long file an instruction is about, so that an edit reads and writes only that.
+
+Rewriting a whole file costs every line of it twice (read, then written), however well it is
+drafted: on a CPU a fix in a file of a thousand lines takes minutes. Where the instruction
+points at one function (it names it, or its words are that function's words), the edit is made
+as `--lines NAME --context N` would make it: the model sees the function and the lines around
+it, writes the function, and every other byte is kept. An instruction about the whole file
+(every, all, each, a rename...) and a short file are edited whole: there a region saves little
+and a wrong guess costs the edit.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+from specedit.editing.editor import EditRequest, Mode
+from specedit.editing.region import DEFINITIONS, UNPARSABLE, Region
+
+NARROWED = (Mode.FIX, Mode.EDIT)  # a rewrite or a snippet to apply concerns the whole text
+LONG_FILE_LINES = 200  # shorter files are edited whole
+CONTEXT_LINES = 20  # lines shown on each side of a chosen region
+REGION_LINES = 150  # a region grows by the functions it calls up to this many lines
+CALL_DEPTH = 2  # ... and calls of calls
+MARGIN = 1.5  # a region found by words alone scores this much above the next, or none is chosen
+
+IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# Words of an instruction that ask for a change all over the file.
+WHOLE_FILE = re.compile(
+    r"\b(?:every|all|each|everywhere|throughout|whole|entire|rename|renames|renaming|typos?)\b",
+    re.IGNORECASE,
+)
+# A name written as code: name(), obj.name, a_snake_name, camelCase; and anything in backticks.
+CODE_NAME = re.compile(
+    r"\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*(?=\s*\()"  # name( or obj.name(
+    r"|\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+"  # obj.name
+    r"|\b\w*[a-z0-9]_\w+|\b_\w+"  # snake_case, _private
+    r"|\b[a-z]+[A-Z]\w*"  # camelCase
+)
+QUOTED = re.compile(r"`([^`]+)`")
+IDENTIFIER_PATH = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
+SUBWORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+# Words that say nothing of where: English glue, the words of any bug report, Python's own
+# (words of one or two letters are dropped anyway).
+GLUE = """and are but can does for from has have into its not than that the then there this too
+was when where which while with without would should must instead wrong error bug fix fixes
+correct correctly broken function functions method methods class value values return returns
+returned result results call calls called gives give get gets none true false self cls def
+raise raises make makes use uses used work works file code line lines set one two new old"""
+STOPWORDS = frozenset(GLUE.split())
+
+
+@dataclass(frozen=True)
+class Located:
+    """The region an edit is narrowed to, and why (for the dashboard and the stats)."""
+
+    region: Region
+    name: str
+    why: str
+
+    def describe(self) -> str:
+        return f"{self.name} (lines {self.region.first}-{self.region.last}): {self.why}"
+
+
+@dataclass(frozen=True, eq=False)
+class _Unit:
+    """A function or method of the file: what a region can be."""
+
+    name: str  # dotted: Class.method
+    first: int
+    last: int
+    words: Counter[str]
+    calls: frozenset[str]  # the names it calls: f(), obj.f(), self.f()
+
+    @property
+    def short(self) -> str:
+        return self.name.rsplit(".", 1)[-1]
+
+
+def locate(request: EditRequest) -> Located | None:
+    """The functions of the request's text (Python, LONG_FILE_LINES or longer) that a fix or an
+    edit is about, or None where the whole text should be edited: a short file, not Python,
+    another mode, an instruction about the whole file, or no function that stands out."""
+    text, instruction = request.text, request.instruction
+    if request.mode not in NARROWED or request.surroundings is not None:
+        return None
+    if request.language != "python" or text.count("\n") < LONG_FILE_LINES:
+        return None
+    if WHOLE_FILE.search(instruction):
+        return None
+    units = _units(text)
+    if not units:
+        return None
+    named = _named(units, instruction)
+    if named and _span(named) <= REGION_LINES:
+        chosen, why = named, "named in the instruction"
+    else:  # several of that name: told apart by the instruction's other words
+        ranked = _ranked(named, CODE_NAME.sub(" ", instruction)) if named else None
+        ranked = ranked or _ranked(units, instruction)
+        if ranked is None:
+            return None
+        unit, shared = ranked
+        chosen, why = [unit], f"the instruction's words: {', '.join(shared)}"
+    called = _grown(chosen, units)
+    if len(called) > len(chosen):
+        why += "; with what it calls: " + ", ".join(u.name for u in called[len(chosen) :])
+    first, last = min(u.first for u in called), max(u.last for u in called)
+    name = " and ".join(u.name for u in chosen)
+    return Located(Region(first, last, context=CONTEXT_LINES), name, why)
+
+
+def _span(units: list[_Unit]) -> int:
+    return max(u.last for u in units) - min(u.first for u in units) + 1
+
+
+def _grown(chosen: list[_Unit], units: list[_Unit]) -> list[_Unit]:
+    """`chosen` and the functions of the file they call, and those these call (CALL_DEPTH),
+    nearest first, while the lines from the first to the last stay within REGION_LINES: a
+    bug report names the function it called, and the bug may be in one that calls."""
+    by_name: dict[str, list[_Unit]] = {}
+    for unit in units:
+        by_name.setdefault(unit.short, []).append(unit)
+    grown, frontier = list(chosen), list(chosen)
+    for _ in range(CALL_DEPTH):
+        callees = [
+            callee
+            for unit in frontier
+            for name in sorted(unit.calls)
+            for callee in by_name.get(name, [])
+            if callee not in grown
+        ]
+        frontier = []
+        for callee in dict.fromkeys(callees):
+            if _span([*grown, callee]) <= REGION_LINES:
+                grown.append(callee)
+                frontier.append(callee)
+    return grown
+
+
+def _named(units: list[_Unit], instruction: str) -> list[_Unit]:
+    """The units the instruction names as code (`name`, name(), obj.name, a_snake_name):
+    by their dotted name where it is written so, else by their own."""
+    written = set(CODE_NAME.findall(instruction))
+    for quoted in QUOTED.findall(instruction):
+        written.update(IDENTIFIER_PATH.findall(quoted))
+    exact = [u for u in units if u.name in written]
+    if exact:
+        return exact
+    short = {name.rsplit(".", 1)[-1] for name in written}
+    return [u for u in units if u.short in short]
+
+
+def _ranked(units: list[_Unit], instruction: str) -> tuple[_Unit, list[str]] | None:
+    """The unit whose words are the instruction's (BM25: rare words count more), with the
+    words they share; None where none shares a word or none stands MARGIN above the next."""
+    asked = set(_words(instruction))
+    if not asked:
+        return None
+    lengths = [sum(u.words.values()) for u in units]
+    average = sum(lengths) / len(units) or 1.0
+    holding = Counter(word for u in units for word in set(u.words) & asked)
+    scores = []
+    for unit, length in zip(units, lengths, strict=True):
+        score = 0.0
+        for word in asked & set(unit.words):
+            idf = math.log(1 + (len(units) - holding[word] + 0.5) / (holding[word] + 0.5))
+            tf = unit.words[word]
+            score += idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * length / average))
+        scores.append((score, unit))
+    scores.sort(key=lambda pair: -pair[0])
+    (top, unit), runner_up = scores[0], scores[1][0] if len(scores) > 1 else 0.0
+    if top <= 0 or top < MARGIN * runner_up:
+        return None
+    return unit, sorted(asked & set(unit.words))
+
+
+def _units(text: str) -> list[_Unit]:
+    """The file's functions and methods, nested ones inside theirs (a method of a nested
+    class is its class's)."""
+    try:
+        tree = ast.parse(text.removeprefix("\ufeff"))
+    except UNPARSABLE:
+        return []
+    lines = text.split("\n")
+    units = []
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.ClassDef):
+                visit(child, f"{prefix}{child.name}.")
+            elif isinstance(child, DEFINITIONS):
+                first = min([child.lineno] + [d.lineno for d in child.decorator_list])
+                body = "\n".join(lines[first - 1 : child.end_lineno])
+                calls = frozenset(_called(child))
+                units.append(
+                    _Unit(
+                        prefix + child.name, first, child.end_lineno, Counter(_words(body)), calls
+                    )
+                )
+            elif isinstance(child, ast.stmt):
+                visit(child, prefix)
+
+    visit(tree, "")
+    return units
+
+
+def _called(node: ast.AST) -> set[str]:
+    """The names `node` calls: `f` of f(), obj.f() and self.f() alike (which object's method
+    is called is not known before it runs)."""
+    names = set()
+    for call in ast.walk(node):
+        if isinstance(call, ast.Call):
+            if isinstance(call.func, ast.Name):
+                names.add(call.func.id)
+            elif isinstance(call.func, ast.Attribute):
+                names.add(call.func.attr)
+    return names
+
+
+def _words(text: str) -> list[str]:
+    """Lower-case words of `text`, identifiers split into theirs (`_wrap_chunks`: wrap,
+    chunk; `maxSplit`: max, split), stemmed, glue words dropped."""
+    words = []
+    for identifier in IDENTIFIER.findall(text):
+        for part in SUBWORD.findall(identifier):
+            word = part.lower()
+            if len(word) > 2 and word not in STOPWORDS:
+                words.append(_stem(word))
+    return words
+
+
+def _stem(word: str) -> str:
+    """`word` without the ending that inflects it, roughly: splitting, split and splits are
+    one word here, and so are matches and match, archiving and archive."""
+    for ending in ("ing", "ed", "es", "s"):
+        stem = word.removesuffix(ending)
+        if stem == word or len(stem) < 3 or (stem.endswith("s") and ending == "s"):
+            continue
+        if ending == "es" and not stem.endswith(("ch", "sh", "x", "ss")):
+            continue
+        if ending in ("ing", "ed") and len(stem) > 3 and stem[-1] == stem[-2]:
+            stem = stem[:-1]  # wrapping: wrap
+        word = stem
+        break
+    return word.removesuffix("e") if len(word) > 3 else word  # archive: archiv, as archiving

@@ -1,0 +1,254 @@
+"""An edit of a long file narrows itself to the function the instruction is about, and to
+nothing where the instruction is about the whole file or no function stands out."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import pytest
+from rich.console import Console
+
+from specedit.cli.deliver import Delivery, edit_file
+from specedit.cli.exits import Exit
+from specedit.editing import prompts
+from specedit.editing.editor import EditRequest, EditResult, cut_off
+from specedit.editing.localize import CONTEXT_LINES, LONG_FILE_LINES, REGION_LINES, locate
+from specedit.engine.events import Generation, Stats
+
+TOPICS = [
+    ("parse_header", "header", "Split a mail header into its name and its value."),
+    ("read_config", "config", "Read the settings file into a dictionary of options."),
+    ("render_table", "table", "Draw the rows as a table with padded columns."),
+    ("send_message", "message", "Send the message to every recipient over the socket."),
+    ("compress_block", "block", "Squeeze a block of bytes with run-length encoding."),
+    ("checksum", "digest", "Add up the bytes of a digest modulo 65521."),
+]
+
+
+def _function(name: str, noun: str, doc: str) -> str:
+    body = "\n".join(f"    {noun}_{i} = {noun}[{i}:] or {noun}" for i in range(30))
+    return f'def {name}({noun}):\n    """{doc}"""\n{body}\n    return {noun}_0\n\n\n'
+
+
+class_text = textwrap.dedent(
+    '''\
+    class Inbox:
+        """Messages waiting to be read."""
+
+        def unread(self):
+            """How many messages nobody opened yet."""
+            return sum(1 for message in self.messages if not message.opened)
+
+        def archive(self, message):
+            """Move a message to the archive folder."""
+            self._move(message, self.archived)
+
+        def _move(self, message, folder):
+            self.messages.remove(message)
+            folder.append(message)
+
+
+    '''
+)
+LONG = "import os\n\n\n" + "".join(_function(*topic) for topic in TOPICS) + class_text
+
+
+def _locate(text: str, instruction: str, language: str = "python", mode: str = "fix"):
+    return locate(EditRequest(text, instruction, language=language, mode=mode))
+
+
+def _lines_of(name: str) -> tuple[int, int]:
+    lines = LONG.split("\n")
+    first = next(i for i, line in enumerate(lines, 1) if line.lstrip().startswith(f"def {name}("))
+    last = first
+    while last < len(lines) and (
+        lines[last].startswith(" ") and not lines[last].lstrip().startswith("def ")
+    ):
+        last += 1
+    return first, last
+
+
+def test_the_long_file_is_long():
+    assert LONG.count("\n") >= LONG_FILE_LINES
+
+
+@pytest.mark.parametrize(
+    ("instruction", "name", "why"),
+    [
+        ("read_config() drops the last option", "read_config", "named in the instruction"),
+        ("`compress_block` loses a byte", "compress_block", "named in the instruction"),
+        ("Inbox.unread counts opened messages too", "Inbox.unread", "named in the instruction"),
+        ("unread() counts opened messages too", "Inbox.unread", "named in the instruction"),
+        # no name: the words that only one function holds
+        ("the padded columns of the table are one short", "render_table", "words"),
+        ("mail headers are split in the wrong place", "parse_header", "words"),
+    ],
+)
+def test_the_function_the_instruction_is_about_is_the_region(instruction, name, why):
+    located = _locate(LONG, instruction)
+    assert located is not None and located.name == name
+    assert why in located.why
+    first, last = _lines_of(name.split(".")[-1])
+    assert (located.region.first, located.region.last) == (first, last)
+    assert located.region.context == CONTEXT_LINES
+
+
+@pytest.mark.parametrize(
+    "instruction",
+    [
+        "fix every typo in the docstrings",  # about the whole file
+        "add type hints to all functions",
+        "rename compress_block to squeeze",
+        "it crashes",  # no word that says where
+        "the result is wrong sometimes",
+    ],
+)
+def test_an_instruction_about_the_whole_file_or_nowhere_edits_it_whole(instruction):
+    assert _locate(LONG, instruction) is None
+
+
+def test_short_files_other_languages_and_other_modes_are_edited_whole():
+    short = "".join(_function(*topic) for topic in TOPICS[:2])
+    assert short.count("\n") < LONG_FILE_LINES
+    named = "read_config() drops the last option"
+    assert _locate(short, named) is None
+    assert _locate(LONG, named, language="markdown") is None
+    assert _locate(LONG, named, mode="rewrite") is None
+    assert _locate(LONG, named, mode="edit").name == "read_config"
+    broken = LONG.replace("def checksum(digest):", "def checksum(digest:")
+    assert _locate(broken, named) is None
+
+
+def test_a_region_grows_by_the_functions_it_calls():
+    """A bug report names what it called; the bug may be in a helper that calls."""
+    located = _locate(LONG, "Inbox.archive() loses the message")
+    assert located.name == "Inbox.archive" and "with what it calls: Inbox._move" in located.why
+    assert (located.region.first, located.region.last) == (
+        _lines_of("archive")[0],
+        _lines_of("_move")[1],
+    )
+
+
+def test_a_name_defined_twice_is_told_apart_by_the_words_or_both_are_edited():
+    far = textwrap.dedent(
+        '''\
+        class Outbox:
+            def unread(self):
+                """Drafts never sent."""
+                return [draft for draft in self.drafts if not draft.sent]
+        '''
+    )
+    twice = far + LONG  # the two lie further apart than a region may span
+    assert _lines_of("unread")[0] > REGION_LINES
+    located = _locate(twice, "unread() lists drafts that were sent")
+    assert located is not None and located.name == "Outbox.unread"
+    assert _locate(twice, "unread() is wrong") is None  # nothing tells them apart
+    near = _locate(LONG + far, "unread() is wrong")  # both fit in one region: both are edited
+    assert near.name == "Inbox.unread and Outbox.unread"
+
+
+def test_words_alone_choose_a_function_only_when_it_stands_out():
+    # "message" is in send_message and in Inbox's methods: no function stands out
+    assert _locate(LONG, "the message goes missing") is None
+
+
+class RecordingEditor:
+    """Stands in for the model: takes one character off the first slice it is given, and
+    keeps what it was asked."""
+
+    def __init__(self) -> None:
+        self.startup: dict[str, float] = {}
+        self.engine = "scripted"
+        self.requests: list[EditRequest] = []
+
+    def decode(self, tokens: list[int]) -> str:
+        return ""
+
+    def edit(self, request, on_start=None, on_step=None) -> EditResult:
+        self.requests.append(request)
+        prompt = prompts.EditPrompt([], "```", request.text, 0, 0)
+        if on_start:
+            on_start(prompt, 100)
+        generation = Generation([], "stop", Stats(new_tokens=1, forward_passes=1))
+        return EditResult(request.text.replace("[0:]", "[1:]", 1), generation, prompt)
+
+
+def _edit(tmp_path, instruction, **options):
+    path = tmp_path / "long.py"
+    path.write_text(LONG)
+    stats = tmp_path / "stats.json"
+    editor = RecordingEditor()
+    code = edit_file(
+        editor,
+        str(path),
+        EditRequest("", instruction, prompt="fix"),
+        Delivery(in_place=True, quiet=True, stats_file=stats),
+        Console(stderr=True),
+        **options,
+    )
+    return code, path.read_text(), editor.requests, json.loads(stats.read_text())
+
+
+def test_a_narrowed_edit_asks_for_the_function_and_writes_the_whole_file(tmp_path):
+    code, written, [request], stats = _edit(tmp_path, "read_config() is off by one", narrow=True)
+    first, last = _lines_of("read_config")
+    assert code == Exit.OK
+    assert request.text == "".join(LONG.splitlines(keepends=True)[first - 1 : last])
+    assert (request.surroundings.first, request.surroundings.last) == (first, last)
+    # only the region's first copy changed; every line outside it is the file's own
+    assert written == LONG.replace("config[0:]", "config[1:]", 1)
+    region = stats["region"]
+    assert region["lines"] == [first, last] and region["name"] == "read_config"
+    assert region["why"] == "named in the instruction"
+    assert region["shown"] == [first - CONTEXT_LINES, last + CONTEXT_LINES]
+
+
+def test_without_narrowing_the_whole_file_is_edited(tmp_path):
+    code, written, [request], stats = _edit(tmp_path, "read_config() is off by one")
+    assert code == Exit.OK and request.text == LONG and request.surroundings is None
+    assert "region" not in stats
+    assert written == LONG.replace("header[0:]", "header[1:]", 1)  # the file's first copy
+
+
+def test_whole_and_lines_are_refused_together_before_a_model_loads(tmp_path):
+    from typer.testing import CliRunner
+
+    from specedit.cli import app
+
+    path = tmp_path / "long.py"
+    path.write_text(LONG)
+    result = CliRunner().invoke(app, ["fix", str(path), "x", "--lines", "1-2", "--whole"])
+    assert result.exit_code == 2 and "choose one" in result.stderr
+
+
+class PastTheRegionEditor(RecordingEditor):
+    """A model that, asked for a region, goes on past it to its token limit."""
+
+    def edit(self, request, on_start=None, on_step=None) -> EditResult:
+        if request.surroundings is not None:
+            self.requests.append(request)
+            raise cut_off(100, request.surroundings)
+        return super().edit(request, on_start, on_step)
+
+
+def test_an_answer_that_goes_past_the_chosen_region_is_made_for_the_whole_file(tmp_path, capsys):
+    path = tmp_path / "long.py"
+    path.write_text(LONG)
+    editor = PastTheRegionEditor()
+    code = edit_file(
+        editor,
+        str(path),
+        EditRequest("", "read_config() is off by one", prompt="fix"),
+        Delivery(in_place=True),
+        Console(stderr=True),
+        narrow=True,
+    )
+    assert code == Exit.OK
+    narrowed, whole = editor.requests
+    assert narrowed.surroundings is not None and narrowed.text != LONG
+    assert whole.surroundings is None and whole.text == LONG
+    assert path.read_text() == LONG.replace("header[0:]", "header[1:]", 1)
+    said = capsys.readouterr().err
+    assert "editing read_config (lines" in said and "--whole edits all of it" in said
+    assert "the answer went on past read_config; editing the whole file" in said
