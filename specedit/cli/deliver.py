@@ -106,15 +106,15 @@ class Watch:
     plain attribution of its tokens otherwise (`on_start` and `on_step` are the editor's
     callbacks)."""
 
-    def __init__(self, editor: Editor, name: str, console: Console, live: bool) -> None:
-        self.editor, self.name, self.console, self.live = editor, name, console, live
+    def __init__(self, editor: Editor, title: str, console: Console, live: bool) -> None:
+        self.editor, self.title, self.console, self.live = editor, title, console, live
         self.view: Dashboard | None = None
         self.attribution: Attribution | None = None
         self.stack = ExitStack()
 
     def on_start(self, prompt: EditPrompt, max_new_tokens: int) -> None:
         if self.live:
-            view = Dashboard(prompt, self.editor.decode, max_new_tokens, self.name, self.console)
+            view = Dashboard(prompt, self.editor.decode, max_new_tokens, self.title, self.console)
             self.view = self.stack.enter_context(view)
             self.attribution = self.view.attribution
         else:
@@ -140,12 +140,12 @@ class Watcher:
     """Runs each generation of one file's edit under a `Watch` of its own."""
 
     editor: Editor
-    name: str
+    title: str  # the dashboard's: the file's name, and the region's where one was chosen
     console: Console
     live: bool
 
     def __call__(self, request: EditRequest) -> Candidate:
-        return Watch(self.editor, self.name, self.console, self.live).run(request)
+        return Watch(self.editor, self.title, self.console, self.live).run(request)
 
 
 @dataclass(frozen=True)
@@ -187,17 +187,18 @@ def edit_file(
     """
     name = "stdin" if path == "-" else path
     live = dashboard_enabled(console, delivery.quiet)
-    run = Watcher(editor, name, console, live)
     try:
         if text is None:
             source = read_input(path)
             text, read = source.text, source.fingerprint
         request = replace(template, text=text, language=language_for(path))
         located = locate(request) if narrow and not region else None
+        title = name
         if located:
-            region = located.region
+            region, title = located.region, f"{name}: {located.name}"
             if not delivery.quiet:
                 say(f"{name}: editing {located.describe()}; --whole edits all of it")
+        run = Watcher(editor, title, console, live)
         draw = Drawer(run, name, Path(path), delivery.quiet, editor.decode, test, samples)
         try:
             drawn = draw(request, region)
@@ -209,7 +210,7 @@ def edit_file(
             if not delivery.quiet:
                 say(f"{name}: the answer went on past {located.name}; editing the whole file")
             located = None
-            drawn = draw(request, None)
+            drawn = replace(draw, run=Watcher(editor, name, console, live))(request, None)
         request, candidate, tries = drawn.request, drawn.candidate, drawn.tries
     except (InputError, EditError, PromptError, DrafterUnavailable, CheckRefused) as exc:
         error(str(exc))

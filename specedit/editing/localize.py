@@ -25,12 +25,15 @@ LONG_FILE_LINES = 200  # shorter files are edited whole
 CONTEXT_LINES = 20  # lines shown on each side of a chosen region
 REGION_LINES = 150  # a region grows by the functions it calls up to this many lines
 CALL_DEPTH = 2  # ... and calls of calls
+FOREIGN_LINES = 15  # ... while it takes in no more lines of other functions than this
 MARGIN = 1.5  # a region found by words alone scores this much above the next, or none is chosen
 
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-# Words of an instruction that ask for a change all over the file.
+# Words of an instruction that ask for a change all over the file ("all the functions", not
+# "not at all").
 WHOLE_FILE = re.compile(
-    r"\b(?:every|all|each|everywhere|throughout|whole|entire|rename|renames|renaming|typos?)\b",
+    r"\b(?:every|each|everywhere|throughout|entire|whole (?:file|module)|renam\w*|typos?"
+    r"|all (?:the |of the )?\w+s)\b",
     re.IGNORECASE,
 )
 # A name written as code: name(), obj.name, a_snake_name, camelCase; and anything in backticks.
@@ -116,10 +119,20 @@ def _span(units: list[_Unit]) -> int:
     return max(u.last for u in units) - min(u.first for u in units) + 1
 
 
+def _foreign(region: list[_Unit], units: list[_Unit]) -> int:
+    """The lines of other functions that lie between the first and last line of `region`."""
+    first, last = min(u.first for u in region), max(u.last for u in region)
+    return sum(
+        max(0, min(u.last, last) - max(u.first, first) + 1) for u in units if u not in region
+    )
+
+
 def _grown(chosen: list[_Unit], units: list[_Unit]) -> list[_Unit]:
     """`chosen` and the functions of the file they call, and those these call (CALL_DEPTH),
-    nearest first, while the lines from the first to the last stay within REGION_LINES: a
-    bug report names the function it called, and the bug may be in one that calls."""
+    while the lines from the first to the last stay within REGION_LINES and take in little of
+    other functions (FOREIGN_LINES): a bug report names the function it called, and the bug
+    may be in one that it calls; a helper defined far away is left out, since rewriting the
+    functions in between risks more than the helper could gain."""
     by_name: dict[str, list[_Unit]] = {}
     for unit in units:
         by_name.setdefault(unit.short, []).append(unit)
@@ -134,7 +147,8 @@ def _grown(chosen: list[_Unit], units: list[_Unit]) -> list[_Unit]:
         ]
         frontier = []
         for callee in dict.fromkeys(callees):
-            if _span([*grown, callee]) <= REGION_LINES:
+            widened = [*grown, callee]
+            if _span(widened) <= REGION_LINES and _foreign(widened, units) <= FOREIGN_LINES:
                 grown.append(callee)
                 frontier.append(callee)
     return grown
@@ -174,7 +188,9 @@ def _ranked(units: list[_Unit], instruction: str) -> tuple[_Unit, list[str]] | N
     (top, unit), runner_up = scores[0], scores[1][0] if len(scores) > 1 else 0.0
     if top <= 0 or top < MARGIN * runner_up:
         return None
-    return unit, sorted(asked & set(unit.words))
+    shared = asked & set(unit.words)
+    written = [w.lower() for w in IDENTIFIER.findall(instruction)]
+    return unit, sorted({w for w in written if set(_words(w)) & shared})
 
 
 def _units(text: str) -> list[_Unit]:

@@ -130,6 +130,14 @@ def test_a_region_grows_by_the_functions_it_calls():
     )
 
 
+def test_a_region_does_not_grow_over_other_functions_to_a_helper_far_away():
+    calling = LONG.replace("return message_0", "return checksum(message_0)")
+    located = _locate(calling, "send_message() sends nothing")
+    assert located.name == "send_message" and "calls" not in located.why
+    first, last = _lines_of("send_message")
+    assert (located.region.first, located.region.last) == (first, last)
+
+
 def test_a_name_defined_twice_is_told_apart_by_the_words_or_both_are_edited():
     far = textwrap.dedent(
         '''\
