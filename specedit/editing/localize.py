@@ -23,9 +23,6 @@ from specedit.editing.region import DEFINITIONS, UNPARSABLE, Region
 NARROWED = (Mode.FIX, Mode.EDIT)  # a rewrite or a snippet to apply concerns the whole text
 LONG_FILE_LINES = 200  # shorter files are edited whole
 CONTEXT_LINES = 20  # lines shown on each side of a chosen region
-REGION_LINES = 150  # a region grows by the functions it calls up to this many lines
-CALL_DEPTH = 2  # ... and calls of calls
-FOREIGN_LINES = 15  # ... while it takes in no more lines of other functions than this
 MARGIN = 1.5  # a region found by words alone scores this much above the next, or none is chosen
 
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -76,7 +73,6 @@ class _Unit:
     first: int
     last: int
     words: Counter[str]
-    calls: frozenset[str]  # the names it calls: f(), obj.f(), self.f()
 
     @property
     def short(self) -> str:
@@ -98,60 +94,16 @@ def locate(request: EditRequest) -> Located | None:
     if not units:
         return None
     named = _named(units, instruction)
-    if named and _span(named) <= REGION_LINES:
-        chosen, why = named, "named in the instruction"
-    else:  # several of that name: told apart by the instruction's other words
+    if len(named) == 1:
+        unit, why = named[0], "named in the instruction"
+    else:  # several named: told apart by the instruction's other words; none: by its words
         ranked = _ranked(named, CODE_NAME.sub(" ", instruction)) if named else None
         ranked = ranked or _ranked(units, instruction)
         if ranked is None:
             return None
         unit, shared = ranked
-        chosen, why = [unit], f"the instruction's words: {', '.join(shared)}"
-    called = _grown(chosen, units)
-    if len(called) > len(chosen):
-        why += "; with what it calls: " + ", ".join(u.name for u in called[len(chosen) :])
-    first, last = min(u.first for u in called), max(u.last for u in called)
-    name = " and ".join(u.name for u in chosen)
-    return Located(Region(first, last, context=CONTEXT_LINES), name, why)
-
-
-def _span(units: list[_Unit]) -> int:
-    return max(u.last for u in units) - min(u.first for u in units) + 1
-
-
-def _foreign(region: list[_Unit], units: list[_Unit]) -> int:
-    """The lines of other functions that lie between the first and last line of `region`."""
-    first, last = min(u.first for u in region), max(u.last for u in region)
-    return sum(
-        max(0, min(u.last, last) - max(u.first, first) + 1) for u in units if u not in region
-    )
-
-
-def _grown(chosen: list[_Unit], units: list[_Unit]) -> list[_Unit]:
-    """`chosen` and the functions of the file they call, and those these call (CALL_DEPTH),
-    while the lines from the first to the last stay within REGION_LINES and take in little of
-    other functions (FOREIGN_LINES): a bug report names the function it called, and the bug
-    may be in one that it calls; a helper defined far away is left out, since rewriting the
-    functions in between risks more than the helper could gain."""
-    by_name: dict[str, list[_Unit]] = {}
-    for unit in units:
-        by_name.setdefault(unit.short, []).append(unit)
-    grown, frontier = list(chosen), list(chosen)
-    for _ in range(CALL_DEPTH):
-        callees = [
-            callee
-            for unit in frontier
-            for name in sorted(unit.calls)
-            for callee in by_name.get(name, [])
-            if callee not in grown
-        ]
-        frontier = []
-        for callee in dict.fromkeys(callees):
-            widened = [*grown, callee]
-            if _span(widened) <= REGION_LINES and _foreign(widened, units) <= FOREIGN_LINES:
-                grown.append(callee)
-                frontier.append(callee)
-    return grown
+        why = f"the instruction's words: {', '.join(shared)}"
+    return Located(Region(unit.first, unit.last, context=CONTEXT_LINES), unit.name, why)
 
 
 def _named(units: list[_Unit], instruction: str) -> list[_Unit]:
@@ -210,30 +162,14 @@ def _units(text: str) -> list[_Unit]:
             elif isinstance(child, DEFINITIONS):
                 first = min([child.lineno] + [d.lineno for d in child.decorator_list])
                 body = "\n".join(lines[first - 1 : child.end_lineno])
-                calls = frozenset(_called(child))
                 units.append(
-                    _Unit(
-                        prefix + child.name, first, child.end_lineno, Counter(_words(body)), calls
-                    )
+                    _Unit(prefix + child.name, first, child.end_lineno, Counter(_words(body)))
                 )
             elif isinstance(child, ast.stmt):
                 visit(child, prefix)
 
     visit(tree, "")
     return units
-
-
-def _called(node: ast.AST) -> set[str]:
-    """The names `node` calls: `f` of f(), obj.f() and self.f() alike (which object's method
-    is called is not known before it runs)."""
-    names = set()
-    for call in ast.walk(node):
-        if isinstance(call, ast.Call):
-            if isinstance(call.func, ast.Name):
-                names.add(call.func.id)
-            elif isinstance(call.func, ast.Attribute):
-                names.add(call.func.attr)
-    return names
 
 
 def _words(text: str) -> list[str]:
