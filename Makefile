@@ -6,6 +6,7 @@ DEV := $(VENV)/.dev
 STAMP := $(VENV)/.installed
 
 LLAMACPP := $(VENV)/.llamacpp
+CORES ?= auto
 
 .PHONY: install demo test test-fast lint format bench clean
 
@@ -36,12 +37,15 @@ $(LLAMACPP): $(STAMP)
 	$(BIN)/pip install --quiet -e '.[bundled,dev,llamacpp]'
 	touch $(LLAMACPP)
 
+# The fast tier on every core (its tests are tiny and independent), then the end-to-end tier one
+# test at a time (each of its models runs on every core already).
 test: lint $(LLAMACPP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -m "not e2e" -n $(CORES)
+	$(BIN)/python -m pytest -m e2e
 
-# The fast tier: tiny random models, no bundled model installed (about a minute).
+# The fast tier: tiny random models, no bundled model installed.
 test-fast: $(DEV)
-	$(BIN)/python -m pytest -m "not e2e"
+	$(BIN)/python -m pytest -m "not e2e" -n $(CORES)
 
 lint: $(DEV)
 	$(BIN)/ruff check .

@@ -6,6 +6,9 @@ missing."""
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import ctypes.util
 import functools
 import gc
 import importlib.util
@@ -53,17 +56,37 @@ def open_umask() -> Iterator[None]:
     os.umask(previous)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _models_freed_after_each_module() -> Iterator[None]:
+# Resident memory past which the models loaded so far are let go after a test.
+HELD_LIMIT = 3 * 2**30
+
+
+@pytest.fixture(autouse=True)
+def _models_freed_when_many_are_held() -> Iterator[None]:
     """`models.load` keeps every model it loaded for the life of the process (a CLI or a server
-    loads one); over the e2e tier that would be every bundled model, on each engine and context
-    size, at once. Each test module starts with none loaded, so the tier holds at most what one
-    module loads (e2e/test_llamacpp.py loads the most: both engines, several context sizes)."""
+    loads one); over the e2e tier that would be every bundled model, on each engine, dtype and
+    context size, at once. After a test that leaves the process holding more than HELD_LIMIT,
+    they are let go, and the heap handed back to the system (glibc keeps freed memory
+    otherwise), so that the tier holds about what one test needs while the tests that follow
+    one another on the same model still share it."""
     yield
+    if _resident_bytes() <= HELD_LIMIT:
+        return
     from specedit.models.load import load
 
     load.cache_clear()
     gc.collect()
+    if (libc := ctypes.util.find_library("c")) is not None:
+        with contextlib.suppress(AttributeError):  # not glibc
+            ctypes.CDLL(libc).malloc_trim(0)
+
+
+def _resident_bytes() -> int:
+    """This process's resident memory (0 where /proc does not say)."""
+    try:
+        with open("/proc/self/statm") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 @pytest.fixture(scope="session")
