@@ -15,7 +15,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -270,3 +270,29 @@ class ChainsOnly:
         target = TransformersTarget(self.model)
         target.trees = False
         return target
+
+
+class ScriptedEditor:
+    """Stands in for the model in an edit: answers with the text it was asked for, changed by
+    `change`, and keeps the requests."""
+
+    def __init__(self, change: Callable[[str], str]) -> None:
+        self.change = change
+        self.startup: dict[str, float] = {}
+        self.engine = "scripted"
+        self.requests: list = []
+
+    def decode(self, tokens: list[int]) -> str:
+        return ""
+
+    def edit(self, request, on_start=None, on_step=None):
+        from specedit.editing import prompts
+        from specedit.editing.editor import EditResult
+        from specedit.engine.events import Generation, Stats
+
+        self.requests.append(request)
+        prompt = prompts.EditPrompt([], "```", request.text, 0, 0)
+        if on_start:
+            on_start(prompt, 100)
+        generation = Generation([], "stop", Stats(new_tokens=1, forward_passes=1))
+        return EditResult(self.change(request.text), generation, prompt)

@@ -7,14 +7,13 @@ import json
 import textwrap
 
 import pytest
+from helpers import ScriptedEditor
 from rich.console import Console
 
 from specedit.cli.deliver import Delivery, edit_file
 from specedit.cli.exits import Exit
-from specedit.editing import prompts
-from specedit.editing.editor import EditRequest, EditResult, cut_off
+from specedit.editing.editor import EditRequest, cut_off
 from specedit.editing.localize import CONTEXT_LINES, LONG_FILE_LINES, locate
-from specedit.engine.events import Generation, Stats
 
 TOPICS = [
     ("parse_header", "header", "Split a mail header into its name and its value."),
@@ -150,32 +149,16 @@ def test_words_alone_choose_a_function_only_when_it_stands_out():
     assert _locate(LONG, "the message goes missing") is None
 
 
-class RecordingEditor:
-    """Stands in for the model: takes one character off the first slice it is given, and
-    keeps what it was asked."""
-
-    def __init__(self) -> None:
-        self.startup: dict[str, float] = {}
-        self.engine = "scripted"
-        self.requests: list[EditRequest] = []
-
-    def decode(self, tokens: list[int]) -> str:
-        return ""
-
-    def edit(self, request, on_start=None, on_step=None) -> EditResult:
-        self.requests.append(request)
-        prompt = prompts.EditPrompt([], "```", request.text, 0, 0)
-        if on_start:
-            on_start(prompt, 100)
-        generation = Generation([], "stop", Stats(new_tokens=1, forward_passes=1))
-        return EditResult(request.text.replace("[0:]", "[1:]", 1), generation, prompt)
+def _slicing() -> ScriptedEditor:
+    """Takes one character off the first slice of the text it is asked for."""
+    return ScriptedEditor(lambda text: text.replace("[0:]", "[1:]", 1))
 
 
 def _edit(tmp_path, instruction, **options):
     path = tmp_path / "long.py"
     path.write_text(LONG)
     stats = tmp_path / "stats.json"
-    editor = RecordingEditor()
+    editor = _slicing()
     code = edit_file(
         editor,
         str(path),
@@ -219,10 +202,13 @@ def test_whole_and_lines_are_refused_together_before_a_model_loads(tmp_path):
     assert result.exit_code == 2 and "choose one" in result.stderr
 
 
-class PastTheRegionEditor(RecordingEditor):
+class PastTheRegionEditor(ScriptedEditor):
     """A model that, asked for a region, goes on past it to its token limit."""
 
-    def edit(self, request, on_start=None, on_step=None) -> EditResult:
+    def __init__(self) -> None:
+        super().__init__(_slicing().change)
+
+    def edit(self, request, on_start=None, on_step=None):
         if request.surroundings is not None:
             self.requests.append(request)
             raise cut_off(100, request.surroundings)

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import re
 import sys
-from dataclasses import replace
 
 import pytest
+from helpers import ScriptedEditor
 from rich.console import Console
 from typer.testing import CliRunner
 
@@ -15,9 +15,8 @@ from specedit.cli import app
 from specedit.cli.deliver import CheckCommand, Delivery, edit_file
 from specedit.cli.exits import Exit
 from specedit.editing import prompts
-from specedit.editing.editor import EditRequest, EditResult
+from specedit.editing.editor import EditRequest
 from specedit.editing.region import Region
-from specedit.engine.events import Generation, Stats
 
 # A form feed and a CRLF line outside the region: bytes that a careless split would change.
 FILE = (
@@ -81,30 +80,15 @@ def test_an_answer_that_runs_past_the_region_ends_where_the_rest_begins(tokenize
     assert prompts.extract(tokenizer, ids, prompt) is None  # without the region: cut off
 
 
-class ScriptedEditor:
-    """Stands in for the model: doubles instead of tripling, and keeps what it was asked."""
-
-    def __init__(self) -> None:
-        self.startup: dict[str, float] = {}
-        self.engine = "scripted"
-        self.requests: list[EditRequest] = []
-
-    def decode(self, tokens: list[int]) -> str:
-        return ""
-
-    def edit(self, request, on_start=None, on_step=None) -> EditResult:
-        self.requests.append(request)
-        prompt = prompts.EditPrompt([], "```", request.text, 0, 0)
-        if on_start:
-            on_start(prompt, 100)
-        generation = Generation([], "stop", Stats(new_tokens=1, forward_passes=1))
-        return EditResult(request.text.replace("x * 3", "x * 2"), generation, prompt)
+def _doubling() -> ScriptedEditor:
+    """Doubles instead of tripling."""
+    return ScriptedEditor(lambda text: text.replace("x * 3", "x * 2"))
 
 
 def _edit(tmp_path, region, test=None, text=FILE):
     path = tmp_path / "calc.py"
     path.write_bytes(text.encode())
-    editor = ScriptedEditor()
+    editor = _doubling()
     template = EditRequest("", "double() triples", prompt="fix")
     code = edit_file(
         editor,
@@ -142,10 +126,8 @@ def test_a_region_past_the_end_is_an_input_error_and_nothing_is_written(tmp_path
     assert "calc.py: --lines 8-12: the file has 8 lines" in capsys.readouterr().err
 
 
-class BreakingEditor(ScriptedEditor):
-    def edit(self, request, on_start=None, on_step=None) -> EditResult:
-        result = super().edit(request, on_start, on_step)
-        return replace(result, text="def double(x:\n")
+def _breaking() -> ScriptedEditor:
+    return ScriptedEditor(lambda text: "def double(x:\n")
 
 
 def test_the_safety_check_reads_the_whole_file(tmp_path):
@@ -153,7 +135,7 @@ def test_the_safety_check_reads_the_whole_file(tmp_path):
     path = tmp_path / "calc.py"
     path.write_bytes(FILE.encode())
     code = edit_file(
-        BreakingEditor(),
+        _breaking(),
         str(path),
         EditRequest("", "fix", prompt="fix"),
         Delivery(in_place=True, quiet=True),
