@@ -65,7 +65,7 @@ class Located:
         return f"{self.name} (lines {self.region.first}-{self.region.last}): {self.why}"
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True)
 class _Unit:
     """A function or method of the file: what a region can be."""
 
@@ -80,7 +80,7 @@ class _Unit:
 
 
 def locate(request: EditRequest) -> Located | None:
-    """The functions of the request's text (Python, LONG_FILE_LINES or longer) that a fix or an
+    """The function of the request's text (Python, LONG_FILE_LINES or longer) that a fix or an
     edit is about, or None where the whole text should be edited: a short file, not Python,
     another mode, an instruction about the whole file, or no function that stands out."""
     text, instruction = request.text, request.instruction
