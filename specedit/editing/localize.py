@@ -18,7 +18,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from specedit.editing.editor import EditRequest, Mode
-from specedit.editing.region import DEFINITIONS, UNPARSABLE, Region
+from specedit.editing.region import DEFINITIONS, Region, first_line, parse_lines
 
 NARROWED = (Mode.FIX, Mode.EDIT)  # a rewrite or a snippet to apply concerns the whole text
 LONG_FILE_LINES = 200  # shorter files are edited whole
@@ -149,8 +149,8 @@ def _units(text: str) -> list[_Unit]:
     """The file's functions and methods, nested ones inside theirs (a method of a nested
     class is its class's)."""
     try:
-        tree = ast.parse(text.removeprefix("\ufeff"))
-    except UNPARSABLE:
+        tree = parse_lines(text)
+    except ValueError:  # not Python, or line numbers a region would cut elsewhere
         return []
     lines = text.split("\n")
     units = []
@@ -160,7 +160,7 @@ def _units(text: str) -> list[_Unit]:
             if isinstance(child, ast.ClassDef):
                 visit(child, f"{prefix}{child.name}.")
             elif isinstance(child, DEFINITIONS):
-                first = min([child.lineno] + [d.lineno for d in child.decorator_list])
+                first = first_line(child)
                 body = "\n".join(lines[first - 1 : child.end_lineno])
                 units.append(
                     _Unit(prefix + child.name, first, child.end_lineno, Counter(_words(body)))

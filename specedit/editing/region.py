@@ -128,16 +128,10 @@ class Region:
         """The first and last lines of the definition named `symbol`: each dotted part is a
         definition inside the one before (a method, a nested function), the least nested one
         where several have the name (`wrap` is the module's function, not a method)."""
-        if LONE_CR.search(text):  # a line break to Python, not to `_lines`: numbers would differ
-            raise ValueError(f"--lines {self}: the file ends lines with a lone CR; give numbers")
-        try:  # a BOM is no character of the source, and moves no line
-            scope: ast.AST = ast.parse(text.removeprefix("\ufeff"))
-        except UNPARSABLE as exc:
-            where = f"line {exc.lineno}: {exc.msg}" if isinstance(exc, SyntaxError) else str(exc)
-            raise ValueError(
-                f"--lines {self}: a name is looked up in Python source, and this file does not "
-                f"parse as Python ({where}); give line numbers instead"
-            ) from None
+        try:
+            scope: ast.AST = parse_lines(text)
+        except ValueError as exc:
+            raise ValueError(f"--lines {self}: {exc}; give line numbers instead") from None
         for part in self.symbol.split("."):
             named = [(depth, node) for depth, node in _definitions(scope) if node.name == part]
             if not named:
@@ -152,11 +146,31 @@ class Region:
                     "encloses them"
                 )
             scope = found[0]
-        first = min([scope.lineno] + [d.lineno for d in scope.decorator_list])
-        return first, scope.end_lineno
+        return first_line(scope), scope.end_lineno
 
     def __str__(self) -> str:
         return self.symbol or f"{self.first}-{self.last}"
+
+
+def parse_lines(text: str) -> ast.Module:
+    """`text` parsed as Python whose line numbers are those `Region` cuts by; ValueError (a
+    reason for the user) where it does not parse, or ends lines with a lone CR (a line break
+    to Python, not to `_lines`: the numbers would differ)."""
+    if LONE_CR.search(text):
+        raise ValueError("the file ends lines with a lone CR")
+    try:  # a BOM is no character of the source, and moves no line
+        return ast.parse(text.removeprefix("\ufeff"))
+    except UNPARSABLE as exc:
+        where = f"line {exc.lineno}: {exc.msg}" if isinstance(exc, SyntaxError) else str(exc)
+        raise ValueError(
+            f"a name is looked up in Python source, and this file does not parse as Python "
+            f"({where})"
+        ) from None
+
+
+def first_line(definition: ast.AST) -> int:
+    """A function's or class's first line: its first decorator's, where it has any."""
+    return min([definition.lineno] + [d.lineno for d in definition.decorator_list])
 
 
 def named_lines(instruction: str, text: str) -> set[int]:

@@ -117,6 +117,8 @@ def test_short_files_other_languages_and_other_modes_are_edited_whole():
     assert _locate(LONG, named, mode="edit").name == "read_config"
     broken = LONG.replace("def checksum(digest):", "def checksum(digest:")
     assert _locate(broken, named) is None
+    # Python breaks lines at a lone CR, a region does not: their line numbers would differ
+    assert _locate(LONG.replace("\n", "\r", 3), named) is None
 
 
 def test_the_region_is_the_function_alone_not_what_it_calls():
