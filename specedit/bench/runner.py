@@ -171,11 +171,11 @@ def run_bench(
     console = console or Console(width=max(Console().width, 110))
     floors: dict[str, list[ContextCost]] = {}
     pass_costs: dict[str, PassCost] = {}  # what sized the drafts, kept for replays
-    reach = {engine: _reach(models[engine], tasks, max_new_tokens) for engine in engines}
+    reach = _reach(lm, tasks, max_new_tokens)  # one tokenizer: the engines run one model
     for engine in engines:
         asked = tuple(s.method for s in setups if s.engine == engine and s.method in METHODS)
         _warm_up(models[engine], asked)
-        floors[engine] = [_floor_costs(models[engine], reach[engine])]
+        floors[engine] = [_floor_costs(models[engine], reach)]
         pass_costs[engine] = models[engine].pass_cost()
     rows: list[Row] = []
     timed: list[Setup] = []  # each row's setup
@@ -216,7 +216,7 @@ def run_bench(
     # Measured again once every row is timed: other work on the machine only adds time, so the
     # lower of the two floors is nearer the machine's own.
     for engine in engines:
-        floors[engine].append(_floor_costs(models[engine], reach[engine]))
+        floors[engine].append(_floor_costs(models[engine], reach))
     for row, setup in zip(rows, timed, strict=True):
         _set_floors(row, setup, floors, pass_costs)
     summary = summarize(rows, labels)

@@ -261,18 +261,18 @@ class Drawer:
     samples: Samples
 
     def __call__(self, request: EditRequest, region: Region | None) -> Drawn:
-        written = Written(request.text)
+        original, whole = request.text, str
         if region:
             try:
                 request, whole = in_region(request, region)
             except ValueError as exc:
                 raise InputError(f"{self.name}: {exc}") from None
-            written = Written(written.original, whole)
+        written = Written(original, whole)
         if self.test is None:
             chosen = choose_candidate(
                 self.run, request, written, self.samples, self.name, self.quiet, self.decode
             )
-            return Drawn(request, written.whole, chosen, None)
+            return Drawn(request, whole, chosen, None)
         with command_check(self.test.command, self.path, self.test.timeout) as check:
             tries = attempt_edits(
                 self.run,
@@ -285,7 +285,7 @@ class Drawer:
         candidate = next((t.candidate for t in reversed(tries) if t.candidate is not None), None)
         if candidate is not None and not self.quiet:
             say_what_was_mended(self.name, candidate.result)
-        return Drawn(request, written.whole, candidate, tries)
+        return Drawn(request, whole, candidate, tries)
 
 
 def _region_record(request: EditRequest, located: Located | None) -> dict | None:
