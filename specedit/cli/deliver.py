@@ -322,6 +322,8 @@ def choose_candidate(
             refused = f" (refused: {'; '.join(drawn.problems)})" if drawn.problems else ""
             number = chosen.number + 1
             say(f"{name}: {count} candidates drawn, number {number} delivered{refused}")
+    if chosen.verdict and chosen.verdict.undefined:  # no candidate without one was drawn
+        warning(f"{name}: {chosen.verdict.problem}")
     if not quiet:
         say_what_was_mended(name, chosen.result)
     return chosen
@@ -559,6 +561,8 @@ class Report:
             stats["statement"] = result.statement
         if self.region is not None:
             stats["region"] = self.region
+        if candidate.verdict and (undefined := candidate.verdict.undefined):
+            stats["undefined_name"] = {"name": undefined.name, "line": undefined.line}
         seconds = stats["seconds"]  # where the wall time went, from start-up to the last token
         stats["wall_seconds"] = {
             **{k: round(v, 4) for k, v in {**self.startup, **result.timings}.items()},

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import itertools
+import re
 import tokenize
 from collections.abc import Callable
 
@@ -79,26 +80,71 @@ def leak_start(
     other token that differs in spaces alone, or is the same word otherwise ended (` Returns`
     for ` Return`), goes on into the same sentence, and is passed over. None where the answer
     has no choices or no such token."""
+    if not sentence:
+        return None
+
+    def window(text: str) -> tuple[int, int] | None:
+        at = text.find(sentence)
+        return None if at < 0 else (text[:at].rstrip().rfind("\n") + 1, at)
+
+    def passed_over(mine: str, other: str) -> bool:
+        return mine.isalpha() and other.isalpha() and other.startswith(mine)
+
+    return _least_sure_start(result, decode, window, passed_over)
+
+
+def check_start(
+    result: EditResult, line: str, name: str, decode: Callable[[list[int]], str]
+) -> tuple[int, ...] | None:
+    """A start for a redraw of `result`, whose answer writes `line` and uses `name` there,
+    which nothing defines: its tokens up to the least sure one from the line's start to the
+    name's end, then the likeliest other token there (another name, or a line without it).
+    None where the answer has no choices, does not write the line, or has no such token."""
+
+    def window(text: str) -> tuple[int, int] | None:
+        at = text.find(line.strip())
+        if at < 0 or (within := _word_at(line.strip(), name)) < 0:
+            return None
+        return text.rfind("\n", 0, at) + 1, at + within + len(name) - 1
+
+    return _least_sure_start(result, decode, window, lambda mine, other: False)
+
+
+def _word_at(text: str, word: str) -> int:
+    """Where `word` first stands as a whole word (an identifier) in `text`; -1 if nowhere."""
+    found = re.search(rf"(?<![\w.]){re.escape(word)}(?!\w)", text)
+    return found.start() if found else -1
+
+
+def _least_sure_start(
+    result: EditResult,
+    decode: Callable[[list[int]], str],
+    window: Callable[[str], tuple[int, int] | None],
+    passed_over: Callable[[str, str], bool],
+) -> tuple[int, ...] | None:
+    """`result`'s tokens up to the least sure one that overlaps the characters `window` gives
+    in its answer (its first and last), then the likeliest other token there; an other token
+    that is the same, writes nothing, differs in spaces alone or is `passed_over` (its text
+    and the answer's stripped) is not a choice. None where there is no choice there."""
     generation = result.generation
     tokens, runners_up = generation.tokens, generation.runners_up
-    if not runners_up or not sentence:
+    if not runners_up:
         return None
     pieces = [decode([token]) for token in tokens]
     offsets = list(itertools.accumulate(map(len, pieces), initial=0))
-    text = "".join(pieces)
-    at = text.find(sentence)
-    if at < 0:
+    span = window("".join(pieces))
+    if span is None:
         return None
-    window = text[:at].rstrip().rfind("\n") + 1  # the start of the line before it
+    first, last = span
 
-    def passed_over(position: int) -> bool:
+    def choice(position: int) -> bool:
         mine, other = pieces[position].strip(), decode([runners_up[position]]).strip()
         if runners_up[position] == tokens[position] or not other or other == mine:
-            return True
-        return mine.isalpha() and other.isalpha() and other.startswith(mine)
+            return False
+        return not passed_over(mine, other)
 
-    positions = [k for k in range(len(tokens)) if window <= offsets[k + 1] and offsets[k] <= at]
-    unsure = [k for k in positions if not passed_over(k)]
+    positions = [k for k in range(len(tokens)) if first <= offsets[k + 1] and offsets[k] <= last]
+    unsure = [k for k in positions if choice(k)]
     if not unsure:
         return None
     branch = min(unsure, key=lambda k: generation.probabilities[k])

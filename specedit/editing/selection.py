@@ -39,6 +39,10 @@ docstring edited where the code is at fault; the redraw makes the other choice
 change it made where it branched and no other (`first_change`), so it stops once that change
 is made and the first answer gives the rest (editing/second_look.py).
 
+An answer that uses a name nothing defines where the input did not (editing/lint.py: a helper
+never written, `Dict` with no import, a variable renamed in one place only) is wrong too, and
+redrawn from where it was least sure on the line that first writes the name (`CheckRedraw`).
+
 An answer that copies a sentence of its prompt's own words (`copied_from_prompt`: "Return the
 complete edited file ..." inside a docstring that paraphrased the instruction) is wrong, and
 redrawn from where it could have gone otherwise just before that sentence (`leak_start`).
@@ -53,8 +57,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, Protocol, TypeVar
 
-from specedit.editing import safety
-from specedit.editing.branches import branch_points, leak_start
+from specedit.editing import lint, safety
+from specedit.editing.branches import branch_points, check_start, leak_start
 from specedit.editing.editor import EditError, EditRequest, EditResult, Mode
 from specedit.editing.region import UNPARSABLE, named_lines
 from specedit.editing.second_look import first_change
@@ -101,12 +105,14 @@ ONE = Samples()
 
 @dataclass(frozen=True)
 class Verdict:
-    """A candidate judged on its text: why it cannot be right (None: it may be), and what the
-    safety checks found where they ran, which the delivery reads instead of checking again."""
+    """A candidate judged on its text: why it cannot be right (None: it may be), what the
+    safety checks found where they ran, which the delivery reads instead of checking again,
+    and the name it uses that nothing defines where that is its problem (editing/lint.py)."""
 
     text: str
     problem: str | None
     checked: safety.Checked | None = None
+    undefined: lint.Finding | None = None
 
     @property
     def acceptable(self) -> bool:
@@ -154,7 +160,8 @@ def judge(
     (`same_code`: a docstring, a comment or the layout changed, and nothing the code does;
     the first answer to "make `commonprefix` accept any iterable" changed a docstring's
     quotes alone), unless the instruction speaks of the prose, the typos or the layout
-    (`NO_CODE_WORDS`), which may ask for just that (trailing spaces removed)."""
+    (`NO_CODE_WORDS`), which may ask for just that (trailing spaces removed). Python that
+    uses a name nothing defines, where the input did not, is wrong too (editing/lint.py)."""
     if (
         text == original
         or (unchanged == UNCHANGED_FIX and _blanks_only(original, text))
@@ -167,7 +174,11 @@ def judge(
     ):
         return Verdict(text, unchanged)
     checked = safety.check(original, text, instruction, language)
-    return Verdict(text, checked.problems[0] if checked.problems else None, checked)
+    if checked.problems:
+        return Verdict(text, checked.problems[0], checked)
+    if language == "python" and (undefined := lint.first_new(original, text)):
+        return Verdict(text, undefined.problem(text), checked, undefined)
+    return Verdict(text, None, checked)
 
 
 def _blanks_only(original: str, text: str) -> bool:
@@ -406,6 +417,25 @@ class LeakRedraw:
         return Redraw(drawing.request.steered(forced=start, statement=first.result.statement))
 
 
+class CheckRedraw:
+    """A first answer that uses a name nothing defines, redrawn from where it was least sure
+    on the line that first writes the name, up to the name (`check_start`). A fix's keeps its
+    first change only, as a branch redraw's does; none is drawn where the answer was sure of
+    every token there, and the next policy has its say."""
+
+    def redraw(self, drawing: Drawing, number: int, problem: str | None) -> Redraw | None:
+        first = drawing.first
+        if number != 1 or first is None or first.verdict.undefined is None:
+            return None
+        undefined = first.verdict.undefined
+        line = first.verdict.text.splitlines()[undefined.line - 1]
+        start = check_start(first.result, line, undefined.name, drawing.decode)
+        if not start:
+            return None
+        fix = drawing.unchanged == UNCHANGED_FIX
+        return Redraw(drawing.branched(start, fix), first_change_only=fix)
+
+
 @dataclass(frozen=True)
 class BranchRedraw:
     """An unchanged answer to a fix or an edit, redrawn from the first candidate's next branch
@@ -452,12 +482,13 @@ class SampledRedraw:
 def redraw_policies(unchanged: str | None, vote: bool) -> list[RedrawPolicy]:
     """The policies for the candidates after the first, in the order they are asked: votes
     are independent samples; otherwise a first answer that copied its prompt's words is
-    redrawn from just before them, an unchanged answer to a fix or an edit (`unchanged`: what
+    redrawn from just before them, one that uses a name nothing defines from the line that
+    writes it, an unchanged answer to a fix or an edit (`unchanged`: what
     is wrong with one) from a branch point, a fix that may be right gets its second look, and
     any other is sampled."""
     if vote:
         return [SampledRedraw()]
-    policies: list[RedrawPolicy] = [LeakRedraw()]
+    policies: list[RedrawPolicy] = [LeakRedraw(), CheckRedraw()]
     if unchanged is not None:
         policies.append(BranchRedraw(fix=unchanged == UNCHANGED_FIX))
     if unchanged == UNCHANGED_FIX:

@@ -1,0 +1,88 @@
+"""Names an answer uses that nothing defines (editing/lint.py), and what a candidate with one
+gets: refused, and redrawn from the line that writes it (editing/selection.py)."""
+
+from __future__ import annotations
+
+from specedit.editing import lint, selection
+from specedit.editing.editor import EditRequest, EditResult
+from specedit.editing.prompts import EditPrompt
+from specedit.engine.events import Generation, Stats
+
+SOURCE = (
+    "import os\n"
+    "from typing import List\n"
+    "\n"
+    "\n"
+    "def names(folder: str) -> List[str]:\n"
+    "    found = os.listdir(folder)\n"
+    "    return sorted(found)\n"
+)
+
+
+def _new(edited: str, original: str = SOURCE) -> list[tuple[str, int]]:
+    return [(f.name, f.line) for f in lint.new_findings(original, edited)]
+
+
+def test_what_an_answer_brings_in_is_found_with_its_line():
+    helper = SOURCE.replace("sorted(found)", "_natural(sorted(found))")
+    assert _new(helper) == [("_natural", 7)]
+    no_import = SOURCE.replace("List[str]", "Dict[str, int]")
+    assert _new(no_import) == [("Dict", 5)]
+    import_dropped = SOURCE.replace("import os\n", "")
+    assert _new(import_dropped) == [("os", 5)]
+    renamed_once = SOURCE.replace("found = os", "entries = os")
+    assert _new(renamed_once) == [("found", 7)]
+    assert _new(SOURCE.replace("sorted(found)", "sorted(found, reverse=True)")) == []
+
+
+def test_the_input_s_own_undefined_names_and_unparsable_text_are_set_aside():
+    injected = SOURCE.replace("sorted(found)", "sorted(found, key=_)")  # gettext's _ say
+    assert _new(injected.replace("reverse", "x"), original=injected) == []
+    twice = injected.replace("found = os", "found = _ and os")
+    assert _new(twice, original=injected) == []  # wherever it is used
+    assert lint.findings("def f(:\n") == []
+    assert lint.findings("\ufeffx = y\n")[0].name == "y"
+
+
+def test_a_candidate_that_uses_a_name_nothing_defines_is_not_acceptable():
+    answer = SOURCE.replace("sorted(found)", "_natural(sorted(found))")
+    verdict = selection.judge(SOURCE, answer, "sort naturally", "python", selection.UNCHANGED_FIX)
+    assert verdict.problem == (
+        "it uses '_natural', which nothing defines (line 7: return _natural(sorted(found)))"
+    )
+    assert verdict.undefined.name == "_natural"
+    assert selection.judge(SOURCE, answer, "sort naturally", "", None).acceptable  # not Python
+
+
+def test_a_fix_that_uses_a_name_nothing_defines_is_redrawn_from_the_line_that_writes_it():
+    """The redraw takes the other token where the first answer was least sure, between the
+    start of the line that first uses the name and the name itself (a token after the name,
+    less sure still, cannot undo it), and keeps the first answer elsewhere."""
+    original = "import math\n\n\ndef area(r):\n    return r * r\n"
+    vocabulary = [
+        "import math\n\n\n",
+        "def area(r):\n",
+        "    return",
+        " pi",
+        " * r * r\n",
+        " math.pi",
+        " r",
+        " * r ** 2\n",
+    ]
+    decode = lambda tokens: "".join(vocabulary[t] for t in tokens)  # noqa: E731
+    first = [0, 1, 2, 3, 4]
+    answers = iter([decode(first), decode([0, 1, 2, 5, 4])])
+    prompt = EditPrompt([6], "```", original, 0, 1)
+    asked: list[EditRequest] = []
+
+    def run(request: EditRequest) -> EditResult:
+        asked.append(request)
+        probabilities, runners_up = [1.0, 1.0, 0.9, 0.5, 0.3], [0, 1, 6, 5, 7]
+        generation = Generation(first, "eos", Stats(), probabilities, runners_up)
+        return EditResult(next(answers), generation, prompt)
+
+    request = EditRequest(original, "area() must use pi", prompt="fix", language="python")
+    drawn = selection.draw_edits(run, request, str, selection.Samples(2), decode)
+    assert [r.steering.forced for r in asked] == [(), (0, 1, 2, 5)]
+    assert drawn.problems == ["it uses 'pi', which nothing defines (line 5: return pi * r * r)"]
+    assert drawn.chosen.text == original.replace("return r", "return math.pi * r")
