@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 LLAMACPP := $(VENV)/.llamacpp
 CORES ?= auto
 
-.PHONY: install demo test test-fast lint format bench clean
+.PHONY: install demo test test-fast lint format bench llama-server clean
 
 install: $(STAMP)
 
@@ -57,6 +57,12 @@ format: $(DEV)
 
 bench: install
 	$(BIN)/specedit bench --json bench.json
+
+# llama.cpp's own server, the bench's peer (`--methods llama-server-ngram-mod`), built from the
+# llama.cpp that llama-cpp-python vendors (about 15 minutes on 2 cores) where the bench finds it.
+llama-server: $(LLAMACPP)
+	PYTHON=$(BIN)/python bash tools/build_llama_server.sh \
+		"$$($(BIN)/python -c 'from specedit.bench.llamaserver import binary_home; print(binary_home())')"
 
 clean:
 	rm -rf $(VENV) build *.egg-info

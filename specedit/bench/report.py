@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from specedit.bench.llamacpp import LLAMA_CPP_METHODS
+from specedit.bench.llamaserver import PEERS
 from specedit.bench.score import Row, verdict
 from specedit.editing.runaway import RUNAWAY
 from specedit.engine.cost import ContextCost, PassCost
@@ -94,7 +95,7 @@ def summarize(rows: list[Row], methods: list[str]) -> dict[str, dict]:
                 if r.method == method
             ]
             summary[method]["median_over_hf_pld"] = round(statistics.median(ratios), 3)
-    for reference in LLAMA_CPP_METHODS:  # what users feel: the whole edit's wall time
+    for reference in [*LLAMA_CPP_METHODS, *PEERS]:  # what users feel: the whole edit's wall time
         walls = {r.task: r.wall_seconds for r in rows if r.method == reference}
         if not walls:
             continue
@@ -230,7 +231,9 @@ def print_tables(console: Console, rows: list[Row], summary: dict, methods: list
             )
     if reuse.rows:  # none when no setup ran the engine (merges, baselines)
         show(console, reuse)
-    references = [m for m in LLAMA_CPP_METHODS if f"wall_over_{m}" in summary[methods[0]]]
+    references = [
+        m for m in [*LLAMA_CPP_METHODS, *PEERS] if f"wall_over_{m}" in summary[methods[0]]
+    ]
     if references:
         versus = Table(title="against llama.cpp: how many times faster the whole edit is")
         versus.add_column("setup")

@@ -2,7 +2,8 @@
 
 Baselines come from transformers itself: `ar` is plain greedy `generate`, the reference for
 speed and for exactness, and `hf-pld` is `generate(prompt_lookup_num_tokens=10)`; `llama.cpp` and
-`llama.cpp-pld` are what local users run (`bench/llamacpp.py`). Every other method is a specedit
+`llama.cpp-pld` are what local users run (`bench/llamacpp.py`), and so are `llama-server` and its
+n-gram speculation (`bench/llamaserver.py`). Every other method is a specedit
 drafter run through the engine. All stop at the same closing fence.
 
 Quality: a task with `tests` passes when its tests pass after the edited text (run in a child
@@ -25,6 +26,7 @@ from transformers import StoppingCriteria, StoppingCriteriaList
 
 from specedit.bench.ablations import ABLATIONS, needs_draft_model
 from specedit.bench.llamacpp import LLAMA_CPP_METHODS, LlamaCpp, LlamaCppUnavailable
+from specedit.bench.llamaserver import PEERS, LlamaServer, PeerUnavailable
 from specedit.bench.report import print_tables, report, summarize
 from specedit.bench.score import Row, check_task, compare_with_reference, score_row, verdict
 from specedit.bench.setups import (
@@ -103,7 +105,7 @@ def run_bench(
     speed and exactness of that engine's setups when it is among the methods. On llama.cpp only
     the methods that read nothing but tokens run, and the hybrid (its draft model is loaded on
     each engine)."""
-    known = [*BASELINES, *LLAMA_CPP_METHODS, *METHODS, MERGE, *ABLATIONS]
+    known = [*BASELINES, *LLAMA_CPP_METHODS, *PEERS, *METHODS, MERGE, *ABLATIONS]
     unknown = [m for m in methods if m not in known]
     if unknown:
         raise BenchError(f"unknown methods {', '.join(unknown)}: choose from {', '.join(known)}")
@@ -149,11 +151,19 @@ def run_bench(
             llama = LlamaCpp(lm.name, torch.get_num_threads())
         except LlamaCppUnavailable as exc:
             raise BenchError(str(exc)) from None
+    peer = None
+    if any(m in PEERS for m in methods):
+        try:
+            peer = LlamaServer(lm.name, torch.get_num_threads())
+        except PeerUnavailable as exc:
+            raise BenchError(str(exc)) from None
     methods = list(dict.fromkeys(methods))
     # llama-cpp-python's own decoding runs once, and transformers' when torch is an engine; on
     # another engine, `ar` is that engine's plain decoding (the engine with no draft).
     external = [
-        m for m in methods if m in LLAMA_CPP_METHODS or ("torch" in engines and m in BASELINES)
+        m
+        for m in methods
+        if m in LLAMA_CPP_METHODS or m in PEERS or ("torch" in engines and m in BASELINES)
     ]
     setups = [Setup(method) for method in external] + [
         Setup(method, mode, folder, attempts, engine, region, selection)
@@ -192,7 +202,7 @@ def run_bench(
             )
             row = min(
                 (
-                    _run_setup(models.get(setup.engine, lm), task, request, setup, llama)
+                    _run_setup(models.get(setup.engine, lm), task, request, setup, llama, peer)
                     for _ in range(max(repeat, 1))
                 ),
                 key=lambda r: r.wall_seconds,
@@ -213,6 +223,8 @@ def run_bench(
             )
     if llama:
         llama.close()
+    if peer:
+        peer.close()
     # Measured again once every row is timed: other work on the machine only adds time, so the
     # lower of the two floors is nearer the machine's own.
     for engine in engines:
@@ -278,12 +290,20 @@ def _cold(lm: LoadedModel) -> None:
 
 
 def _run_setup(
-    lm: LoadedModel, task: Task, request: EditRequest, setup: Setup, llama: LlamaCpp | None
+    lm: LoadedModel,
+    task: Task,
+    request: EditRequest,
+    setup: Setup,
+    llama: LlamaCpp | None,
+    peer: LlamaServer | None,
 ) -> Row:
     """One task by one setup, timed from the request to the checked text. AUTO edits as the
-    CLI does: the region it picks, then the whole text where the answer went on past it."""
+    CLI does: the region it picks, then the whole text where the answer went on past it. A
+    server edits the whole text: it knows no regions."""
     _cold(lm)
     start = time.perf_counter()
+    if setup.method in PEERS:
+        return _peer_row(lm, task, request, setup, peer, start)
     if setup.region == NAMED:
         return _edit_row(lm, task, *named_region(task, request), setup, llama, start)
     if setup.region == AUTO:
@@ -368,6 +388,34 @@ def _edit_row(
     return row
 
 
+def _peer_row(
+    lm: LoadedModel,
+    task: Task,
+    request: EditRequest,
+    setup: Setup,
+    peer: LlamaServer,
+    start: float,
+) -> Row:
+    """`request` edited whole by a llama-server setup, its row timed from `start`."""
+    prepared = prepare(lm, request)
+    run = peer.run(setup.method, prepared.prompt, prepared.max_new_tokens)
+    row = Row(
+        task.id,
+        setup.label,
+        run.new_tokens,
+        run.seconds,
+        run.passes,
+        group=task.group,
+        stop=run.stop,
+        wall_seconds=time.perf_counter() - start,
+        prompt_tokens=len(prepared.prompt.ids),
+    )
+    if run.drafted:
+        row.server = {"drafted": run.drafted, "accepted": run.accepted}
+    score_row(row, run.text, task, check_task(task, run.text))
+    return row
+
+
 def _outcome(attempt: Attempt, whole: Callable[[str], str], original: str) -> str:
     """One --attempts try in a word (Row.tries); `whole` turns its answer into the text."""
     if attempt.result is None:
@@ -422,8 +470,10 @@ def _run_samples(
         return drawn[-1]
 
     samples = selection.Samples(*parse_selection(setup.selection))
-    chosen = selection.draw_edits(run, request, whole, samples, editor.decode).chosen
+    candidates = selection.draw_edits(run, request, whole, samples, editor.decode)
+    chosen = candidates.chosen
     row = _candidates_row(task, setup, drawn, time.perf_counter() - start, len(drawn), chosen)
+    row.problems = candidates.problems
     text = whole(chosen.text) if chosen else None
     score_row(row, text, task, check_task(task, text))
     return row

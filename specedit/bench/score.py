@@ -34,6 +34,8 @@ class Row:
     # was) or "error" (no answer: cut off, runaway); which try passed, and what came before.
     tries: list[str] = field(default_factory=list)
     unchanged: bool | None = None  # output == input
+    # What the candidates judged without tests (--samples) were refused for, in order.
+    problems: list[str] = field(default_factory=list)
     dropped: int | None = None  # input lines without a counterpart in the output
     identical: bool | None = None  # same tokens as `ar` on the same engine
     speedup: float | None = None  # tokens/s over `ar` on the same engine
@@ -42,6 +44,7 @@ class Row:
     unrequested: int | None = None  # input lines changed outside the planted edit
     relaxed: int = 0  # tokens accepted only by conditional verification
     reuse: dict | None = None  # the engine's reuse counters (drafted, accepted, paths, ...)
+    server: dict | None = None  # a llama-server setup's drafts: drafted, accepted
     prompt_tokens: int = 0  # the prompt as fed to the model (every candidate's, summed)
     floor_seconds: float | None = None  # the least its passes could take here (ContextCost.floor)
     # The least a copy drafter's passes could take on its answer (ContextCost.copy_bound)

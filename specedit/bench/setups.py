@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from specedit.bench.llamacpp import LLAMA_CPP_METHODS
+from specedit.bench.llamaserver import PEERS
 from specedit.bench.tasks import Task
 from specedit.editing.editor import (
     EditRequest,
@@ -20,7 +21,8 @@ from specedit.engine.options import STRICT, Verification
 BASELINES = {"ar": None, "hf-pld": 10}  # method -> transformers' prompt_lookup_num_tokens
 
 
-EXTERNAL = {*BASELINES, *LLAMA_CPP_METHODS}  # setups that are not the engine: strict, run once
+# Setups that are not the engine: strict, run once.
+EXTERNAL = {*BASELINES, *LLAMA_CPP_METHODS, *PEERS}
 
 
 # `specedit apply`'s default: the snippet merged without the model where it leaves no doubt
@@ -93,11 +95,11 @@ def engine_suffix(engine: str) -> str:
 def costed_on(label: str) -> str:
     """The engine whose measured costs a setup's passes are set against, by its label:
     the one `engine_suffix` names; llama-cpp-python's own decoding runs the GGUF file with the
-    threads the llama.cpp engine has, so that engine's."""
+    threads the llama.cpp engine has, so that engine's; so does llama-server."""
     setup, _, engine = label.rpartition("/")
     if setup:
         return engine
-    return "llama.cpp" if label in LLAMA_CPP_METHODS else "torch"
+    return "llama.cpp" if label in LLAMA_CPP_METHODS or label in PEERS else "torch"
 
 
 def reference(label: str) -> str:

@@ -39,7 +39,10 @@ def bench(
         str,
         typer.Option(
             help="Comma-separated methods: hf-pld (transformers' prompt lookup), llama.cpp and "
-            "llama.cpp-pld (on the model's GGUF file; the llamacpp extra), "
+            "llama.cpp-pld (on the model's GGUF file; the llamacpp extra), llama-server, "
+            "llama-server-ngram-mod and llama-server-ngram-simple (llama.cpp's server, plain "
+            "or with its n-gram speculation, editing the whole file; `make llama-server` "
+            "builds it), "
             f"{', '.join(METHODS)}, merge (apply tasks: without the model where the snippet "
             "leaves no doubt, as `specedit apply` does), and ablations: "
             f"{', '.join(ABLATIONS)}; "

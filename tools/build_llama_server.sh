@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Build llama.cpp's llama-server from the source that the installed llama-cpp-python vendors,
+# into DEST (`make llama-server` passes the folder the bench looks in). The same llama.cpp as the
+# llama.cpp engine: the bench then compares editors, not kernels.
+set -euo pipefail
+python=${PYTHON:-python3}
+dest=$1
+version=$("$python" -c 'from importlib.metadata import version; print(version("llama_cpp_python"))')
+mkdir -p "$dest"
+cd "$dest"
+if [ ! -d "llama_cpp_python-$version" ]; then
+    "$python" -m pip download --quiet --no-deps --no-binary :all: "llama-cpp-python==$version" -d .
+    tar xzf "llama_cpp_python-$version.tar.gz"
+    rm "llama_cpp_python-$version.tar.gz"
+fi
+source="llama_cpp_python-$version/vendor/llama.cpp"
+cmake -S "$source" -B "$source/build" -DCMAKE_BUILD_TYPE=Release -DLLAMA_CURL=OFF \
+    -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF > build.log
+cmake --build "$source/build" --target llama-server -j "$(nproc)" >> build.log
+ln -sf "$source/build/bin/llama-server" llama-server
+./llama-server --version
