@@ -86,3 +86,32 @@ def test_a_fix_that_uses_a_name_nothing_defines_is_redrawn_from_the_line_that_wr
     assert [r.steering.forced for r in asked] == [(), (0, 1, 2, 5)]
     assert drawn.problems == ["it uses 'pi', which nothing defines (line 5: return pi * r * r)"]
     assert drawn.chosen.text == original.replace("return r", "return math.pi * r")
+
+
+def test_an_edit_whose_every_candidate_uses_one_is_written_with_a_warning(tmp_path, capsys):
+    """Not refused (a name may be defined where pyflakes cannot see, e.g. by `exec`), but the
+    redraw was told why the first could not be used, the user is warned, and the stats say so."""
+    import json
+
+    from helpers import ScriptedEditor
+    from rich.console import Console
+
+    from specedit.cli.deliver import Delivery, edit_file
+    from specedit.cli.exits import Exit
+
+    path, stats = tmp_path / "names.py", tmp_path / "stats.json"
+    path.write_text(SOURCE)
+    editor = ScriptedEditor(lambda text: text.replace("sorted(found)", "_natural(found)"))
+    code = edit_file(
+        editor,
+        str(path),
+        EditRequest("", "sort names naturally", prompt="fix"),
+        Delivery(in_place=True, stats_file=stats),
+        Console(stderr=True),
+        samples=selection.Samples(2),
+    )
+    assert code == Exit.OK and "_natural(found)" in path.read_text()
+    _, redraw = editor.requests
+    assert "'_natural', which nothing defines" in redraw.feedback
+    assert "'_natural', which nothing defines (line 7" in capsys.readouterr().err
+    assert json.loads(stats.read_text())["undefined_name"] == {"name": "_natural", "line": 7}
