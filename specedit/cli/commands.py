@@ -20,7 +20,7 @@ from specedit import __version__
 from specedit.cli.exits import Exit
 from specedit.cli.options import EditOptions, WriteBack
 from specedit.cli.startup import interruptible, load_model
-from specedit.cli.tools import bench, calibrate, models_app, serve
+from specedit.cli.tools import bench, cache, calibrate, models_app, serve
 from specedit.cli.trust import trust_command
 from specedit.console import error
 
@@ -347,6 +347,7 @@ def main(
 app.command()(bench)
 app.command()(calibrate)
 app.command()(serve)
+app.command()(cache)
 app.command("trust")(trust_command)
 app.add_typer(models_app, name="models")
 

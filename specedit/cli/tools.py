@@ -1,4 +1,5 @@
-"""The commands around editing: bench, calibrate, serve, and models (list, prepare, info)."""
+"""The commands around editing: bench, calibrate, serve, cache, and models (list, prepare,
+info)."""
 
 from __future__ import annotations
 
@@ -344,6 +345,28 @@ def serve(
         timeout_keep_alive=KEEP_ALIVE_S,
         limit_concurrency=max_connections,
     )
+
+
+def cache(
+    clear: Annotated[bool, typer.Option("--clear", help="Remove them.")] = False,
+) -> None:
+    """Show the prompts kept on disk for the llama.cpp engine, by model: a cold edit gets back
+    the K/V of the kept prompt it shares the most with (the template; the whole file, for a
+    second instruction on it) and prefills only the rest. The newest 8 within 1 GiB are kept
+    per model, readable by you alone."""
+    import shutil
+
+    from specedit.models.bundled import cache_dir
+
+    root = cache_dir() / "prefix"
+    typer.echo(str(root))
+    for folder in sorted(p for p in root.glob("*") if p.is_dir()) if root.is_dir() else []:
+        heads = list(folder.glob("*.head"))
+        size = sum(f.stat().st_size for f in folder.iterdir() if f.is_file())
+        typer.echo(f"{folder.name}  {len(heads)} prompts  {size / 2**20:.1f} MiB")
+        if clear:
+            shutil.rmtree(folder)
+            typer.echo(f"{folder.name}  removed")
 
 
 @models_app.callback(invoke_without_command=True)

@@ -218,8 +218,9 @@ class Head(NamedTuple):
 
 
 class HeadStore(Protocol):
-    """Prompt heads' K/V kept between processes (specedit/models/prefixes.py). A head is at most one
-    prefill batch, so that cutting a prompt there changes no batch."""
+    """Prompt heads' K/V kept between processes (specedit/models/prefixes.py). A head is a cold
+    prompt, whole; a prompt that shares part of it prefills the rest in other batches than a
+    cold one would, so its output may differ at a near-tie, as a warm server's may."""
 
     def nearest(self, tokens: list[int], states: bool = False) -> Head | None:
         """The stored head sharing the most leading tokens with `tokens`; with `states`, only
@@ -241,8 +242,8 @@ def shared_length(a: list[int], b: list[int]) -> int:
 class LlamaCppTarget:
     """One generation on a llama.cpp context: sequence 0 of its KV cache, whose tokens `held`
     tracks (the model's `Held`, so that the next generation knows what the cache holds). With a
-    `store`, a cold cache starts from the stored head nearest to the prompt, and a prompt whose
-    head is new leaves it there.
+    `store`, a cold cache starts from the stored head nearest to the prompt, and a prompt it
+    does not hold whole is left there as a head.
 
     A pass asked for hidden states switches the context's embeddings on for that pass only:
     llama.cpp then outputs every token of the batch (its logits too) and each one's final
@@ -314,9 +315,11 @@ class LlamaCppTarget:
 
     def prefill(self, tokens: list[int], hidden: bool) -> HiddenStates | None:
         # Cold: the cache holds nothing of this prompt (a fresh process, or a probe's tokens).
-        # Then a stored head may give it a start, and its own head is kept for the next cold
-        # process; a warm cache (a server's) neither reads nor writes heads. Held tokens are
-        # reused only where their states are held too, if states are asked for.
+        # Then a stored head may give it a start, and the whole prompt is kept as the next cold
+        # process's head: the file comes first in an edit's prompt, so a second instruction on
+        # the same file prefills the instruction alone. A warm cache (a server's) neither reads
+        # nor writes heads. Held tokens are reused only where their states are held too, if
+        # states are asked for.
         shared = self._reusable(tokens, hidden)
         cold = self.store is not None and shared == 0
         if cold:
@@ -325,10 +328,9 @@ class LlamaCppTarget:
             shared = self._reusable(tokens, hidden)
         self._drop_from(shared)
         self.reused = shared
-        if cold and shared < len(head := tokens[: self.llm.n_batch]):
-            self._feed(head, hidden)
-            self.store.save(head, self._state(), self.sequence.states if hidden else None)
         self._feed(tokens, hidden)
+        if cold and shared < len(tokens):
+            self.store.save(tokens, self._state(), self.sequence.states if hidden else None)
         return self._by_layer(self.sequence.states) if hidden else None
 
     def _reusable(self, tokens: list[int], hidden: bool) -> int:

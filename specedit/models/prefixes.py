@@ -1,6 +1,7 @@
 """Prompt heads kept on disk for the llama.cpp engine, so that a cold edit prefills only what
-is new to it (the system prompt and the template are the same in every edit: about half of a
-small file's prompt).
+is new to it: the system prompt and the template are the same in every edit (about half of a
+small file's prompt), and the file comes before the instruction, so a second instruction on
+the same file shares all of the file with the first one's prompt.
 
 A warm process keeps its KV cache between edits (engine/llamacpp.py); a CLI process starts
 with an empty one. The store gives it back the K/V of the saved prompt head that shares the
@@ -24,15 +25,16 @@ from specedit.models.bundled import private_dir
 
 
 class PrefixStore:
-    """The K/V of recent prompts' heads, on disk.
+    """The K/V of recent prompts, on disk: a head is a cold prompt, whole.
 
-    A head is a cold prompt's first prefill batch (512 tokens with llama.cpp's default batch).
-    A 1.5B model's K/V is about 28 kB a token, so a head is at most 14 MB, and its final states
-    (where kept) 3 MB; the KEPT newest are kept, per model file and llama.cpp version (the
-    folder says which)."""
+    A 1.5B model's K/V is about 28 kB a token, so a 2,000-token prompt's head is about 56 MB,
+    and its final states (where kept) 12 MB; the KEPT newest within BYTES in all are kept, per
+    model file and llama.cpp version (the folder says which; `specedit cache` shows and
+    clears them)."""
 
     MIN_TOKENS = 16  # fewer shared tokens save less than reading a head back costs
     KEPT = 8
+    BYTES = 1 << 30
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
@@ -73,14 +75,28 @@ class PrefixStore:
             if states is not None:
                 _save_private(_states_path(path), lambda tmp: _write_states(tmp, states))
             _save_private(path, lambda tmp: _write_head(tmp, head, state))
-            for stale in sorted(self._heads(), key=_mtime, reverse=True)[self.KEPT :]:
-                stale.unlink(missing_ok=True)
-                _states_path(stale).unlink(missing_ok=True)
+            self._keep_newest()
         except OSError:
             pass
 
+    def _keep_newest(self) -> None:
+        """Remove the heads past the KEPT newest, or past BYTES with their states."""
+        total = 0
+        for rank, kept in enumerate(sorted(self._heads(), key=_mtime, reverse=True)):
+            total += _size(kept) + _size(_states_path(kept))
+            if rank >= self.KEPT or total > self.BYTES:
+                kept.unlink(missing_ok=True)
+                _states_path(kept).unlink(missing_ok=True)
+
     def _heads(self) -> list[Path]:
         return list(self.folder.glob("*.head")) if self.folder.is_dir() else []
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def _mtime(path: Path) -> float:

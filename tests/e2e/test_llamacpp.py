@@ -428,8 +428,8 @@ def test_the_context_opens_in_the_background_and_is_the_one_used(bundled_model_d
 @pytest.mark.e2e
 @pytest.mark.llamacpp
 def test_a_fresh_context_starts_from_the_prompt_head_kept_on_disk(bundled_model_dir, tmp_path):
-    """As cold processes would: a prompt leaves its head, a later prompt gets back the head it
-    shares most with, prefills only the rest, and decodes as a cold run does (up to a
+    """As cold processes would: a prompt leaves itself as a head, a later prompt gets back the
+    head it shares most with, prefills only the rest, and decodes as a cold run does (up to a
     near-tie)."""
     from specedit.engine.llamacpp import GgufModel
     from specedit.models.load import load
@@ -438,7 +438,7 @@ def test_a_fresh_context_starts_from_the_prompt_head_kept_on_disk(bundled_model_
     lm = load(TEST_MODEL, engine="llama.cpp")
     first, second = _two_prompts(lm)
     shared = _first_difference(first, second)
-    assert len(first) > 512  # longer than a head
+    assert len(first) > 512  # longer than a prefill batch
 
     def fresh(store: PrefixStore) -> GgufModel:
         model = lm.model
@@ -460,7 +460,7 @@ def test_a_fresh_context_starts_from_the_prompt_head_kept_on_disk(bundled_model_
 
     assert reused(store, first) == 0 and heads() == 1
     assert reused(store, second) == shared and heads() == 2  # its own head differs: kept
-    assert reused(store, first) == 512 and heads() == 2  # its whole head: nothing new
+    assert reused(store, first) == len(first) - 1 and heads() == 2  # all of it: nothing new
     only_first = PrefixStore(tmp_path / "first")
     reused(only_first, first)
     model = fresh(only_first)
@@ -532,7 +532,8 @@ def test_measuring_the_pass_cost_keeps_no_prompt_head(bundled_model_dir, tmp_pat
     finally:
         probed.close()
     store = PrefixStore(tmp_path / "heads")
-    for reused in (0, 512):  # the first leaves its head; the second, after a probe, reads it
+    # The first leaves its prompt as a head; the second, after a probe, reads all of it back.
+    for reused in (0, len(first) - 1):
         gguf = fresh(store)
         try:
             measure(gguf, sizes=(1, 2))

@@ -37,6 +37,20 @@ def test_only_the_newest_heads_are_kept(tmp_path):
     assert len(list(tmp_path.glob("*.head"))) == PrefixStore.KEPT
 
 
+def test_heads_are_kept_within_a_byte_budget_newest_first(tmp_path, monkeypatch):
+    """A whole prompt's K/V runs to tens of MB: the newest heads that fit BYTES are kept."""
+    import os
+
+    store = PrefixStore(tmp_path)
+    monkeypatch.setattr(PrefixStore, "BYTES", 2500)
+    for n in range(4):
+        store.save([n] * 20, bytes(1000))  # 1,084 bytes with its tokens
+        for age, head in enumerate(sorted(tmp_path.glob("*.head"), key=os.path.getmtime)):
+            os.utime(head, (1000 + age, 1000 + age))  # the order they were saved in
+    assert store.nearest([3] * 20) is not None and store.nearest([2] * 20) is not None
+    assert store.nearest([1] * 20) is None and len(list(tmp_path.glob("*.head"))) == 2
+
+
 def test_a_damaged_head_is_passed_over(tmp_path):
     store = PrefixStore(tmp_path)
     store.save(SYSTEM, b"good")
@@ -77,3 +91,20 @@ def test_heads_are_readable_by_the_user_alone(tmp_path, open_umask):
     for path in (head, head.with_suffix(".states")):
         assert path.stat().st_mode & 0o777 == 0o600, path
     assert store.folder.stat().st_mode & 0o777 == 0o700
+
+
+def test_the_cache_command_shows_the_kept_prompts_and_clears_them(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from specedit.cli import app
+
+    monkeypatch.setenv("SPECEDIT_CACHE", str(tmp_path))
+    store = PrefixStore(tmp_path / "prefix" / "model-0.3")
+    store.save(SYSTEM, bytes(2 << 20))
+    store.save(SYSTEM + [1], bytes(1 << 20))
+    shown = CliRunner().invoke(app, ["cache"])
+    assert shown.exit_code == 0
+    assert shown.stdout.splitlines() == [str(tmp_path / "prefix"), "model-0.3  2 prompts  3.0 MiB"]
+    cleared = CliRunner().invoke(app, ["cache", "--clear"])
+    assert cleared.stdout.splitlines()[-1] == "model-0.3  removed"
+    assert not store.folder.exists() and store.nearest(SYSTEM) is None
