@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
+from typing import TypeVar
 
 import torch
 from rich.console import Console
@@ -75,6 +76,7 @@ from specedit.engine.session import generate
 from specedit.models.bundled import ModelError
 from specedit.models.load import ENGINES, LoadedModel, load, with_draft
 
+Opened = TypeVar("Opened")  # what `_opened` opens: llama.cpp's own decoding, its server
 # A prompt's tokens besides the input and the instruction (the template's), with room to spare.
 PROMPT_FRAME = 256
 
@@ -145,18 +147,8 @@ def run_bench(
             for loaded in (models[engine], models[engine].draft):
                 if loaded is not None:
                     loaded.model.store = None  # no prompt heads from disk either
-    llama = None
-    if any(m in LLAMA_CPP_METHODS for m in methods):
-        try:
-            llama = LlamaCpp(lm.name, torch.get_num_threads())
-        except LlamaCppUnavailable as exc:
-            raise BenchError(str(exc)) from None
-    peer = None
-    if any(m in PEERS for m in methods):
-        try:
-            peer = LlamaServer(lm.name, torch.get_num_threads())
-        except PeerUnavailable as exc:
-            raise BenchError(str(exc)) from None
+    llama = _opened(LlamaCpp, LLAMA_CPP_METHODS, methods, lm)
+    peer = _opened(LlamaServer, PEERS, methods, lm)
     methods = list(dict.fromkeys(methods))
     # llama-cpp-python's own decoding runs once, and transformers' when torch is an engine; on
     # another engine, `ar` is that engine's plain decoding (the engine with no draft).
@@ -236,6 +228,19 @@ def run_bench(
     if json_file:
         json_file.write_text(json.dumps(report(lm, rows, summary, floors, pass_costs)) + "\n")
     return rows
+
+
+def _opened(
+    kind: Callable[[str, int], Opened], names: dict, methods: list[str], lm: LoadedModel
+) -> Opened | None:
+    """`kind` (llama.cpp's own decoding, its server) on `lm`'s model with the bench's threads,
+    where a method among `names` is asked for; None otherwise."""
+    if not any(method in names for method in methods):
+        return None
+    try:
+        return kind(lm.name, torch.get_num_threads())
+    except (LlamaCppUnavailable, PeerUnavailable) as exc:
+        raise BenchError(str(exc)) from None
 
 
 def _warn_if_foreign(tasks_file: Path | None, tasks: list[Task]) -> None:
