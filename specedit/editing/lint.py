@@ -13,6 +13,7 @@ answer brought in counts.
 from __future__ import annotations
 
 import ast
+import functools
 import warnings
 from dataclasses import dataclass
 
@@ -63,8 +64,14 @@ def findings(source: str) -> list[Finding]:
 def new_findings(original: str, edited: str) -> list[Finding]:
     """`edited`'s findings of names `original` did not use undefined anywhere (one it did is
     its own business wherever the answer uses it: a line it edited keeps the name)."""
-    known = {finding.name for finding in findings(original)}
+    known = _undefined_names(original)
     return [finding for finding in findings(edited) if finding.name not in known]
+
+
+@functools.lru_cache(maxsize=4)
+def _undefined_names(original: str) -> frozenset[str]:
+    """The names `original` uses undefined, read once for all of an edit's candidates."""
+    return frozenset(finding.name for finding in findings(original))
 
 
 def first_new(original: str, edited: str) -> Finding | None:
