@@ -112,7 +112,7 @@ def show(console: Console, table: Table) -> None:
     """On a terminal, the table as rich draws it; in a file or a CI log, as a Markdown table at
     full width, its title a line above it: rich would cut every column to fit 80 characters."""
     if console.is_terminal:
-        show(console, table)
+        console.print(table)
         return
     plain = Console(file=console.file, width=1_000_000, no_color=True, highlight=False)
     if table.title:

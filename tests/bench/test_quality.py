@@ -135,6 +135,32 @@ def test_summary_counts_passes_by_group_and_failures_by_kind():
     assert [r.cut_off for r in rows] == [False, True, True, False]
 
 
+def test_each_setup_s_whole_edit_is_set_against_llama_cpp_and_its_server():
+    """What users feel: the wall time of each edit over llama.cpp's (plain, or its server with
+    n-gram drafts), task by task, in the summary and in a table of its own, on a terminal as
+    in a log."""
+    import io
+
+    from rich.console import Console
+
+    from specedit.bench.report import print_tables
+
+    methods = ["adapld", "llama.cpp", "llama-server-ngram-mod"]
+    walls = {"adapld": (2.0, 6.0), "llama.cpp": (4.0, 3.0), "llama-server-ngram-mod": (8.0, 12.0)}
+    rows = [
+        Row(task, method, 10, 1.0, 2, wall_seconds=wall)
+        for method in methods
+        for task, wall in zip("ab", walls[method], strict=True)
+    ]
+    summary = summarize(rows, methods)
+    assert summary["adapld"]["wall_over_llama.cpp"] == {"median": 1.25, "faster": "1/2"}
+    assert summary["adapld"]["wall_over_llama-server-ngram-mod"] == {"median": 3.0, "faster": "2/2"}
+    for terminal in (False, True):
+        out = io.StringIO()
+        print_tables(Console(file=out, width=200, force_terminal=terminal), rows, summary, methods)
+        assert "against llama.cpp: how many times faster" in out.getvalue()
+
+
 def test_the_tables_are_markdown_at_full_width_when_stdout_is_not_a_terminal():
     """Piped or in a CI log, each row whole, in a table Markdown and `column -t` can read;
     rich would cut every column to fit 80 characters (`ada…`)."""
