@@ -278,6 +278,17 @@ def serve(
             show_default=False,
         ),
     ] = None,
+    cache_ram: Annotated[
+        int,
+        opt(
+            "--cache-ram",
+            help="MiB of memory for the prompts of the files read last (llama.cpp engine): a "
+            "request on one of them prefills only what differs from its last prompt; 0 keeps "
+            "none.",
+            env="CACHE_RAM",
+            min=0,
+        ),
+    ] = 2048,
     allow_origin: Annotated[
         list[str] | None,
         opt(
@@ -325,6 +336,10 @@ def serve(
         raise typer.Exit(Exit.INPUT) from None
     engine = choose_engine(engine, model, draft_model, device, dtype)
     lm, _ = load_model(model, dtype, threads, device, draft_model, engine)
+    if engine == "llama.cpp":
+        from specedit.models.prefixes import RecentHeads
+
+        lm.model.store = RecentHeads(cache_ram << 20) if cache_ram else None
     keyed = " with an API key" if api_key else ""
     say(f"serving {lm.name} on http://{host}:{port}/v1{keyed} (Ctrl-C stops)")
     app = create_app(

@@ -54,8 +54,9 @@ class GgufModel:
 
     With `reuse_prefix`, a generation keeps the KV cache of the longest prefix its prompt shares
     with what the cache already holds (the system prompt and template in a warm server, the file
-    in a retry), and prefills only the rest; with a `store` as well, a fresh context (a cold
-    CLI) starts from the prompt's head kept on disk. The kept entries were computed in other
+    in a retry), and prefills only the rest; with a `store` as well, it starts from a kept
+    prompt head where that shares more (a cold CLI's from disk, a server's from memory: the
+    last prompt on a file it read before another). The kept entries were computed in other
     batch shapes, so outputs may differ from a cold run at near-ties; the bench starts each edit
     cold (`start_cold`, without a store).
 
@@ -218,19 +219,27 @@ class Head(NamedTuple):
 
 
 class HeadStore(Protocol):
-    """Prompt heads' K/V kept between processes (specedit/models/prefixes.py). A head is a cold
-    prompt, whole; a prompt that shares part of it prefills the rest in other batches than a
-    cold one would, so its output may differ at a near-tie, as a warm server's may."""
+    """Prompt heads' K/V kept between processes, or in a server for the files it read
+    (specedit/models/prefixes.py). A head is a prompt, whole; a prompt that shares part of it
+    prefills the rest in other batches than a cold one would, so its output may differ at a
+    near-tie, as a warm server's may."""
 
-    def nearest(self, tokens: list[int], states: bool = False) -> Head | None:
-        """The stored head sharing the most leading tokens with `tokens`; with `states`, only
-        among the heads stored with their final states."""
+    def nearest(self, tokens: list[int], states: bool = False, beyond: int = 0) -> Head | None:
+        """The stored head sharing the most leading tokens with `tokens`, if more than `beyond`
+        (what the cache holds of them already); with `states`, only among the heads stored
+        with their final states."""
         ...
 
     def save(self, head: list[int], state: bytes, states: np.ndarray | None = None) -> None:
         """Keep `head` (with its final `states`, where given); a store that cannot write keeps
         nothing, without raising."""
         ...
+
+
+def _worth_keeping(prompt: int, held: int, reused: int) -> bool:
+    """Whether a prompt is kept as a head: a cold one (a CLI's) whenever it computed anything,
+    a warm one (a server's) where most of it was new, as a file it had not read."""
+    return reused < prompt and (held == 0 or 2 * (prompt - reused) > prompt)
 
 
 def shared_length(a: list[int], b: list[int]) -> int:
@@ -314,22 +323,21 @@ class LlamaCppTarget:
         return np.concatenate(states) if states else None
 
     def prefill(self, tokens: list[int], hidden: bool) -> HiddenStates | None:
-        # Cold: the cache holds nothing of this prompt (a fresh process, or a probe's tokens).
-        # Then a stored head may give it a start, and the whole prompt is kept as the next cold
-        # process's head: the file comes first in an edit's prompt, so a second instruction on
-        # the same file prefills the instruction alone. A warm cache (a server's) neither reads
-        # nor writes heads. Held tokens are reused only where their states are held too, if
-        # states are asked for.
-        shared = self._reusable(tokens, hidden)
-        cold = self.store is not None and shared == 0
-        if cold:
+        # A stored head that shares more of the prompt than the cache holds replaces what the
+        # cache holds: a fresh process's (a CLI's) holds nothing, a server's holds the last
+        # prompt, on another file perhaps. The prompt is kept as a head where it was cold or
+        # mostly new (`_worth_keeping`): the file comes first in an edit's prompt, so a second
+        # instruction on the same file prefills the instruction alone. Held tokens are reused
+        # only where their states are held too, if states are asked for.
+        held = shared = self._reusable(tokens, hidden)
+        if self.store is not None and (head := self.store.nearest(tokens, hidden, beyond=held)):
             self._drop_from(0)
-            self._restore(self.store.nearest(tokens, states=hidden))
+            self._restore(head)
             shared = self._reusable(tokens, hidden)
         self._drop_from(shared)
         self.reused = shared
         self._feed(tokens, hidden)
-        if cold and shared < len(tokens):
+        if self.store is not None and _worth_keeping(len(tokens), held, shared):
             self.store.save(tokens, self._state(), self.sequence.states if hidden else None)
         return self._by_layer(self.sequence.states) if hidden else None
 

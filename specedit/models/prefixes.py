@@ -13,7 +13,10 @@ prompt that reuses the K/V needs those states too and could not compute them oth
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import os
+from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 
@@ -39,11 +42,12 @@ class PrefixStore:
     def __init__(self, folder: Path) -> None:
         self.folder = folder
 
-    def nearest(self, tokens: list[int], states: bool = False) -> Head | None:
+    def nearest(self, tokens: list[int], states: bool = False, beyond: int = 0) -> Head | None:
         """The stored head that shares the most leading tokens with `tokens` (at least
-        MIN_TOKENS), with its sequence state; with `states`, only among the heads kept with
-        their final states, which come with it."""
-        best, best_shared = None, self.MIN_TOKENS - 1
+        MIN_TOKENS, and more than `beyond`: what the cache holds already), with its sequence
+        state; with `states`, only among the heads kept with their final states, which come
+        with it. A head read back counts as new, so the heads used last are the ones kept."""
+        best, best_shared = None, max(self.MIN_TOKENS - 1, beyond)
         for path in self._heads():
             if states and not _states_path(path).exists():
                 continue
@@ -60,6 +64,8 @@ class PrefixStore:
             with open(path, "rb") as saved:
                 saved.seek(4 + 4 * len(head))  # past the tokens, read above
                 state = saved.read()
+            with contextlib.suppress(OSError):  # a read-only cache keeps its order
+                os.utime(path)
             return Head(head, state, _read_states(path, len(head)) if states else None)
         except (OSError, ValueError):  # removed meanwhile by another process's clean-up
             return None
@@ -90,6 +96,53 @@ class PrefixStore:
 
     def _heads(self) -> list[Path]:
         return list(self.folder.glob("*.head")) if self.folder.is_dir() else []
+
+
+class RecentHeads:
+    """The K/V of the prompts a server read last, in its memory: the heads of the files its
+    clients edit, so that a request on a file the server read before, with other files in
+    between, prefills only what differs from the last prompt on that file. The least recently
+    used heads go first, past KEPT or past `budget` bytes (a head larger than the budget is not
+    kept)."""
+
+    MIN_TOKENS = PrefixStore.MIN_TOKENS
+    KEPT = 16
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self._heads: OrderedDict[bytes, Head] = OrderedDict()
+
+    def nearest(self, tokens: list[int], states: bool = False, beyond: int = 0) -> Head | None:
+        """As `PrefixStore.nearest`, from memory."""
+        best, best_shared = None, max(self.MIN_TOKENS - 1, beyond)
+        for key, head in self._heads.items():
+            if states and head.states is None:
+                continue
+            if (shared := shared_length(head.tokens, tokens)) > best_shared:
+                best, best_shared = key, shared
+        if best is None:
+            return None
+        self._heads.move_to_end(best)
+        return self._heads[best]
+
+    def save(self, head: list[int], state: bytes, states: np.ndarray | None = None) -> None:
+        """Keep `head`, dropping the least recently used heads past KEPT or the budget."""
+        key = np.asarray(head, dtype=np.int32).tobytes()
+        self._heads.pop(key, None)
+        self._heads[key] = Head(head, state, states)
+        while len(self._heads) > self.KEPT or self.size() > self.budget:
+            self._heads.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._heads)
+
+    def size(self) -> int:
+        """The bytes its heads hold (K/V, and final states where kept)."""
+        return sum(_head_bytes(head) for head in self._heads.values())
+
+
+def _head_bytes(head: Head) -> int:
+    return len(head.state) + (head.states.nbytes if head.states is not None else 0)
 
 
 def _size(path: Path) -> int:

@@ -1,12 +1,13 @@
-"""Prompt heads on disk: which head a prompt gets back, how many are kept, and what a damaged
-store does. (The heads' K/V in a real llama.cpp context: tests/e2e/test_llamacpp.py.)"""
+"""Prompt heads on disk and in a server's memory: which head a prompt gets back, how many are
+kept, and what a damaged store does. (The heads' K/V in a real llama.cpp context:
+tests/e2e/test_llamacpp.py.)"""
 
 from __future__ import annotations
 
 import numpy as np
 
 from specedit.engine.llamacpp import Head
-from specedit.models.prefixes import PrefixStore
+from specedit.models.prefixes import PrefixStore, RecentHeads
 
 SYSTEM = list(range(100, 140))  # 40 tokens every prompt starts with
 
@@ -28,6 +29,51 @@ def test_a_head_sharing_too_little_is_not_read_back(tmp_path):
     store.save(SYSTEM, b"s")
     assert store.nearest(SYSTEM[: PrefixStore.MIN_TOKENS - 1] + [0]) is None
     assert store.nearest(SYSTEM[: PrefixStore.MIN_TOKENS] + [0]) == Head(SYSTEM, b"s")
+
+
+def test_a_head_no_longer_than_what_the_cache_holds_is_not_read_back(tmp_path):
+    """A warm cache holding 30 of the prompt's tokens gains nothing from a head sharing 30."""
+    store = PrefixStore(tmp_path)
+    store.save(SYSTEM[:30], b"s")
+    assert store.nearest(SYSTEM, beyond=29) == Head(SYSTEM[:30], b"s")
+    assert store.nearest(SYSTEM, beyond=30) is None
+
+
+def test_the_head_read_back_last_is_kept_longest(tmp_path):
+    import os
+
+    store = PrefixStore(tmp_path)
+    for n in range(PrefixStore.KEPT):
+        store.save([n] * 20, b"s")
+        for age, head in enumerate(sorted(tmp_path.glob("*.head"), key=os.path.getmtime)):
+            os.utime(head, (1000 + age, 1000 + age))  # the order they were saved in
+    assert store.nearest([0] * 20) is not None  # the oldest, used again
+    store.save([99] * 20, b"s")
+    assert store.nearest([0] * 20) is not None and store.nearest([1] * 20) is None
+
+
+def test_a_server_keeps_the_heads_it_used_last_within_its_budget():
+    heads = RecentHeads(budget=2500)
+    for n in range(3):
+        heads.save([n] * 20, bytes(1000))
+    assert heads.nearest([0] * 20) is None and heads.size() == 2000  # over the budget: gone
+    assert heads.nearest([1] * 20) == Head([1] * 20, bytes(1000))  # now the newest in use
+    heads.save([3] * 20, bytes(1000))
+    assert heads.nearest([1] * 20) is not None and heads.nearest([2] * 20) is None
+    heads.save([4] * 20, bytes(3000))  # larger than the budget: kept by none
+    assert heads.nearest([4] * 20) is None and heads.size() == 0
+
+
+def test_a_server_gives_back_the_head_sharing_most_and_only_with_states_if_asked():
+    heads = RecentHeads(budget=1 << 20)
+    heads.save(SYSTEM + [1, 2], b"file one")
+    heads.save(SYSTEM + [3], b"file two", np.zeros((len(SYSTEM) + 1, 4), dtype=np.float32))
+    assert heads.nearest(SYSTEM + [1, 2, 5]).state == b"file one"
+    assert heads.nearest(SYSTEM + [1, 2, 5], beyond=len(SYSTEM) + 2) is None
+    assert heads.nearest(SYSTEM + [1, 2, 5], states=True).state == b"file two"
+    assert heads.nearest(SYSTEM[: RecentHeads.MIN_TOKENS - 1] + [0]) is None
+    heads.save(SYSTEM + [1, 2], b"file one, again")  # the same prompt: replaced, not doubled
+    assert heads.nearest(SYSTEM + [1, 2]).state == b"file one, again" and len(heads) == 2
 
 
 def test_only_the_newest_heads_are_kept(tmp_path):

@@ -1101,3 +1101,27 @@ def test_a_model_file_or_folder_is_named_by_its_own_name(tmp_path, monkeypatch):
     assert public_name(str(weights)) == "coder.gguf"
     assert public_name(str(tmp_path / "models") + "/") == "models"
     assert public_name("models/..") == tmp_path.name
+
+
+@pytest.mark.parametrize(("given", "kept"), [([], 2048 << 20), (["--cache-ram", "64"], 64 << 20)])
+def test_serve_on_llama_cpp_keeps_the_files_prompts_in_the_memory_it_is_given(
+    monkeypatch, given, kept
+):
+    import uvicorn
+    from typer.testing import CliRunner
+
+    from specedit.cli import app, tools
+    from specedit.engine.llamacpp import GgufModel
+    from specedit.models.load import LoadedModel
+    from specedit.models.prefixes import PrefixStore, RecentHeads
+
+    gguf = GgufModel(Path("m.gguf"), None, None, threads=1, store=PrefixStore(Path("heads")))
+    loaded = LoadedModel(name="m.gguf", model=gguf, tokenizer=None)
+    monkeypatch.setattr(tools, "load_model", lambda *args, **kwargs: (loaded, None))
+    monkeypatch.setattr(uvicorn, "run", lambda app, **options: None)
+    result = CliRunner().invoke(app, ["serve", "--engine", "llama.cpp", *given])
+    assert result.exit_code == 0, result.output
+    assert isinstance(gguf.store, RecentHeads) and gguf.store.budget == kept
+    result = CliRunner().invoke(app, ["serve", "--engine", "llama.cpp", "--cache-ram", "0"])
+    assert result.exit_code == 0, result.output
+    assert gguf.store is None
