@@ -206,6 +206,30 @@ def test_draft_model_methods_need_a_draft_model_with_the_same_tokenizer(
     assert result.stdout == ""
 
 
+def test_bench_runs_methods_side_by_side_with_plain_decoding_s_tokens(tiny_model_dir, tmp_path):
+    """In fp32 every strict method, transformers' prompt lookup too, gives plain greedy
+    decoding's tokens, token for token (bf16 may round a batched pass differently)."""
+    import json
+
+    source = "def add(a, b):\n    return a + b\n" * 6
+    task = {"id": "t", "kind": "edit", "instruction": "add hints", "input": source}
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(json.dumps(task) + "\n")
+    report = tmp_path / "report.json"
+    result = _run(
+        *("bench", "--model", str(tiny_model_dir), "--dtype", "fp32"),
+        *("--methods", "ar,hf-pld,pld,pldplus", "--tasks-file", str(tasks)),
+        *("--max-new-tokens", "40", "--json", str(report)),
+    )
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(report.read_text())
+    rows = data["rows"]
+    assert [row["method"] for row in rows] == ["ar", "hf-pld", "pld", "pldplus"]
+    assert data["dtype"] == "float32"
+    assert [row["identical"] for row in rows] == [True] * 4
+    assert len({row["new_tokens"] for row in rows}) == 1
+
+
 def test_bench_runs_the_hybrid_beside_plain_decoding_with_the_same_tokens(tiny_model_dir, tmp_path):
     import json
 

@@ -87,7 +87,7 @@ LIMIT = 160  # answer tokens: enough to prove exactness, short enough to decode 
 
 @pytest.mark.e2e
 @pytest.mark.llamacpp
-def test_llama_cpp_and_its_prompt_lookup_decode_the_same_tokens(bundled_model_dir, tmp_path):
+def test_llama_cpp_and_its_prompt_lookup_decode_the_same_tokens(bundled_model_dir):
     """Greedy prompt lookup on llama.cpp is exact against llama.cpp's own plain decoding, in fewer
     evaluations; each run starts from an empty cache (no prefix reused from the run before). The
     first LIMIT tokens of the answer prove it: the prompt alone spans two prefill batches."""
@@ -95,7 +95,7 @@ def test_llama_cpp_and_its_prompt_lookup_decode_the_same_tokens(bundled_model_di
     from specedit.editing.editor import EditRequest, prepare
     from specedit.models.load import load
 
-    lm = load(TEST_MODEL, "fp32")
+    lm = load(TEST_MODEL, engine="llama.cpp")
     prepared = prepare(lm, EditRequest(TASK["input"], TASK["instruction"], prompt=LAYOUT))
     llama = LlamaCpp(TEST_MODEL, threads=2)
     runs = {}
@@ -113,37 +113,6 @@ def test_llama_cpp_and_its_prompt_lookup_decode_the_same_tokens(bundled_model_di
     assert plain.passes == again.passes == len(plain.tokens)  # the prompt's pass gives token 1
     assert lookup.passes < plain.passes
     assert len(prepared.prompt.ids) > 512
-
-    tasks = tmp_path / "tasks.jsonl"
-    tasks.write_text(json.dumps({**TASK, "kind": LAYOUT}) + "\n")  # a kind names a template
-    report = tmp_path / "report.json"
-    result = CliRunner().invoke(
-        app,
-        [
-            "bench",
-            "--model",
-            TEST_MODEL,
-            "--dtype",
-            "fp32",
-            "--tasks-file",
-            str(tasks),
-            "--methods",
-            "adapld,llama.cpp,llama.cpp-pld",
-            "--max-new-tokens",
-            str(LIMIT),
-            "--json",
-            str(report),
-        ],
-    )
-    assert result.exit_code == 0, result.stderr
-    report = json.loads(report.read_text())
-    rows = {row["method"]: row for row in report["rows"]}
-    assert (
-        rows["llama.cpp"]["new_tokens"] == rows["llama.cpp-pld"]["new_tokens"] == len(plain.tokens)
-    )
-    assert rows["llama.cpp-pld"]["forward_passes"] == lookup.passes
-    assert set(report["summary"]["adapld"]) >= {"wall_over_llama.cpp", "wall_over_llama.cpp-pld"}
-    assert "against llama.cpp" in result.stdout
 
 
 # llama.cpp's batched and one-token kernels round differently (logits move by up to ~0.3 here),
@@ -179,17 +148,17 @@ def _assert_plain_up_to_a_near_tie(lm, ids: list[int], plain: list[int], tokens:
         assert tokens == plain
 
 
-def _cold_runs(lm, ids: list[int], limit: int):
-    """Runs a drafter's generation after `ids`, each from an empty cache, as plain decoding's."""
+def _runs_after(lm, ids: list[int], limit: int):
+    """Runs a drafter's generation after `ids`: the first one prefills them into an empty
+    cache, each one after it goes on from the same K/V (kept, not computed again), so every
+    run, plain decoding's too, starts from the same state."""
     from specedit.engine.session import generate
 
+    lm.model.start_cold()
+
     def run(drafter):
-        lm.model.reuse_prefix = False
-        try:
-            eos = lm.eos_token_ids
-            return generate(lm.model, ids, drafter, max_new_tokens=limit, eos_token_ids=eos)
-        finally:
-            lm.model.reuse_prefix = True
+        eos = lm.eos_token_ids
+        return generate(lm.model, ids, drafter, max_new_tokens=limit, eos_token_ids=eos)
 
     return run
 
@@ -375,6 +344,41 @@ def test_a_cold_start_holds_nothing_and_what_follows_it_reuses_its_cache(bundled
         assert target.reused == _first_difference(first, second)
     finally:
         lm.model.store = store
+
+
+@pytest.mark.e2e
+@pytest.mark.llamacpp
+def test_a_warm_model_gets_back_the_prompt_of_a_file_it_read_before_another(bundled_model_dir):
+    """As a server with files in memory: a second instruction on a file, after an edit of
+    another file, prefills only what differs from the first instruction's prompt."""
+    from specedit.editing.editor import EditRequest, prepare
+    from specedit.models.load import load
+    from specedit.models.prefixes import RecentHeads
+
+    lm = load(TEST_MODEL, engine="llama.cpp")
+    other = HELPERS.replace("times_", "plus_").replace("x *", "x +")
+    a1, b, a2 = (
+        prepare(lm, EditRequest(text, instruction)).prompt.ids
+        for text, instruction in (
+            (TASK["input"], TASK["instruction"]),
+            (other, "plus_4 must add 5"),
+            (TASK["input"], "halve() must return x / 2 exactly"),
+        )
+    )
+    store, lm.model.store = lm.model.store, RecentHeads(1 << 30)
+    try:
+        lm.model.start_cold()
+        reused = []
+        for prompt in (a1, b, a2):
+            target = lm.model.open_target(len(prompt) + 100)
+            target.prefill(prompt[:-1], hidden=False)
+            reused.append(target.reused)
+        kept = len(lm.model.store)
+    finally:
+        lm.model.store = store
+    assert reused[:2] == [0, _first_difference(a1, b)]  # a new file: the system prompt alone
+    assert reused[2] == _first_difference(a1, a2) > len(a2) // 2  # the file, from memory
+    assert kept == 2  # the two files' first prompts; the second instruction added little
 
 
 def _two_prompts(lm) -> tuple[list[int], list[int]]:
@@ -876,7 +880,7 @@ def test_tree_drafts_on_llama_cpp_are_exact_against_its_own_plain_decoding(bundl
     final = lm.model.config.num_hidden_layers
     prepared = prepare(lm, EditRequest(TASK["input"], TASK["instruction"], prompt=LAYOUT))
     prompt = prepared.prompt
-    run = _cold_runs(lm, prompt.ids, 300)
+    run = _runs_after(lm, prompt.ids, 300)
     plain = run(make_drafter("ar", lm.model))
     start, end = prompt.input_start, prompt.input_end
     pool = run(make_drafter("pool", lm.model, DraftSources(start, prompt.ids[start:end])))
@@ -922,7 +926,7 @@ def test_the_hybrid_with_a_llama_cpp_draft_model_is_exact_against_plain_decoding
     lm.ready()
     assert lm.draft.model is not lm.model  # a context of its own
     prompt = prepare(lm, EditRequest(DOCSTRINGS["input"], DOCSTRINGS["instruction"])).prompt
-    run = _cold_runs(lm, prompt.ids, 120)
+    run = _runs_after(lm, prompt.ids, 120)
     plain = run(make_drafter("ar", lm.model))
     start, end = prompt.input_start, prompt.input_end
     sources = DraftSources(start, prompt.ids[start:end], draft=lm.draft)
