@@ -17,9 +17,11 @@ On llama.cpp, which gives no weights, both matrices are read from the GGUF file
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -139,12 +141,14 @@ class VocabularyIndex:
         return torch.topk(self.head @ hidden.to(self.head.dtype), k).indices.tolist()
 
 
-_INDEXES: dict[tuple[int, bool], VocabularyIndex] = {}
+# Held as long as their model is: keyed by the model itself, not its id, which a model loaded
+# after it is freed may be given (and would be handed another model's vocabulary).
+_INDEXES: weakref.WeakKeyDictionary[Any, dict[bool, VocabularyIndex]] = weakref.WeakKeyDictionary()
 
 
 def vocabulary_index(model, use_hnsw: bool = True) -> VocabularyIndex:
     """One index per loaded model (building or loading it is the slow part)."""
-    key = (id(model), use_hnsw)
-    if key not in _INDEXES:
-        _INDEXES[key] = VocabularyIndex(model, use_hnsw)
-    return _INDEXES[key]
+    built = _INDEXES.setdefault(model, {})
+    if use_hnsw not in built:
+        built[use_hnsw] = VocabularyIndex(model, use_hnsw)
+    return built[use_hnsw]

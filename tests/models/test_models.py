@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import weakref
 from pathlib import Path
 
 import numpy as np
@@ -382,7 +383,7 @@ def test_prepare_builds_what_a_first_edit_needs_so_that_the_edit_builds_nothing(
 
     def new_process() -> None:  # nothing loaded nor built in memory
         load.load.cache_clear()
-        monkeypatch.setattr(vocabulary, "_INDEXES", {})
+        monkeypatch.setattr(vocabulary, "_INDEXES", weakref.WeakKeyDictionary())
 
     cache = tmp_path / "cache"
     monkeypatch.setenv("SPECEDIT_CACHE", str(cache))
