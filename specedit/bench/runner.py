@@ -13,9 +13,11 @@ process, never here, but with the user's rights: nothing is sandboxed); a task w
 
 from __future__ import annotations
 
+import contextlib
 import json
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
@@ -52,8 +54,9 @@ from specedit.drafting.registry import (
     method_for,
     refusal,
 )
-from specedit.editing import prompts, selection, snippets
+from specedit.editing import examples, prompts, selection, snippets
 from specedit.editing.attempts import Attempt, attempt_edits
+from specedit.editing.checks import CheckResult, command_check
 from specedit.editing.editor import (
     EditRequest,
     EditResult,
@@ -475,13 +478,30 @@ def _run_samples(
         return drawn[-1]
 
     samples = selection.Samples(*parse_selection(setup.selection))
-    candidates = selection.draw_edits(run, request, whole, samples, editor.decode)
+    with _examples(task, samples) as examples:
+        candidates = selection.draw_edits(run, request, whole, samples, editor.decode, examples)
     chosen = candidates.chosen
     row = _candidates_row(task, setup, drawn, time.perf_counter() - start, len(drawn), chosen)
     row.problems = candidates.problems
     text = whole(chosen.text) if chosen else None
     score_row(row, text, task, check_task(task, text))
     return row
+
+
+@contextlib.contextmanager
+def _examples(
+    task: Task, samples: selection.Samples
+) -> Iterator[Callable[[str], CheckResult] | None]:
+    """The check of a candidate's `>>>` examples, as --examples runs it, in a folder holding
+    the task's file alone; None where they were not asked for or the input has none."""
+    if not (samples.examples and examples.has_examples(task.input, task.language)):
+        yield None
+        return
+    with tempfile.TemporaryDirectory(prefix="specedit-examples-") as folder:
+        path = Path(folder) / "candidate.py"
+        path.write_text(task.input, encoding="utf-8")
+        with command_check(examples.command(), path, examples.TIMEOUT) as check:
+            yield check
 
 
 def _run_once(lm: LoadedModel, prepared: PreparedEdit, method: str, llama: LlamaCpp | None) -> _Run:

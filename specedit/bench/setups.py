@@ -66,7 +66,7 @@ class Setup:
     attempts: int = 1  # > 1: retry with the task's tests as the check (the --test loop)
     engine: str = "torch"  # where the engine's passes run: transformers or llama.cpp
     region: str = AUTO  # as the CLI edits; WHOLE: the whole input; NAMED: as `--lines NAME`
-    selection: str = "1"  # candidates per edit: N (drawn while unacceptable) or voteN (--samples)
+    selection: str = "1"  # candidates per edit (--samples): N, voteN or examplesN
 
     @property
     def label(self) -> str:
@@ -109,9 +109,13 @@ def reference(label: str) -> str:
     return "ar" + region + (label[label.index("/") :] if "/" in label else "")
 
 
-def parse_selection(spec: str) -> tuple[int, bool] | None:
+def parse_selection(spec: str) -> tuple[int, bool, bool] | None:
     """A bench selection: "N" draws up to N candidates while they are unacceptable, "voteN"
-    draws N and votes (`selection.draw`); None when `spec` is neither."""
-    vote = spec.startswith("vote")
-    count = spec.removeprefix("vote")
-    return (int(count), vote) if count.isdigit() and int(count) >= 1 else None
+    draws N and votes, "examplesN" draws up to N while they fail the task's own `>>>` examples
+    too (`selection.draw`, editing/examples.py); None when `spec` is none of them. As (count,
+    vote, examples)."""
+    kinds = {"vote": (True, False), "examples": (False, True)}
+    prefix = next((p for p in kinds if spec.startswith(p)), "")
+    vote, examples = kinds.get(prefix, (False, False))
+    count = spec.removeprefix(prefix)
+    return (int(count), vote, examples) if count.isdigit() and int(count) >= 1 else None

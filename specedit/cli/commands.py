@@ -89,7 +89,7 @@ def _run_edits(
     test = (
         CheckCommand(options.test, options.attempts, options.test_timeout) if options.test else None
     )
-    samples = Samples(options.candidates, options.vote)
+    samples = Samples(options.candidates, options.vote, options.examples)
     region = options.region()
     if snippet is not None and region is None:
         (file,) = files

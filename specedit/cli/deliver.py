@@ -11,12 +11,13 @@ does a --stats-file or --attribution that cannot be written.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import json
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -28,9 +29,10 @@ from specedit import console
 from specedit.cli.exits import Exit
 from specedit.console import error, say, warning
 from specedit.drafting import DrafterUnavailable
+from specedit.editing import examples as file_examples
 from specedit.editing import safety, snippets
 from specedit.editing.attempts import Attempt, attempt_edits
-from specedit.editing.checks import CheckRefused, command_check, run_command
+from specedit.editing.checks import CheckRefused, CheckResult, command_check, run_command
 from specedit.editing.editor import (
     CutOff,
     EditError,
@@ -269,9 +271,17 @@ class Drawer:
                 raise InputError(f"{self.name}: {exc}") from None
         written = Written(original, whole)
         if self.test is None:
-            chosen = choose_candidate(
-                self.run, request, written, self.samples, self.name, self.quiet, self.decode
-            )
+            with self.examples(original) as examples:
+                chosen = choose_candidate(
+                    self.run,
+                    request,
+                    written,
+                    self.samples,
+                    self.name,
+                    self.quiet,
+                    self.decode,
+                    examples,
+                )
             return Drawn(request, whole, chosen, None)
         with command_check(self.test.command, self.path, self.test.timeout) as check:
             tries = attempt_edits(
@@ -286,6 +296,18 @@ class Drawer:
         if candidate is not None and not self.quiet:
             say_what_was_mended(self.name, candidate.result)
         return Drawn(request, whole, candidate, tries)
+
+    @contextlib.contextmanager
+    def examples(self, original: str) -> Iterator[Callable[[str], CheckResult] | None]:
+        """With --examples, the check of a candidate's examples where the file has some."""
+        language = language_for(str(self.path))
+        if not (self.samples.examples and file_examples.has_examples(original, language)):
+            if self.samples.examples and not self.quiet:
+                say(f"{self.name}: no >>> examples to run; --examples changes nothing here")
+            yield None
+            return
+        with command_check(file_examples.command(), self.path, file_examples.TIMEOUT) as check:
+            yield check
 
 
 def _region_record(request: EditRequest, located: Located | None) -> dict | None:
@@ -308,12 +330,15 @@ def choose_candidate(
     name: str,
     quiet: bool,
     decode: Callable[[list[int]], str],
+    examples: Callable[[str], CheckResult] | None = None,
 ) -> Candidate:
-    """One edit, or the candidate `samples` chooses; EditError when every candidate failed."""
+    """One edit, or the candidate `samples` chooses (`examples`: the check of the file's
+    examples, where it has some and they were asked for); EditError when every candidate
+    failed."""
     if samples.count == 1:
         chosen = run(request)
     else:
-        drawn = draw_edits(run, request, whole, samples, decode)
+        drawn = draw_edits(run, request, whole, samples, decode, examples)
         if drawn.delivered is None:
             raise drawn.failures[-1]
         chosen = drawn.delivered
@@ -324,6 +349,8 @@ def choose_candidate(
             say(f"{name}: {count} candidates drawn, number {number} delivered{refused}")
     if chosen.verdict and chosen.verdict.undefined:  # no candidate without one was drawn
         warning(f"{name}: {chosen.verdict.problem}")
+    if chosen.verdict and chosen.verdict.failed_examples:  # none passed them
+        warning(f"{name}: no candidate passes the file's examples; delivering the first")
     if not quiet:
         say_what_was_mended(name, chosen.result)
     return chosen
@@ -563,6 +590,8 @@ class Report:
             stats["region"] = self.region
         if candidate.verdict and (undefined := candidate.verdict.undefined):
             stats["undefined_name"] = {"name": undefined.name, "line": undefined.line}
+        if candidate.verdict and (examples := candidate.verdict.examples):
+            stats["examples"] = examples.summary()
         seconds = stats["seconds"]  # where the wall time went, from start-up to the last token
         stats["wall_seconds"] = {
             **{k: round(v, 4) for k, v in {**self.startup, **result.timings}.items()},

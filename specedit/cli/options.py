@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 # unchanged fix or edit, an unsafe answer) or is a fix to look at again, which wins on the suite
 # (docs/quality.md, "--samples").
 DEFAULT_SAMPLES = 2
+# ... and with --examples: two redraws where the first answer fails the file's examples.
+EXAMPLES_SAMPLES = 3
 
 
 class WriteBack(Enum):
@@ -157,6 +159,15 @@ class EditOptions:
             show_default=False,
         ),
     ] = None
+    examples: Annotated[
+        bool,
+        opt(
+            "--examples",
+            help="Run the >>> examples in the Python file's docstrings on each candidate (as "
+            "your own code, in a temporary copy of its folder, as --test runs) and deliver one "
+            f"that passes them where one does. [--samples default: {EXAMPLES_SAMPLES}]",
+        ),
+    ] = False
     vote: Annotated[
         bool,
         opt(
@@ -278,10 +289,13 @@ class EditOptions:
 
     @property
     def candidates(self) -> int:
-        """--samples, or its default: one where --test judges the candidates."""
+        """--samples, or its default: one where --test judges the candidates, more where the
+        file's examples do."""
         if self.samples is not None:
             return self.samples
-        return 1 if self.test is not None else DEFAULT_SAMPLES
+        if self.test is not None:
+            return 1
+        return EXAMPLES_SAMPLES if self.examples else DEFAULT_SAMPLES
 
     @property
     def engine_in_use(self) -> str:
@@ -360,6 +374,13 @@ class EditOptions:
                 problems.append("--test-timeout must be above 0 seconds")
             if (self.samples or 1) > 1:
                 problems.append("--samples chooses without tests; with --test, use --attempts")
+        if self.examples:
+            if self.test is not None:
+                problems.append("--examples and --test both check candidates: give one")
+            if "-" in files:
+                problems.append("--examples runs the file in a copy of its folder: not stdin")
+            if self.candidates < 2:
+                problems.append("--examples chooses among candidates: --samples 2 or more")
         if self.candidates < 1:
             problems.append("--samples must be at least 1")
         if self.vote and self.candidates < 3:

@@ -107,7 +107,8 @@ def bench(
         typer.Option(
             help="Comma-separated candidate selections: N (up to N candidates, another drawn "
             "while the answer is unchanged for a fix or an edit, or unsafe), voteN (N drawn, the "
-            "one the others agree with kept); labelled method~sN."
+            "one the others agree with kept), examplesN (as N, and while the answer fails the "
+            "input's >>> examples, run unsandboxed: --examples); labelled method~sN."
         ),
     ] = "1",
     replay: Annotated[

@@ -43,6 +43,10 @@ An answer that uses a name nothing defines where the input did not (editing/lint
 never written, `Dict` with no import, a variable renamed in one place only) is wrong too, and
 redrawn from where it was least sure on the line that first writes the name (`CheckRedraw`).
 
+With `--examples` (editing/examples.py), an answer that fails the file's own `>>>` examples is
+wrong too, and redrawn from the first candidate's next branch point (`ExamplesRedraw`); where
+none passes them, the first answer that was right in every other way is delivered.
+
 An answer that copies a sentence of its prompt's own words (`copied_from_prompt`: "Return the
 complete edited file ..." inside a docstring that paraphrased the instruction) is wrong, and
 redrawn from where it could have gone otherwise just before that sentence (`leak_start`).
@@ -57,8 +61,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, Protocol, TypeVar
 
+from specedit.editing import examples as file_examples
 from specedit.editing import lint, safety
 from specedit.editing.branches import branch_points, check_start, leak_start
+from specedit.editing.checks import CheckResult
 from specedit.editing.editor import EditError, EditRequest, EditResult, Mode
 from specedit.editing.region import UNPARSABLE, named_lines
 from specedit.editing.second_look import first_change
@@ -98,6 +104,7 @@ class Samples:
 
     count: int = 1
     vote: bool = False  # draw all `count` and keep the one the others agree with
+    examples: bool = False  # run the file's `>>>` examples on each (editing/examples.py)
 
 
 ONE = Samples()
@@ -107,16 +114,24 @@ ONE = Samples()
 class Verdict:
     """A candidate judged on its text: why it cannot be right (None: it may be), what the
     safety checks found where they ran, which the delivery reads instead of checking again,
-    and the name it uses that nothing defines where that is its problem (editing/lint.py)."""
+    the name it uses that nothing defines where that is its problem (editing/lint.py), and how
+    the file's examples went where they ran (editing/examples.py)."""
 
     text: str
     problem: str | None
     checked: safety.Checked | None = None
     undefined: lint.Finding | None = None
+    examples: CheckResult | None = None
 
     @property
     def acceptable(self) -> bool:
         return self.problem is None
+
+    @property
+    def failed_examples(self) -> bool:
+        """Its one problem is the file's examples (they run only on an answer that is right
+        in every other way)."""
+        return self.examples is not None and not self.examples.passed
 
 
 @dataclass(frozen=True)
@@ -249,10 +264,13 @@ def agreement(changes: list[frozenset]) -> list[float]:
 
 
 def choose(verdicts: list[Verdict], original: str) -> int:
-    """The index of the candidate to deliver: among the acceptable ones, the one the others
-    agree with most, the earliest on a tie (the first is the request's own decoding); with no
-    acceptable one, the first (the caller reports its problem, as for a single edit)."""
-    acceptable = [i for i, verdict in enumerate(verdicts) if verdict.acceptable]
+    """The index of the candidate to deliver: among the acceptable ones (else those that fail
+    only the file's examples), the one the others agree with most, the earliest on a tie (the
+    first is the request's own decoding); with neither, the first (the caller reports its
+    problem, as for a single edit)."""
+    acceptable = [i for i, verdict in enumerate(verdicts) if verdict.acceptable] or [
+        i for i, verdict in enumerate(verdicts) if verdict.failed_examples
+    ]
     if not acceptable:
         return 0
     changes = [change_of(original, verdicts[i].text) for i in acceptable]
@@ -359,9 +377,13 @@ def draw(
         return None, verdicts
     if vote:
         return results[choose(verdicts, original)], verdicts
-    # Drawing stopped at what it needed: the last acceptable candidate is the one to deliver.
+    # Drawing stopped at what it needed: the last acceptable candidate is the one to deliver;
+    # with none, the first that failed only the file's examples (as without them).
     acceptable = [i for i, verdict in enumerate(verdicts) if verdict.acceptable]
-    return results[acceptable[-1] if acceptable else 0], verdicts
+    if acceptable:
+        return results[acceptable[-1]], verdicts
+    untested = [i for i, verdict in enumerate(verdicts) if verdict.failed_examples]
+    return results[untested[0] if untested else 0], verdicts
 
 
 def redraw_feedback(problem: str) -> str:
@@ -436,6 +458,18 @@ class CheckRedraw:
         return Redraw(drawing.branched(start, fix), first_change_only=fix)
 
 
+class ExamplesRedraw:
+    """An answer that fails the file's examples, redrawn whole from the first candidate's next
+    branch point while it has one (as --test redraws): where the first answer's change was the
+    wrong one, keeping it would fail again."""
+
+    def redraw(self, drawing: Drawing, number: int, problem: str | None) -> Redraw | None:
+        if not drawing.candidates or not drawing.candidates[-1].verdict.failed_examples:
+            return None
+        start = drawing.next_branch()
+        return Redraw(drawing.branched(start, False)) if start else None
+
+
 @dataclass(frozen=True)
 class BranchRedraw:
     """An unchanged answer to a fix or an edit, redrawn from the first candidate's next branch
@@ -469,11 +503,15 @@ class SecondLook:
 
 class SampledRedraw:
     """Sampled as the editing benchmarks sample (`sampled`), told why the last candidate
-    could not be right (`redraw_feedback`): what is left once no branch is."""
+    could not be right (`redraw_feedback`; doctest's report where it failed the file's
+    examples): what is left once no branch is."""
 
     def redraw(self, drawing: Drawing, number: int, problem: str | None) -> Redraw:
         request = drawing.request
         feedback = redraw_feedback(problem) if problem else request.feedback
+        last = drawing.candidates[-1].verdict if drawing.candidates else None
+        if problem and last is not None and last.failed_examples:
+            feedback = file_examples.feedback(last.examples.output)
         return Redraw(
             replace(request, sampling=sampled(request.sampling, number), feedback=feedback)
         )
@@ -483,12 +521,12 @@ def redraw_policies(unchanged: str | None, vote: bool) -> list[RedrawPolicy]:
     """The policies for the candidates after the first, in the order they are asked: votes
     are independent samples; otherwise a first answer that copied its prompt's words is
     redrawn from just before them, one that uses a name nothing defines from the line that
-    writes it, an unchanged answer to a fix or an edit (`unchanged`: what
-    is wrong with one) from a branch point, a fix that may be right gets its second look, and
-    any other is sampled."""
+    writes it, one that fails the file's examples from a branch point, an unchanged answer to
+    a fix or an edit (`unchanged`: what is wrong with one) from a branch point, a fix that may
+    be right gets its second look, and any other is sampled."""
     if vote:
         return [SampledRedraw()]
-    policies: list[RedrawPolicy] = [LeakRedraw(), CheckRedraw()]
+    policies: list[RedrawPolicy] = [LeakRedraw(), CheckRedraw(), ExamplesRedraw()]
     if unchanged is not None:
         policies.append(BranchRedraw(fix=unchanged == UNCHANGED_FIX))
     if unchanged == UNCHANGED_FIX:
@@ -507,10 +545,12 @@ class Drawing:
         whole: Callable[[str], str],
         samples: Samples,
         decode: Callable[[list[int]], str],
+        examples: Callable[[str], CheckResult] | None = None,
     ) -> None:
         self.make = make
         self.whole = whole
         self.decode = decode
+        self.examples = examples
         self.branch_limit = samples.count - 1
         self.unchanged = unchanged_problem(
             request.mode, request.language or safety.sniff(request.text)
@@ -593,6 +633,10 @@ class Drawing:
             if extra > LOOK_EXTRA_LINES:
                 problem = f"the second look changes {extra} lines more than the first"
                 return replace(verdict, problem=problem)
+        if verdict.acceptable and self.examples is not None:
+            ran = self.examples(answer)
+            problem = None if ran.passed else f"{file_examples.FAILED} ({ran.summary()})"
+            return replace(verdict, problem=problem, examples=ran)
         return verdict
 
     def leak_of(self, candidate: Candidate) -> str | None:
@@ -628,16 +672,18 @@ def draw_edits(
     whole: Callable[[str], str],
     samples: Samples,
     decode: Callable[[list[int]], str],
+    examples: Callable[[str], CheckResult] | None = None,
 ) -> Drawn:
     """Up to `samples.count` edits of `request` by `make`, one chosen (`draw`); `whole` turns an
-    answer into the whole text as it would be written (a region's answer into the file). An
+    answer into the whole text as it would be written (a region's answer into the file), which
+    `examples`, where given, checks (editing/examples.py). An
     unchanged fix is redrawn from its branch points while it has any (`decode` reads them),
     else sampled and told why; an acceptable fix from its first branch point, its second look
     (none where it has no branch point). A rewrite's candidates are proofread
     (editing/proofread.py): its second look, word by word. An unchanged edit is redrawn from
     its branch points as an unchanged fix is, and an answer that copied its prompt's own words
     from just before them (`redraw_policies`)."""
-    drawing = Drawing(make, request, whole, samples, decode)
+    drawing = Drawing(make, request, whole, samples, decode, examples)
     delivered, _ = draw(
         drawing.candidate,
         lambda candidate: candidate.verdict,

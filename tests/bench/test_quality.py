@@ -378,3 +378,22 @@ def test_the_floor_probe_reaches_as_far_as_the_tasks_do(monkeypatch):
     assert lengths == [PROBE_PROMPT, 3 * PROBE_PROMPT, 2 * PROBE_PROMPT, CONTEXT_PROBE]
     runner._floor_costs(SimpleNamespace(model=None, context_length=2048), 4000)
     assert lengths[-1] == 1024  # half the model's context at most
+
+
+def test_an_examples_selection_checks_candidates_on_the_task_s_own_examples():
+    """`--samples examplesN` runs the input's `>>>` lines on a candidate, in a folder of its
+    own; a task without examples, or a plain selection, gets no check."""
+    from specedit.bench.runner import _examples
+    from specedit.editing.selection import Samples
+
+    source = 'def add(a, b):\n    """\n    >>> add(2, 3)\n    5\n    """\n    return a - b\n'
+    task = Task("t", "fix", "add subtracts", source, language="python")
+    with _examples(task, Samples(3, examples=True)) as check:
+        assert check(source.replace("a - b", "a + b")).passed
+        failed = check(source)
+        assert not failed.passed and "Failed example" in failed.output
+    for plain in (replace(task, input="def f():\n    pass\n"), replace(task, language="")):
+        with _examples(plain, Samples(3, examples=True)) as check:
+            assert check is None
+    with _examples(task, Samples(3)) as check:
+        assert check is None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from specedit.bench.setups import parse_selection
@@ -174,13 +176,15 @@ def test_the_fix_template_is_known_by_name_or_path():
 
 
 @pytest.mark.parametrize(
-    ("spec", "parsed"), [("1", (1, False)), ("3", (3, False)), ("vote5", (5, True))]
+    ("spec", "parsed"),
+    [("1", (1, False, False)), ("3", (3, False, False)), ("vote5", (5, True, False))]
+    + [("examples3", (3, False, True))],
 )
 def test_bench_selections_parse(spec, parsed):
     assert parse_selection(spec) == parsed
 
 
-@pytest.mark.parametrize("spec", ["0", "vote", "x3", "vote0", "-1"])
+@pytest.mark.parametrize("spec", ["0", "vote", "x3", "vote0", "-1", "examples", "votes3"])
 def test_bad_bench_selections_are_refused(spec):
     assert parse_selection(spec) is None
 
@@ -249,6 +253,78 @@ def test_an_unchanged_fix_draws_another_candidate(tmp_path, tiny_model_dir, toke
     assert (
         "4 candidates drawn, number 4 delivered (refused: unchanged, but a fix was" in result.stderr
     )
+
+
+DOCUMENTED = 'def add(a, b):\n    """\n    >>> add(2, 3)\n    5\n    """\n    return a - b\n'
+
+
+def test_with_examples_a_fix_that_fails_them_is_redrawn_and_one_that_passes_delivered(
+    tmp_path, tiny_model_dir, tokenizer, monkeypatch
+):
+    """--examples runs the docstring's `>>>` lines on each candidate: the first answer fails
+    them and is redrawn whole from where it was least sure; the redraw passes and is
+    delivered, its stats saying so."""
+    import json
+
+    file = tmp_path / "add.py"
+    file.write_text(DOCUMENTED)
+    wrong, fixed = DOCUMENTED.replace("a - b", "a * b"), DOCUMENTED.replace("a - b", "a + b")
+    calls = _answering(monkeypatch, [wrong, fixed], tokenizer)
+    stats = tmp_path / "stats.json"
+    result = _run_fix(file, tiny_model_dir, "--examples", "--stats-file", str(stats))
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == fixed
+    x, z = (tokenizer.encode(letter, add_special_tokens=False)[0] for letter in "xz")
+    assert [p.request.steering.forced for p in calls] == [(), (x, z)]
+    assert calls[1].request.steering.rejoin is None  # the redraw is delivered whole
+    assert "number 2 delivered (refused: it fails the file's examples (failed" in result.stderr
+    assert json.loads(stats.read_text())["examples"] == "passed"
+    assert file.read_text() == DOCUMENTED  # the examples ran on a copy
+
+
+def test_with_examples_that_no_candidate_passes_the_first_answer_is_delivered(
+    tmp_path, tiny_model_dir, tokenizer, monkeypatch
+):
+    """Three candidates by default: the first, a redraw from its branch point, then one
+    sampled and shown the failure; none passes, so the first is delivered, with a warning."""
+    file = tmp_path / "add.py"
+    file.write_text(DOCUMENTED)
+    answers = [DOCUMENTED.replace("a - b", f"a {op} b") for op in "*/%"]
+    calls = _answering(monkeypatch, answers, tokenizer)
+    result = _run_fix(file, tiny_model_dir, "--examples")
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == answers[0] and len(calls) == 3
+    assert "Failed example" in calls[2].request.feedback  # doctest's own report
+    assert "no candidate passes the file's examples; delivering the first" in result.stderr
+
+
+def test_examples_are_run_only_where_the_file_has_some_and_never_on_stdin(
+    tmp_path, tiny_model_dir, tokenizer, monkeypatch
+):
+    file = tmp_path / "add.py"
+    file.write_text(SOURCE)
+    fixed = SOURCE.replace("a - b", "a + b")
+    _answering(monkeypatch, [fixed, SOURCE], tokenizer)
+    result = _run_fix(file, tiny_model_dir, "--examples")
+    assert result.exit_code == 0 and result.stdout == fixed, result.stderr
+    assert "no >>> examples to run" in result.stderr
+    for options, message in [
+        (("--test", "true"), "--examples and --test both check candidates"),
+        (("--samples", "1"), "--examples chooses among candidates"),
+    ]:
+        result = _run_fix(file, tiny_model_dir, "--examples", *options)
+        assert result.exit_code == 2 and message in result.stderr
+    result = _run_fix(Path("-"), tiny_model_dir, "--examples")
+    assert result.exit_code == 2 and "not stdin" in result.stderr
+
+
+def _run_fix(file, tiny_model_dir, *options: str):
+    from typer.testing import CliRunner
+
+    from specedit.cli import app
+
+    tiny = ("--model", str(tiny_model_dir), "--dtype", "fp32", "--method", "pld")
+    return CliRunner().invoke(app, ["fix", str(file), "add subtracts", *tiny, *options])
 
 
 def test_an_unchanged_edit_is_redrawn_from_where_it_was_least_sure(

@@ -1,0 +1,42 @@
+"""`--examples`: a Python file's own `>>>` examples, run on each candidate to prefer one that
+passes them.
+
+A docstring's examples say what its function must do (`>>> median([1, 3, 2])` then `2`), and a
+fix that breaks them, or leaves the bug they show, is wrong whatever else it does. Running them
+runs the file, so it happens only where the user asked (`--examples`, never from a project's
+settings: a cloned repository's file is not the user's word), as `--test` runs a command: in a
+temporary copy of the file's folder, with a timeout (editing/checks.py). Where no candidate
+passes, the model's own answer is delivered as without the option, with a warning: the
+examples may be wrong, or need what the copy lacks.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import sys
+
+EXAMPLE = re.compile(r"^[ \t]*>>> ", re.MULTILINE)
+FEEDBACK_CHARS = 1500  # of doctest's report, shown to the model on a sampled redraw
+TIMEOUT = 30.0  # seconds a candidate's examples may take: a loop the fix left is a failure
+FAILED = "it fails the file's examples"
+
+
+def has_examples(text: str, language: str | None) -> bool:
+    """Whether `text` is Python with at least one `>>>` example to run."""
+    return language == "python" and EXAMPLE.search(text) is not None
+
+
+def command() -> str:
+    """The check, as a `--test` command: doctest on the candidate, by this interpreter."""
+    return f"{shlex.quote(sys.executable)} -m doctest {{file}}"
+
+
+def feedback(output: str) -> str:
+    """What the model is told after an answer failed the examples: doctest's report, its end."""
+    return (
+        "Your previous answer fails the examples in the file's docstrings, which show what the "
+        "code must do. doctest's report:\n```\n"
+        f"{output[-FEEDBACK_CHARS:].strip()}\n```\nReturn the complete file with the code "
+        "changed as asked and every other line exactly as it was."
+    )
