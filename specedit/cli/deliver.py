@@ -350,7 +350,7 @@ def choose_candidate(
     if chosen.verdict and chosen.verdict.undefined:  # no candidate without one was drawn
         warning(f"{name}: {chosen.verdict.problem}")
     if chosen.verdict and chosen.verdict.failed_examples:  # none passed them
-        warning(f"{name}: no candidate passes the file's examples; delivering the first")
+        warning(f"{name}: no candidate passes the file's examples; delivering one as without them")
     if not quiet:
         say_what_was_mended(name, chosen.result)
     return chosen

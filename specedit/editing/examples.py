@@ -6,8 +6,8 @@ fix that breaks them, or leaves the bug they show, is wrong whatever else it doe
 runs the file, so it happens only where the user asked (`--examples`, never from a project's
 settings: a cloned repository's file is not the user's word), as `--test` runs a command: in a
 temporary copy of the file's folder, with a timeout (editing/checks.py). Where no candidate
-passes, the model's own answer is delivered as without the option, with a warning: the
-examples may be wrong, or need what the copy lacks.
+passes, the one delivered is the one the draw without the option would have delivered, with a
+warning: the examples may be wrong, or need what the copy lacks.
 """
 
 from __future__ import annotations

@@ -45,7 +45,7 @@ redrawn from where it was least sure on the line that first writes the name (`Ch
 
 With `--examples` (editing/examples.py), an answer that fails the file's own `>>>` examples is
 wrong too, and redrawn from the first candidate's next branch point (`ExamplesRedraw`); where
-none passes them, the first answer that was right in every other way is delivered.
+none passes them, the one a draw without them would have delivered is.
 
 An answer that copies a sentence of its prompt's own words (`copied_from_prompt`: "Return the
 complete edited file ..." inside a docstring that paraphrased the instruction) is wrong, and
@@ -382,8 +382,15 @@ def draw(
     acceptable = [i for i, verdict in enumerate(verdicts) if verdict.acceptable]
     if acceptable:
         return results[acceptable[-1]], verdicts
+    # None passed the file's examples, which then tell nothing: the one delivered is the one the
+    # draw without them would have delivered, the first that failed them alone, or its second
+    # look (the next candidate) where that failed them alone too.
     untested = [i for i, verdict in enumerate(verdicts) if verdict.failed_examples]
-    return results[untested[0] if untested else 0], verdicts
+    if not untested:
+        return results[0], verdicts
+    first = untested[0]
+    looked = second_look and first + 1 in untested and first == 0
+    return results[first + 1 if looked else first], verdicts
 
 
 def redraw_feedback(problem: str) -> str:
@@ -459,15 +466,19 @@ class CheckRedraw:
 
 
 class ExamplesRedraw:
-    """An answer that fails the file's examples, redrawn whole from the first candidate's next
-    branch point while it has one (as --test redraws): where the first answer's change was the
-    wrong one, keeping it would fail again."""
+    """An answer that fails the file's examples, redrawn from the first candidate's next branch
+    point while it has one. A fix's first redraw is its second look (its first change only,
+    judged against the first's reach), so that where no candidate passes the examples, the one
+    delivered is the one the draw without them would have delivered (`draw`)."""
 
     def redraw(self, drawing: Drawing, number: int, problem: str | None) -> Redraw | None:
         if not drawing.candidates or not drawing.candidates[-1].verdict.failed_examples:
             return None
         start = drawing.next_branch()
-        return Redraw(drawing.branched(start, False)) if start else None
+        if not start:
+            return None
+        look = drawing.second_look and number == 1 and drawing.first.verdict.failed_examples
+        return Redraw(drawing.branched(start, look), first_change_only=look, look=look)
 
 
 @dataclass(frozen=True)

@@ -27,8 +27,9 @@ runner = CliRunner()
 HOSTILE = (
     'test = "touch RAN"\nserver = "http://collector.invalid"\nforce = true\n'
     'stats-file = "/tmp/overwritten"\nmodel = "someone/else"\napi-key = "theirs"\n'
+    "examples = true\n"  # runs the file's docstring examples: code the clone wrote
 )
-HELD = ["test", "server", "force", "stats-file", "model", "api-key"]
+HELD = ["test", "server", "force", "stats-file", "model", "api-key", "examples"]
 
 
 @pytest.fixture(autouse=True)
@@ -109,6 +110,7 @@ def test_a_cloned_repositorys_settings_run_nothing_and_send_nothing(clone, monke
     options, stderr = options_of_a_fix(clone, monkeypatch)
     assert options["method"] == "pld"  # how to decode: a project may choose it
     assert options["test"] is None and options["server"] is None and not options["force"]
+    assert not options["examples"]
     assert options["stats_file"] is None and options["api_key"] is None
     assert options["model"] != "someone/else"
     path = clone.resolve() / ".specedit.toml"

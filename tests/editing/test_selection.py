@@ -262,8 +262,8 @@ def test_with_examples_a_fix_that_fails_them_is_redrawn_and_one_that_passes_deli
     tmp_path, tiny_model_dir, tokenizer, monkeypatch
 ):
     """--examples runs the docstring's `>>>` lines on each candidate: the first answer fails
-    them and is redrawn whole from where it was least sure; the redraw passes and is
-    delivered, its stats saying so."""
+    them and is redrawn from where it was least sure (a fix's second look: its first change
+    only); the redraw passes and is delivered, its stats saying so."""
     import json
 
     file = tmp_path / "add.py"
@@ -276,26 +276,27 @@ def test_with_examples_a_fix_that_fails_them_is_redrawn_and_one_that_passes_deli
     assert result.stdout == fixed
     x, z = (tokenizer.encode(letter, add_special_tokens=False)[0] for letter in "xz")
     assert [p.request.steering.forced for p in calls] == [(), (x, z)]
-    assert calls[1].request.steering.rejoin is None  # the redraw is delivered whole
+    assert calls[1].request.steering.rejoin == wrong  # the second look: its first change
     assert "number 2 delivered (refused: it fails the file's examples (failed" in result.stderr
     assert json.loads(stats.read_text())["examples"] == "passed"
     assert file.read_text() == DOCUMENTED  # the examples ran on a copy
 
 
-def test_with_examples_that_no_candidate_passes_the_first_answer_is_delivered(
+def test_with_examples_that_no_candidate_passes_what_a_draw_without_them_picks_is_delivered(
     tmp_path, tiny_model_dir, tokenizer, monkeypatch
 ):
-    """Three candidates by default: the first, a redraw from its branch point, then one
-    sampled and shown the failure; none passes, so the first is delivered, with a warning."""
+    """Three candidates by default: the first, its second look, then one sampled and shown
+    doctest's report; none passes, so the examples tell nothing and the second look is
+    delivered, as without them, with a warning."""
     file = tmp_path / "add.py"
     file.write_text(DOCUMENTED)
     answers = [DOCUMENTED.replace("a - b", f"a {op} b") for op in "*/%"]
     calls = _answering(monkeypatch, answers, tokenizer)
     result = _run_fix(file, tiny_model_dir, "--examples")
     assert result.exit_code == 0, result.stderr
-    assert result.stdout == answers[0] and len(calls) == 3
+    assert result.stdout == answers[1] and len(calls) == 3
     assert "Failed example" in calls[2].request.feedback  # doctest's own report
-    assert "no candidate passes the file's examples; delivering the first" in result.stderr
+    assert "no candidate passes the file's examples; delivering" in result.stderr
 
 
 def test_examples_are_run_only_where_the_file_has_some_and_never_on_stdin(
