@@ -330,7 +330,8 @@ class LlamaCppTarget:
         # instruction on the same file prefills the instruction alone. Held tokens are reused
         # only where their states are held too, if states are asked for.
         held = shared = self._reusable(tokens, hidden)
-        if self.store is not None and (head := self.store.nearest(tokens, hidden, beyond=held)):
+        stored = self.store is not None and held < len(tokens)  # a redraw holds all of it
+        if stored and (head := self.store.nearest(tokens, hidden, beyond=held)):
             self._drop_from(0)
             self._restore(head)
             shared = self._reusable(tokens, hidden)

@@ -17,14 +17,17 @@ import contextlib
 import hashlib
 import os
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 
 from specedit.engine.llamacpp import Head, shared_length
 from specedit.files import replace_atomically
 from specedit.models.bundled import private_dir
+
+Key = TypeVar("Key")  # what a store finds a head by: its file, its tokens' bytes
 
 
 class PrefixStore:
@@ -47,19 +50,10 @@ class PrefixStore:
         MIN_TOKENS, and more than `beyond`: what the cache holds already), with its sequence
         state; with `states`, only among the heads kept with their final states, which come
         with it. A head read back counts as new, so the heads used last are the ones kept."""
-        best, best_shared = None, max(self.MIN_TOKENS - 1, beyond)
-        for path in self._heads():
-            if states and not _states_path(path).exists():
-                continue
-            try:
-                head = _read_tokens(path)
-            except (OSError, ValueError):
-                continue  # damaged: prefill instead
-            if (shared := shared_length(head, tokens)) > best_shared:
-                best, best_shared = (head, path), shared
+        best = _sharing_most(self._readable(states), tokens, beyond)
         if best is None:
             return None
-        head, path = best
+        path, head = best
         try:
             with open(path, "rb") as saved:
                 saved.seek(4 + 4 * len(head))  # past the tokens, read above
@@ -84,6 +78,17 @@ class PrefixStore:
             self._keep_newest()
         except OSError:
             pass
+
+    def _readable(self, states: bool) -> Iterator[tuple[Path, list[int]]]:
+        """Each head's path and tokens (with `states`, of those kept with them); a damaged
+        head is passed over: the prompt is prefilled instead."""
+        for path in self._heads():
+            if states and not _states_path(path).exists():
+                continue
+            try:
+                yield path, _read_tokens(path)
+            except (OSError, ValueError):
+                continue
 
     def _keep_newest(self) -> None:
         """Remove the heads past the KEPT newest, or past BYTES with their states."""
@@ -114,16 +119,16 @@ class RecentHeads:
 
     def nearest(self, tokens: list[int], states: bool = False, beyond: int = 0) -> Head | None:
         """As `PrefixStore.nearest`, from memory."""
-        best, best_shared = None, max(self.MIN_TOKENS - 1, beyond)
-        for key, head in self._heads.items():
-            if states and head.states is None:
-                continue
-            if (shared := shared_length(head.tokens, tokens)) > best_shared:
-                best, best_shared = key, shared
+        kept = (
+            (key, head.tokens)
+            for key, head in self._heads.items()
+            if not states or head.states is not None
+        )
+        best = _sharing_most(kept, tokens, beyond)
         if best is None:
             return None
-        self._heads.move_to_end(best)
-        return self._heads[best]
+        self._heads.move_to_end(best[0])
+        return self._heads[best[0]]
 
     def save(self, head: list[int], state: bytes, states: np.ndarray | None = None) -> None:
         """Keep `head`, dropping the least recently used heads past KEPT or the budget."""
@@ -139,6 +144,18 @@ class RecentHeads:
     def size(self) -> int:
         """The bytes its heads hold (K/V, and final states where kept)."""
         return sum(_head_bytes(head) for head in self._heads.values())
+
+
+def _sharing_most(
+    heads: Iterable[tuple[Key, list[int]]], tokens: list[int], beyond: int
+) -> tuple[Key, list[int]] | None:
+    """The (key, tokens) of the head sharing the most leading tokens with `tokens`: at least
+    MIN_TOKENS (fewer save less than reading a head back costs), and more than `beyond`."""
+    best, best_shared = None, max(PrefixStore.MIN_TOKENS - 1, beyond)
+    for key, head in heads:
+        if (shared := shared_length(head, tokens)) > best_shared:
+            best, best_shared = (key, head), shared
+    return best
 
 
 def _head_bytes(head: Head) -> int:
