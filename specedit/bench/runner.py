@@ -54,9 +54,9 @@ from specedit.drafting.registry import (
     method_for,
     refusal,
 )
-from specedit.editing import examples, prompts, selection, snippets
+from specedit.editing import prompts, selection, snippets
 from specedit.editing.attempts import Attempt, attempt_edits
-from specedit.editing.checks import CheckResult, command_check
+from specedit.editing.checks import CheckResult
 from specedit.editing.editor import (
     EditRequest,
     EditResult,
@@ -65,6 +65,7 @@ from specedit.editing.editor import (
     generate_edit,
     prepare,
 )
+from specedit.editing.examples import examples_check, has_examples
 from specedit.editing.runaway import RUNAWAY
 from specedit.engine.cost import (
     CONTEXT_PROBE,
@@ -478,8 +479,8 @@ def _run_samples(
         return drawn[-1]
 
     samples = selection.Samples(*parse_selection(setup.selection))
-    with _examples(task, samples) as examples:
-        candidates = selection.draw_edits(run, request, whole, samples, editor.decode, examples)
+    with _examples(task, samples) as check:
+        candidates = selection.draw_edits(run, request, whole, samples, editor.decode, check)
     chosen = candidates.chosen
     row = _candidates_row(task, setup, drawn, time.perf_counter() - start, len(drawn), chosen)
     row.problems = candidates.problems
@@ -492,15 +493,15 @@ def _run_samples(
 def _examples(
     task: Task, samples: selection.Samples
 ) -> Iterator[Callable[[str], CheckResult] | None]:
-    """The check of a candidate's `>>>` examples, as --examples runs it, in a folder holding
-    the task's file alone; None where they were not asked for or the input has none."""
-    if not (samples.examples and examples.has_examples(task.input, task.language)):
+    """The check of a candidate's `>>>` examples as --examples runs it, in a folder holding
+    the task's input alone; None where they were not asked for or the input has none."""
+    if not (samples.examples and has_examples(task.input, task.language)):
         yield None
         return
     with tempfile.TemporaryDirectory(prefix="specedit-examples-") as folder:
         path = Path(folder) / "candidate.py"
         path.write_text(task.input, encoding="utf-8")
-        with command_check(examples.command(), path, examples.TIMEOUT) as check:
+        with examples_check(path, task.input, task.language, asked=True) as check:
             yield check
 
 

@@ -11,13 +11,12 @@ does a --stats-file or --attribution that cannot be written.
 
 from __future__ import annotations
 
-import contextlib
 import difflib
 import json
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -29,7 +28,6 @@ from specedit import console
 from specedit.cli.exits import Exit
 from specedit.console import error, say, warning
 from specedit.drafting import DrafterUnavailable
-from specedit.editing import examples as file_examples
 from specedit.editing import safety, snippets
 from specedit.editing.attempts import Attempt, attempt_edits
 from specedit.editing.checks import CheckRefused, CheckResult, command_check, run_command
@@ -43,6 +41,7 @@ from specedit.editing.editor import (
     Mode,
     in_region,
 )
+from specedit.editing.examples import examples_check
 from specedit.editing.localize import Located, locate
 from specedit.editing.prompts import EditPrompt, PromptError, language_for
 from specedit.editing.region import Region
@@ -271,7 +270,10 @@ class Drawer:
                 raise InputError(f"{self.name}: {exc}") from None
         written = Written(original, whole)
         if self.test is None:
-            with self.examples(original) as examples:
+            examples = examples_check(self.path, original, request.language, self.samples.examples)
+            with examples as check:
+                if self.samples.examples and check is None and not self.quiet:
+                    say(f"{self.name}: no >>> examples to run; --examples changes nothing here")
                 chosen = choose_candidate(
                     self.run,
                     request,
@@ -280,7 +282,7 @@ class Drawer:
                     self.name,
                     self.quiet,
                     self.decode,
-                    examples,
+                    check,
                 )
             return Drawn(request, whole, chosen, None)
         with command_check(self.test.command, self.path, self.test.timeout) as check:
@@ -296,18 +298,6 @@ class Drawer:
         if candidate is not None and not self.quiet:
             say_what_was_mended(self.name, candidate.result)
         return Drawn(request, whole, candidate, tries)
-
-    @contextlib.contextmanager
-    def examples(self, original: str) -> Iterator[Callable[[str], CheckResult] | None]:
-        """With --examples, the check of a candidate's examples where the file has some."""
-        language = language_for(str(self.path))
-        if not (self.samples.examples and file_examples.has_examples(original, language)):
-            if self.samples.examples and not self.quiet:
-                say(f"{self.name}: no >>> examples to run; --examples changes nothing here")
-            yield None
-            return
-        with command_check(file_examples.command(), self.path, file_examples.TIMEOUT) as check:
-            yield check
 
 
 def _region_record(request: EditRequest, located: Located | None) -> dict | None:

@@ -15,6 +15,11 @@ from __future__ import annotations
 import re
 import shlex
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from specedit.editing.checks import CheckResult, command_check
 
 EXAMPLE = re.compile(r"^[ \t]*>>> ", re.MULTILINE)
 FEEDBACK_CHARS = 1500  # of doctest's report, shown to the model on a sampled redraw
@@ -27,9 +32,19 @@ def has_examples(text: str, language: str | None) -> bool:
     return language == "python" and EXAMPLE.search(text) is not None
 
 
-def command() -> str:
-    """The check, as a `--test` command: doctest on the candidate, by this interpreter."""
-    return f"{shlex.quote(sys.executable)} -m doctest {{file}}"
+@contextmanager
+def examples_check(
+    path: Path, text: str, language: str | None, asked: bool
+) -> Iterator[Callable[[str], CheckResult] | None]:
+    """Where `asked` and `text` (the file at `path`) has examples: `check(candidate)`, which
+    runs doctest on the candidate by this interpreter, as a `--test` command in a copy of the
+    file's folder (`checks.command_check`); None otherwise."""
+    if not (asked and has_examples(text, language)):
+        yield None
+        return
+    command = f"{shlex.quote(sys.executable)} -m doctest {{file}}"
+    with command_check(command, path, TIMEOUT) as check:
+        yield check
 
 
 def feedback(output: str) -> str:

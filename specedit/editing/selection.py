@@ -377,8 +377,7 @@ def draw(
         return None, verdicts
     if vote:
         return results[choose(verdicts, original)], verdicts
-    # Drawing stopped at what it needed: the last acceptable candidate is the one to deliver;
-    # with none, the first that failed only the file's examples (as without them).
+    # Drawing stopped at what it needed: the last acceptable candidate is the one to deliver.
     acceptable = [i for i, verdict in enumerate(verdicts) if verdict.acceptable]
     if acceptable:
         return results[acceptable[-1]], verdicts
@@ -386,11 +385,9 @@ def draw(
     # draw without them would have delivered, the first that failed them alone, or its second
     # look (the next candidate) where that failed them alone too.
     untested = [i for i, verdict in enumerate(verdicts) if verdict.failed_examples]
-    if not untested:
-        return results[0], verdicts
-    first = untested[0]
-    looked = second_look and first + 1 in untested and first == 0
-    return results[first + 1 if looked else first], verdicts
+    if second_look and untested[:2] == [0, 1]:
+        return results[1], verdicts
+    return results[untested[0] if untested else 0], verdicts
 
 
 def redraw_feedback(problem: str) -> str:
@@ -519,10 +516,11 @@ class SampledRedraw:
 
     def redraw(self, drawing: Drawing, number: int, problem: str | None) -> Redraw:
         request = drawing.request
-        feedback = redraw_feedback(problem) if problem else request.feedback
         last = drawing.candidates[-1].verdict if drawing.candidates else None
         if problem and last is not None and last.failed_examples:
             feedback = file_examples.feedback(last.examples.output)
+        else:
+            feedback = redraw_feedback(problem) if problem else request.feedback
         return Redraw(
             replace(request, sampling=sampled(request.sampling, number), feedback=feedback)
         )
