@@ -39,6 +39,14 @@ SNAPSHOTS = TESTS / "snapshots"
 TEST_MODEL = "qwen2.5-coder-0.5b"
 
 
+# A planted bug and candidate answers to it, for the tests that judge and choose candidates.
+MEAN_BUG = "def mean(values):\n    return sum(values) * len(values)\n\n\nprint(mean([1, 2]))\n"
+MEAN_RIGHT = MEAN_BUG.replace("sum(values) * len", "sum(values) / len")
+MEAN_WRONG = MEAN_BUG.replace("sum(values) * len", "sum(values) + len")
+MEAN_BROKEN = MEAN_BUG.replace("return sum(values)", "return (sum(values)")
+MEAN_REFORMATTED = MEAN_RIGHT.replace("/ len(values)", "/  len(values)")  # same change, blanks
+
+
 def tiny_model(
     kind: str = "qwen2", attn: str = "sdpa", vocab: int = 96, seed: int = 0, init: float = 0.3
 ):

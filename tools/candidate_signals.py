@@ -38,7 +38,7 @@ from specedit.bench.score import check_task
 from specedit.bench.tasks import load_tasks
 from specedit.editing import prompts, selection
 from specedit.editing.editor import EditError, EditRequest, LocalEditor
-from specedit.editing.selection import changed_lines
+from specedit.editing.verdicts import changed_lines
 from specedit.engine.arrays import softmax
 from specedit.engine.tree import DraftTree
 from specedit.models.load import load

@@ -12,7 +12,7 @@ from specedit.editing import safety
 from specedit.editing.checks import CheckResult, run_program
 from specedit.editing.runaway import RUNAWAY
 from specedit.editing.safety import dropped_lines
-from specedit.editing.selection import changed_lines
+from specedit.editing.verdicts import changed_lines
 
 
 @dataclass

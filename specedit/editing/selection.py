@@ -1,18 +1,12 @@
 """Choosing among several candidate edits of one request, without tests.
 
 Speculative decoding makes another candidate cheap (the copied part is verified many tokens a
-pass; only the changed part costs), so an edit may draw more than one and keep the best. What
-can be known without running anything:
-
-- a candidate the safety checks refuse (the syntax breaks, much of the file vanished) is wrong;
-- an unchanged answer to a fix or an edit is wrong: the user says there is a bug, or asks for
-  a change;
-- among the rest, the candidate whose change the others agree with most is the likeliest right
-  (self-consistency): independent samples that make the same change back each other up.
+pass; only the changed part costs), so an edit may draw more than one and keep the best; what
+each is worth, knowable without running anything, is editing/verdicts.py's.
 
 `draw` is the loop (the first candidate as the request asks, greedy by default; the others
-sampled as the editing benchmarks sample); `choose` is the pick, on texts alone, so that it can
-be tested on recorded candidates. `draw_edits` runs the loop on one request: a `Drawing` holds
+sampled as the editing benchmarks sample); `choose` is the pick by agreement, where all are
+drawn (`--vote`). `draw_edits` runs the loop on one request: a `Drawing` holds
 what it drew so far, its redraw policies (`redraw_policies`) each say how a candidate after the
 first may be drawn, and each `Candidate` carries its result, the attribution of its tokens and
 its verdict to the delivery, which reads the safety checks' findings there instead of running
@@ -54,20 +48,31 @@ redrawn from where it could have gone otherwise just before that sentence (`leak
 
 from __future__ import annotations
 
-import ast
-import difflib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, Protocol, TypeVar
 
 from specedit.editing import examples as file_examples
-from specedit.editing import lint, safety
+from specedit.editing import safety
 from specedit.editing.branches import branch_points, check_start, leak_start
 from specedit.editing.checks import CheckResult
 from specedit.editing.editor import EditError, EditRequest, EditResult, Mode
-from specedit.editing.region import UNPARSABLE, named_lines
+from specedit.editing.region import named_lines
 from specedit.editing.second_look import first_change
+from specedit.editing.verdicts import (
+    PROMPT_WORDS,
+    UNCHANGED,
+    UNCHANGED_EDIT,
+    UNCHANGED_FIX,
+    Verdict,
+    changed_lines,
+    choose,
+    copied_from_prompt,
+    judge,
+    prompt_words,
+    unchanged_problem,
+)
 from specedit.engine.options import Sampling
 
 # How the extra candidates sample: the temperature and nucleus of published editing benchmarks.
@@ -75,27 +80,11 @@ SAMPLE_TEMPERATURE = 0.2
 SAMPLE_TOP_P = 0.95
 
 R = TypeVar("R")  # what one edit returns: a local result, a bench row
-UNCHANGED_FIX = "unchanged, but a fix was asked for"
-UNCHANGED_EDIT = "unchanged, but a change was asked for"
-UNCHANGED = (UNCHANGED_FIX, UNCHANGED_EDIT)
 # An instruction about a file's prose: where its change would start, a comment or a docstring.
 PROSE_WORDS = re.compile(r"\b(?:comments?|docstrings?|doc strings?|documentation)\b", re.I)
-# An instruction that may ask for no change to what Python code does: its prose, its typos, its
-# layout. Elsewhere an answer that changes the code's prose or layout alone changed nothing.
-NO_CODE_WORDS = re.compile(
-    r"\b(?:comments?|docstrings?|doc strings?|documentation|typos?|spelling|(?:re)?format\w*"
-    r"|indent\w*|white ?space|spac(?:e|es|ing)|wrap\w*|long lines?|line length|style|quotes?"
-    r"|pep ?8|blank lines?)\b",
-    re.I,
-)
 # A second look that changes more input lines than this beyond the first answer's has rewritten
 # what followed its branch rather than corrected the first answer, which then stands.
 LOOK_EXTRA_LINES = 2
-# An answer line this long or longer that the prompt's own words hold, and the input does not,
-# was copied from the prompt ("Return the complete edited file in a single code block ..."),
-# not written for the file.
-LEAK_CHARS = 24
-PROMPT_WORDS = "it copied the prompt's own words"
 
 
 @dataclass(frozen=True)
@@ -108,30 +97,6 @@ class Samples:
 
 
 ONE = Samples()
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """A candidate judged on its text: why it cannot be right (None: it may be), what the
-    safety checks found where they ran, which the delivery reads instead of checking again,
-    the name it uses that nothing defines where that is its problem (editing/lint.py), and how
-    the file's examples went where they ran (editing/examples.py)."""
-
-    text: str
-    problem: str | None
-    checked: safety.Checked | None = None
-    undefined: lint.Finding | None = None
-    examples: CheckResult | None = None
-
-    @property
-    def acceptable(self) -> bool:
-        return self.problem is None
-
-    @property
-    def failed_examples(self) -> bool:
-        """Its one problem is the file's examples (they run only on an answer that is right
-        in every other way)."""
-        return self.examples is not None and not self.examples.passed
 
 
 @dataclass(frozen=True)
@@ -164,121 +129,6 @@ def as_candidate(made: EditResult | Candidate, number: int) -> Candidate:
     return Candidate(made, number)
 
 
-def judge(
-    original: str, text: str, instruction: str, language: str, unchanged: str | None
-) -> Verdict:
-    """What is wrong with `text` as an answer, knowable without tests; `unchanged` is what is
-    wrong with an unchanged one (None: it may be right, as a clean document's rewrite). For a
-    fix, an answer that changed only blanks (spaces inside a line, blank lines) is as
-    unchanged as the input: a redraw that took a space for the runner-up at its branch point
-    fixed nothing. So, for a fix or an edit of code, is Python whose code is the input's
-    (`same_code`: a docstring, a comment or the layout changed, and nothing the code does;
-    the first answer to "make `commonprefix` accept any iterable" changed a docstring's
-    quotes alone), unless the instruction speaks of the prose, the typos or the layout
-    (`NO_CODE_WORDS`), which may ask for just that (trailing spaces removed). Python that
-    uses a name nothing defines, where the input did not, is wrong too (editing/lint.py)."""
-    if (
-        text == original
-        or (unchanged == UNCHANGED_FIX and _blanks_only(original, text))
-        or (
-            unchanged is not None
-            and language == "python"
-            and not NO_CODE_WORDS.search(instruction)
-            and same_code(original, text)
-        )
-    ):
-        return Verdict(text, unchanged)
-    checked = safety.check(original, text, instruction, language)
-    if checked.problems:
-        return Verdict(text, checked.problems[0], checked)
-    if language == "python" and (undefined := lint.first_new(original, text)):
-        return Verdict(text, undefined.problem(text), checked, undefined)
-    return Verdict(text, None, checked)
-
-
-def _blanks_only(original: str, text: str) -> bool:
-    """Whether `text` differs from `original` in blank lines and runs of spaces inside lines
-    alone (indentation counts: in Python it is code)."""
-
-    def lines(of: str) -> list[str]:
-        return [
-            line[: len(line) - len(line.lstrip())] + " ".join(line.split())
-            for line in of.splitlines()
-            if line.strip()
-        ]
-
-    return lines(original) == lines(text)
-
-
-_DOCUMENTED = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
-
-
-def same_code(original: str, text: str) -> bool:
-    """Whether Python `text` does what `original` does: the same syntax tree once docstrings
-    are set aside (comments and layout are not in it). False where either does not parse."""
-    trees = []
-    for source in (original, text):
-        try:
-            tree = ast.parse(source)
-        except UNPARSABLE:
-            return False
-        for node in ast.walk(tree):
-            if isinstance(node, _DOCUMENTED) and ast.get_docstring(node, clean=False) is not None:
-                node.body = node.body[1:]
-        trees.append(ast.dump(tree))
-    return trees[0] == trees[1]
-
-
-def change_of(original: str, text: str) -> frozenset[tuple[str, str]]:
-    """The change a candidate makes, as the set of lines it removes ('-') and adds ('+'), with
-    runs of blanks counted as one: two candidates that make the same edit, spaced alike or not,
-    have the same set."""
-    diff = difflib.unified_diff(original.splitlines(), text.splitlines(), lineterm="", n=0)
-    return frozenset(
-        (line[0], " ".join(line[1:].split()))
-        for line in diff
-        if line[:1] in "+-" and not line.startswith(("+++", "---")) and line[1:].strip()
-    )
-
-
-def changed_lines(before: str, after: str) -> set[int]:
-    """Indices of `before`'s lines that a line diff replaces, deletes or inserts at."""
-    matcher = difflib.SequenceMatcher(None, before.splitlines(), after.splitlines())
-    changed: set[int] = set()
-    for tag, i1, i2, _, _ in matcher.get_opcodes():
-        if tag != "equal":
-            changed.update(range(i1, max(i2, i1 + 1)))
-    return changed
-
-
-def agreement(changes: list[frozenset]) -> list[float]:
-    """Each change's summed similarity (Jaccard) with every other candidate's change."""
-
-    def similarity(a: frozenset, b: frozenset) -> float:
-        return len(a & b) / len(a | b) if a | b else 1.0
-
-    return [
-        sum(similarity(mine, other) for j, other in enumerate(changes) if j != i)
-        for i, mine in enumerate(changes)
-    ]
-
-
-def choose(verdicts: list[Verdict], original: str) -> int:
-    """The index of the candidate to deliver: among the acceptable ones (else those that fail
-    only the file's examples), the one the others agree with most, the earliest on a tie (the
-    first is the request's own decoding); with neither, the first (the caller reports its
-    problem, as for a single edit)."""
-    acceptable = [i for i, verdict in enumerate(verdicts) if verdict.acceptable] or [
-        i for i, verdict in enumerate(verdicts) if verdict.failed_examples
-    ]
-    if not acceptable:
-        return 0
-    changes = [change_of(original, verdicts[i].text) for i in acceptable]
-    scores = agreement(changes)
-    best = max(range(len(acceptable)), key=lambda k: (scores[k], -k))
-    return acceptable[best]
-
-
 def sampled(sampling: Sampling, number: int) -> Sampling:
     """The sampling of candidate `number` (0 is the request's own): low-temperature nucleus
     sampling with a seed of its own, unless the request already samples."""
@@ -287,26 +137,6 @@ def sampled(sampling: Sampling, number: int) -> Sampling:
     if sampling.greedy:
         return replace(sampling, temperature=SAMPLE_TEMPERATURE, top_p=SAMPLE_TOP_P, seed=number)
     return replace(sampling, seed=(sampling.seed or 0) + number)
-
-
-def prompt_words(result: EditResult, instruction: str, decode: Callable[[list[int]], str]) -> str:
-    """What `result`'s prompt says after the file, the instruction left out: the template's own
-    words ("Return the complete edited file ..."), which an answer has no reason to write."""
-    tail = decode(result.prompt.ids[result.prompt.input_end :])
-    return tail.replace(instruction, "")
-
-
-def copied_from_prompt(answer: str, original: str, words: str) -> str | None:
-    """The first line of `answer` (its comment marks and quotes aside) that copies a sentence
-    of the prompt's own `words` found nowhere in `original`. A docstring that paraphrases the
-    instruction ends in a blank line and goes on with the sentence that followed the
-    instruction in the prompt; the model then ends the code block as the prompt did, and the
-    answer ends inside its docstring."""
-    for line in answer.splitlines():
-        sentence = line.strip().strip("#/*-'\" ")
-        if len(sentence) >= LEAK_CHARS and sentence in words and sentence not in original:
-            return sentence
-    return None
 
 
 def redraw_starts(
@@ -328,17 +158,6 @@ def redraw_starts(
         request.language,
         bool(prose),
     )
-
-
-def unchanged_problem(mode: Mode | None, language: str) -> str | None:
-    """What is wrong with an unchanged answer to a request in `mode` on a file in `language`:
-    a fix asks for a change, and so does an edit of code (a language the safety checks parse).
-    None where it may be right: a rewrite of a clean document, or an edit of prose, where "fix
-    the spelling mistakes" is the everyday instruction and a clean file must come back as it
-    was (`--check` in a pre-commit hook)."""
-    if mode == Mode.EDIT:
-        return UNCHANGED_EDIT if language in safety.PARSERS else None
-    return UNCHANGED_FIX if mode == Mode.FIX else None
 
 
 def draw(

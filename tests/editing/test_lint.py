@@ -3,7 +3,7 @@ gets: refused, and redrawn from the line that writes it (editing/selection.py)."
 
 from __future__ import annotations
 
-from specedit.editing import lint, selection
+from specedit.editing import lint, selection, verdicts
 from specedit.editing.editor import EditRequest, EditResult
 from specedit.editing.prompts import EditPrompt
 from specedit.engine.events import Generation, Stats
@@ -46,12 +46,12 @@ def test_the_input_s_own_undefined_names_and_unparsable_text_are_set_aside():
 
 def test_a_candidate_that_uses_a_name_nothing_defines_is_not_acceptable():
     answer = SOURCE.replace("sorted(found)", "_natural(sorted(found))")
-    verdict = selection.judge(SOURCE, answer, "sort naturally", "python", selection.UNCHANGED_FIX)
+    verdict = verdicts.judge(SOURCE, answer, "sort naturally", "python", verdicts.UNCHANGED_FIX)
     assert verdict.problem == (
         "it uses '_natural', which nothing defines (line 7: return _natural(sorted(found)))"
     )
     assert verdict.undefined.name == "_natural"
-    assert selection.judge(SOURCE, answer, "sort naturally", "", None).acceptable  # not Python
+    assert verdicts.judge(SOURCE, answer, "sort naturally", "", None).acceptable  # not Python
 
 
 def test_a_fix_that_uses_a_name_nothing_defines_is_redrawn_from_the_line_that_writes_it():

@@ -5,86 +5,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from helpers import MEAN_BROKEN as BROKEN
+from helpers import MEAN_BUG as ORIGINAL
+from helpers import MEAN_REFORMATTED as REFORMATTED
+from helpers import MEAN_RIGHT as RIGHT
+from helpers import MEAN_WRONG as WRONG
 
 from specedit.bench.setups import parse_selection
-from specedit.editing import selection
+from specedit.editing import selection, verdicts
 from specedit.editing.editor import EditRequest, Mode
 from specedit.editing.second_look import first_change
 from specedit.engine.options import GREEDY, Sampling
-
-ORIGINAL = "def mean(values):\n    return sum(values) * len(values)\n\n\nprint(mean([1, 2]))\n"
-RIGHT = ORIGINAL.replace("sum(values) * len", "sum(values) / len")
-WRONG = ORIGINAL.replace("sum(values) * len", "sum(values) + len")
-BROKEN = ORIGINAL.replace("return sum(values)", "return (sum(values)")
-REFORMATTED = RIGHT.replace("/ len(values)", "/  len(values)")  # same change, other blanks
-
-
-def verdicts(
-    *texts: str, asked: str = "fix", instruction: str = "mean() is wrong"
-) -> list[selection.Verdict]:
-    unchanged = selection.unchanged_problem(asked, "python")
-    return [selection.judge(ORIGINAL, text, instruction, "python", unchanged) for text in texts]
-
-
-def test_an_unchanged_answer_is_wrong_for_a_fix_or_an_edit():
-    assert verdicts(ORIGINAL)[0].problem == "unchanged, but a fix was asked for"
-    assert verdicts(ORIGINAL, asked="edit")[0].problem == "unchanged, but a change was asked for"
-    assert verdicts(ORIGINAL, asked="rewrite")[0].acceptable  # a clean document stays as it is
-    spaced = ORIGINAL.replace("sum(values) * len", "sum(values)  *  len") + "\n\n"
-    assert verdicts(spaced)[0].problem == "unchanged, but a fix was asked for"  # blanks only
-    assert verdicts(spaced, asked="edit")[0].problem == "unchanged, but a change was asked for"
-    # ... unless the instruction asks for blanks alone
-    assert verdicts(spaced, asked="edit", instruction="remove the trailing spaces")[0].acceptable
-    assert verdicts(spaced, asked="rewrite")[0].acceptable
-    indented = ORIGINAL.replace("\nprint(", "\n    print(")  # indentation is code
-    assert verdicts(indented)[0].problem != "unchanged, but a fix was asked for"
-    assert verdicts(RIGHT)[0].acceptable
-
-
-def test_python_whose_code_is_unchanged_is_unchanged_unless_the_prose_was_asked_for():
-    """A docstring's quotes or a comment changed, and nothing the code does: as unchanged as
-    the input, for a fix and an edit of code alike; an instruction about the prose, the typos
-    or the layout may ask for just that."""
-    documented = ORIGINAL.replace("def mean(values):\n", 'def mean(values):\n    """Mean."""\n')
-    quoted = documented.replace('"""Mean."""', "'Mean.'")
-    commented = documented.replace("\nprint(", "\n# mean of two\nprint(")
-    for answer in (quoted, commented):
-        assert not selection.judge(documented, answer, "mean() is wrong", "python", "x").acceptable
-        for instruction in ("fix the typo in the comment", "reformat it", "use single quotes"):
-            assert selection.judge(documented, answer, instruction, "python", "x").acceptable
-        assert selection.judge(documented, answer, "mean() is wrong", "python", None).acceptable
-    assert selection.same_code(documented, quoted) and selection.same_code(documented, commented)
-    assert not selection.same_code(documented, documented.replace("*", "/"))
-    assert not selection.same_code(documented, BROKEN)
-    assert not selection.same_code(documented, "x = a" + "[0]" * 100_000 + "\n")  # too deep
-
-
-def test_an_answer_the_safety_checks_refuse_is_not_acceptable():
-    (verdict,) = verdicts(BROKEN)
-    assert not verdict.acceptable and "python" in verdict.problem.lower()
-
-
-def test_the_change_ignores_how_lines_are_spaced():
-    assert selection.change_of(ORIGINAL, RIGHT) == selection.change_of(ORIGINAL, REFORMATTED)
-    assert selection.change_of(ORIGINAL, RIGHT) != selection.change_of(ORIGINAL, WRONG)
-    assert selection.change_of(ORIGINAL, ORIGINAL) == frozenset()
-
-
-def test_the_change_most_candidates_agree_on_wins():
-    assert selection.choose(verdicts(WRONG, RIGHT, REFORMATTED), ORIGINAL) == 1
-    assert selection.choose(verdicts(RIGHT, WRONG, REFORMATTED), ORIGINAL) == 0
-
-
-def test_unacceptable_candidates_neither_win_nor_vote():
-    # two unchanged answers agree with each other, but a fix must change something
-    assert selection.choose(verdicts(ORIGINAL, ORIGINAL, WRONG), ORIGINAL) == 2
-    assert selection.choose(verdicts(BROKEN, BROKEN, RIGHT), ORIGINAL) == 2
-
-
-def test_a_tie_keeps_the_earliest_and_no_acceptable_one_keeps_the_first():
-    assert selection.choose(verdicts(WRONG, RIGHT), ORIGINAL) == 0
-    assert selection.choose(verdicts(ORIGINAL, BROKEN), ORIGINAL) == 0
-
 
 told: list[str | None] = []  # the problem each draw was told of, for the last `draw`
 
@@ -98,8 +29,8 @@ def draw(answers: list[str | None], samples: int, vote: bool, second_look: bool 
         told.append(problem)
         return answers[number]
 
-    def judge(text: str) -> selection.Verdict:
-        return selection.judge(ORIGINAL, text, "mean() is wrong", "python", selection.UNCHANGED_FIX)
+    def judge(text: str) -> verdicts.Verdict:
+        return verdicts.judge(ORIGINAL, text, "mean() is wrong", "python", verdicts.UNCHANGED_FIX)
 
     chosen, seen = selection.draw(run, judge, ORIGINAL, samples, vote, second_look)
     return chosen, [v.text for v in seen], asked
@@ -109,7 +40,7 @@ def test_drawing_stops_at_the_first_acceptable_candidate():
     chosen, seen, asked = draw([ORIGINAL, BROKEN, WRONG, RIGHT], 4, vote=False)
     assert (chosen, asked) == (WRONG, [0, 1, 2])
     assert seen == [ORIGINAL, BROKEN, WRONG]
-    assert told[0] is None and told[1] == selection.UNCHANGED_FIX and "python" in told[2].lower()
+    assert told[0] is None and told[1] == verdicts.UNCHANGED_FIX and "python" in told[2].lower()
     assert draw([RIGHT, WRONG], 2, vote=False)[2] == [0]  # an acceptable first costs nothing
 
 
@@ -166,13 +97,6 @@ def test_the_fix_template_is_known_by_name_or_path():
     assert Mode.of_template("edit") is not Mode.FIX and Mode.of_template("think.toml") is None
     assert EditRequest("x", "y", prompt="variants/after/fix.toml").mode is Mode.FIX
     assert EditRequest("x", "y", prompt="fix", mode=Mode.EDIT).mode is Mode.EDIT  # the command's
-    edit = selection.unchanged_problem(Mode.of_template("variants/after/edit.toml"), "python")
-    assert edit == selection.UNCHANGED_EDIT
-    assert selection.unchanged_problem(Mode.APPLY, "python") is None
-    # prose: "fix the spelling mistakes" on a clean file must leave it as it was
-    assert selection.unchanged_problem(Mode.EDIT, "") is None
-    assert selection.unchanged_problem(Mode.EDIT, "markdown") is None
-    assert selection.unchanged_problem(Mode.FIX, "") == selection.UNCHANGED_FIX
 
 
 @pytest.mark.parametrize(
@@ -516,12 +440,12 @@ def test_an_answer_that_copies_the_prompt_s_own_words_is_redrawn_before_them():
     request = EditRequest(original, "add f", prompt="edit", language="python")
     drawn = selection.draw_edits(run, request, str, selection.Samples(2), decode)
     assert [r.steering.forced for r in asked] == [(), (0, 4)]
-    assert drawn.problems == [f"{selection.PROMPT_WORDS} ({closing!r})"]
+    assert drawn.problems == [f"{verdicts.PROMPT_WORDS} ({closing!r})"]
     assert drawn.chosen.text.endswith("return 1\n")
     words = decode(prompt.ids[1:]).replace("add f", "")
-    assert selection.copied_from_prompt(f"# {closing}\n", "", words) == closing
-    assert selection.copied_from_prompt(f"# {closing}\n", closing, words) is None  # the input's
-    assert selection.copied_from_prompt("Edit this file:\n", "", words) is None  # too short
+    assert verdicts.copied_from_prompt(f"# {closing}\n", "", words) == closing
+    assert verdicts.copied_from_prompt(f"# {closing}\n", closing, words) is None  # the input's
+    assert verdicts.copied_from_prompt("Edit this file:\n", "", words) is None  # too short
 
 
 def test_branch_points_take_the_second_choice_where_the_answer_was_least_sure():

@@ -1,0 +1,215 @@
+"""What a candidate edit is worth, knowable from its text without running it.
+
+- a candidate the safety checks refuse (the syntax breaks, much of the file vanished) is wrong;
+- an unchanged answer to a fix or an edit is wrong: the user says there is a bug, or asks for
+  a change (`unchanged_problem`), and so is one that changed only blanks, or only the prose of
+  Python code where the instruction does not speak of it (`same_code`);
+- Python that uses a name nothing defines, where the input did not, is wrong (editing/lint.py);
+- an answer that copies a sentence of its prompt's own words is wrong (`copied_from_prompt`);
+- among the rest, the candidate whose change the others agree with most is the likeliest right
+  (self-consistency: `choose`), so that a pick can be tested on recorded candidates.
+
+Which candidates to draw and which to deliver is editing/selection.py's.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from specedit.editing import lint, safety
+from specedit.editing.checks import CheckResult
+from specedit.editing.editor import EditResult, Mode
+from specedit.editing.region import UNPARSABLE
+
+UNCHANGED_FIX = "unchanged, but a fix was asked for"
+UNCHANGED_EDIT = "unchanged, but a change was asked for"
+UNCHANGED = (UNCHANGED_FIX, UNCHANGED_EDIT)
+
+# An instruction that may ask for no change to what Python code does: its prose, its typos, its
+# layout. Elsewhere an answer that changes the code's prose or layout alone changed nothing.
+NO_CODE_WORDS = re.compile(
+    r"\b(?:comments?|docstrings?|doc strings?|documentation|typos?|spelling|(?:re)?format\w*"
+    r"|indent\w*|white ?space|spac(?:e|es|ing)|wrap\w*|long lines?|line length|style|quotes?"
+    r"|pep ?8|blank lines?)\b",
+    re.I,
+)
+
+# An answer line this long or longer that the prompt's own words hold, and the input does not,
+# was copied from the prompt ("Return the complete edited file in a single code block ..."),
+# not written for the file.
+LEAK_CHARS = 24
+PROMPT_WORDS = "it copied the prompt's own words"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A candidate judged on its text: why it cannot be right (None: it may be), what the
+    safety checks found where they ran, which the delivery reads instead of checking again,
+    the name it uses that nothing defines where that is its problem (editing/lint.py), and how
+    the file's examples went where they ran (editing/examples.py)."""
+
+    text: str
+    problem: str | None
+    checked: safety.Checked | None = None
+    undefined: lint.Finding | None = None
+    examples: CheckResult | None = None
+
+    @property
+    def acceptable(self) -> bool:
+        return self.problem is None
+
+    @property
+    def failed_examples(self) -> bool:
+        """Its one problem is the file's examples (they run only on an answer that is right
+        in every other way)."""
+        return self.examples is not None and not self.examples.passed
+
+
+def judge(
+    original: str, text: str, instruction: str, language: str, unchanged: str | None
+) -> Verdict:
+    """What is wrong with `text` as an answer, knowable without tests; `unchanged` is what is
+    wrong with an unchanged one (None: it may be right, as a clean document's rewrite). For a
+    fix, an answer that changed only blanks (spaces inside a line, blank lines) is as
+    unchanged as the input: a redraw that took a space for the runner-up at its branch point
+    fixed nothing. So, for a fix or an edit of code, is Python whose code is the input's
+    (`same_code`: a docstring, a comment or the layout changed, and nothing the code does;
+    the first answer to "make `commonprefix` accept any iterable" changed a docstring's
+    quotes alone), unless the instruction speaks of the prose, the typos or the layout
+    (`NO_CODE_WORDS`), which may ask for just that (trailing spaces removed). Python that
+    uses a name nothing defines, where the input did not, is wrong too (editing/lint.py)."""
+    if (
+        text == original
+        or (unchanged == UNCHANGED_FIX and _blanks_only(original, text))
+        or (
+            unchanged is not None
+            and language == "python"
+            and not NO_CODE_WORDS.search(instruction)
+            and same_code(original, text)
+        )
+    ):
+        return Verdict(text, unchanged)
+    checked = safety.check(original, text, instruction, language)
+    if checked.problems:
+        return Verdict(text, checked.problems[0], checked)
+    if language == "python" and (undefined := lint.first_new(original, text)):
+        return Verdict(text, undefined.problem(text), checked, undefined)
+    return Verdict(text, None, checked)
+
+
+def _blanks_only(original: str, text: str) -> bool:
+    """Whether `text` differs from `original` in blank lines and runs of spaces inside lines
+    alone (indentation counts: in Python it is code)."""
+
+    def lines(of: str) -> list[str]:
+        return [
+            line[: len(line) - len(line.lstrip())] + " ".join(line.split())
+            for line in of.splitlines()
+            if line.strip()
+        ]
+
+    return lines(original) == lines(text)
+
+
+_DOCUMENTED = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def same_code(original: str, text: str) -> bool:
+    """Whether Python `text` does what `original` does: the same syntax tree once docstrings
+    are set aside (comments and layout are not in it). False where either does not parse."""
+    trees = []
+    for source in (original, text):
+        try:
+            tree = ast.parse(source)
+        except UNPARSABLE:
+            return False
+        for node in ast.walk(tree):
+            if isinstance(node, _DOCUMENTED) and ast.get_docstring(node, clean=False) is not None:
+                node.body = node.body[1:]
+        trees.append(ast.dump(tree))
+    return trees[0] == trees[1]
+
+
+def change_of(original: str, text: str) -> frozenset[tuple[str, str]]:
+    """The change a candidate makes, as the set of lines it removes ('-') and adds ('+'), with
+    runs of blanks counted as one: two candidates that make the same edit, spaced alike or not,
+    have the same set."""
+    diff = difflib.unified_diff(original.splitlines(), text.splitlines(), lineterm="", n=0)
+    return frozenset(
+        (line[0], " ".join(line[1:].split()))
+        for line in diff
+        if line[:1] in "+-" and not line.startswith(("+++", "---")) and line[1:].strip()
+    )
+
+
+def changed_lines(before: str, after: str) -> set[int]:
+    """Indices of `before`'s lines that a line diff replaces, deletes or inserts at."""
+    matcher = difflib.SequenceMatcher(None, before.splitlines(), after.splitlines())
+    changed: set[int] = set()
+    for tag, i1, i2, _, _ in matcher.get_opcodes():
+        if tag != "equal":
+            changed.update(range(i1, max(i2, i1 + 1)))
+    return changed
+
+
+def agreement(changes: list[frozenset]) -> list[float]:
+    """Each change's summed similarity (Jaccard) with every other candidate's change."""
+
+    def similarity(a: frozenset, b: frozenset) -> float:
+        return len(a & b) / len(a | b) if a | b else 1.0
+
+    return [
+        sum(similarity(mine, other) for j, other in enumerate(changes) if j != i)
+        for i, mine in enumerate(changes)
+    ]
+
+
+def choose(verdicts: list[Verdict], original: str) -> int:
+    """The index of the candidate to deliver: among the acceptable ones (else those that fail
+    only the file's examples), the one the others agree with most, the earliest on a tie (the
+    first is the request's own decoding); with neither, the first (the caller reports its
+    problem, as for a single edit)."""
+    acceptable = [i for i, verdict in enumerate(verdicts) if verdict.acceptable] or [
+        i for i, verdict in enumerate(verdicts) if verdict.failed_examples
+    ]
+    if not acceptable:
+        return 0
+    changes = [change_of(original, verdicts[i].text) for i in acceptable]
+    scores = agreement(changes)
+    best = max(range(len(acceptable)), key=lambda k: (scores[k], -k))
+    return acceptable[best]
+
+
+def prompt_words(result: EditResult, instruction: str, decode: Callable[[list[int]], str]) -> str:
+    """What `result`'s prompt says after the file, the instruction left out: the template's own
+    words ("Return the complete edited file ..."), which an answer has no reason to write."""
+    tail = decode(result.prompt.ids[result.prompt.input_end :])
+    return tail.replace(instruction, "")
+
+
+def copied_from_prompt(answer: str, original: str, words: str) -> str | None:
+    """The first line of `answer` (its comment marks and quotes aside) that copies a sentence
+    of the prompt's own `words` found nowhere in `original`. A docstring that paraphrases the
+    instruction ends in a blank line and goes on with the sentence that followed the
+    instruction in the prompt; the model then ends the code block as the prompt did, and the
+    answer ends inside its docstring."""
+    for line in answer.splitlines():
+        sentence = line.strip().strip("#/*-'\" ")
+        if len(sentence) >= LEAK_CHARS and sentence in words and sentence not in original:
+            return sentence
+    return None
+
+
+def unchanged_problem(mode: Mode | None, language: str) -> str | None:
+    """What is wrong with an unchanged answer to a request in `mode` on a file in `language`:
+    a fix asks for a change, and so does an edit of code (a language the safety checks parse).
+    None where it may be right: a rewrite of a clean document, or an edit of prose, where "fix
+    the spelling mistakes" is the everyday instruction and a clean file must come back as it
+    was (`--check` in a pre-commit hook)."""
+    if mode == Mode.EDIT:
+        return UNCHANGED_EDIT if language in safety.PARSERS else None
+    return UNCHANGED_FIX if mode == Mode.FIX else None
