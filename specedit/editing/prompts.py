@@ -183,8 +183,11 @@ class EditPrompt:
         return None
 
 
-# A region edit (`--lines`): the code block holds the region; the rest of the file follows the
-# template's text, for context (shown first, a model copies it instead of the region).
+# A region edit (`--lines`): the code block holds the region, the rest of the file follows it
+# for context, and the template's instruction comes after both, so that a second instruction on
+# the same region shares every token of the prompt before it (a warm server or a kept head
+# prefills only what differs). The reminder at the end keeps the answer to the region: a model
+# shown the file tends to answer with all of it, and one shown the rest first copies that.
 REGION_CONTEXT = """
 
 The code block above is lines {first}-{last} of a longer file. For context only, here {shown}, \
@@ -193,6 +196,9 @@ with those lines left out; do not return any of it:
 {fence}{language}
 {before}{gap}{after}{fence}"""
 REGION_GAP = "... lines {first}-{last}: the code block above ...\n"
+REGION_ANSWER = """
+
+Your code block replaces lines {first}-{last} alone."""
 
 
 def chat_messages(
@@ -206,16 +212,16 @@ def chat_messages(
 ) -> list[dict[str, str]]:
     """The system and user messages of an edit, `body` being what goes in the code block (the
     input ending with a newline); what any chat-completions server is sent. A region edit's
-    `surroundings` follow, with the region left out. A template with `then` words asks for the
-    model's statement of the change first; given that `statement`, it is the model's turn and
-    `then` the user's next, which asks for the file."""
+    `surroundings` follow its code block, with the region left out, before the instruction. A
+    template with `then` words asks for the model's statement of the change first; given that
+    `statement`, it is the model's turn and `then` the user's next, which asks for the file."""
     user = _user_text(template, body, instruction, language, fence)
     if surroundings:
         where = {"first": surroundings.first, "last": surroundings.last}
         before, after = surroundings.shown()
         window = surroundings.shown_lines()
         shown = f"are lines {window[0]}-{window[1]} of it" if window else "is the rest of that file"
-        user += REGION_CONTEXT.format(
+        context = REGION_CONTEXT.format(
             fence=fence_for(before + after),
             language=language,
             shown=shown,
@@ -224,6 +230,9 @@ def chat_messages(
             after=after if not after or after.endswith("\n") else after + "\n",
             **where,
         )
+        block = user.find(body + fence)  # a template of our own layout: the file's code block
+        split = block + len(body + fence) if block >= 0 else len(user)
+        user = user[:split] + context + user[split:] + REGION_ANSWER.format(**where)
     shown = [message for example in template.examples for message in example.messages(template)]
     messages = [
         {"role": "system", "content": template.system},

@@ -53,12 +53,30 @@ def test_the_prompt_asks_for_the_region_and_shows_the_rest_of_the_file(tokenizer
     rendered = tokenizer.decode(prompt.ids)
     assert prompt.text == inside  # what the answer replaces, and what drafts copy from
     assert tokenizer.decode(prompt.ids[prompt.input_start : prompt.input_end]) == inside
+    # the region, the rest of the file, then the instruction: what differs comes last
     context = rendered[rendered.index("The code block above is lines 3-4") :]
+    context, instruction = context.split("double it")
     assert "import math" in context and "def halve(x):\n    return x / 2\n```" in context
     assert "lines 3-4: the code block above" in context
-    assert "return x * 3" not in context  # the region appears once: where it is to be edited
+    assert rendered.count("return x * 3") == 1  # the region appears once: where it is edited
+    assert "Your code block replaces lines 3-4 alone." in instruction
     plain = prompts.build(tokenizer, template, inside, "double it", "python")
     assert "code block above" not in tokenizer.decode(plain.ids)
+
+
+def test_a_second_instruction_on_a_region_shares_its_prompt_up_to_the_instruction(tokenizer):
+    """The rest of the file follows the region and the instruction comes after both, so that a
+    warm server or a kept head prefills only the new instruction and what follows it."""
+    inside, around = Region(3, 4, context=3).cut(FILE)
+    template = prompts.load_template("fix")
+    first, second = (
+        prompts.build(tokenizer, template, inside, words, "python", surroundings=around).ids
+        for words in ("double it", "halve it")
+    )
+    shared = next(i for i, (a, b) in enumerate(zip(first, second, strict=False)) if a != b)
+    kept = tokenizer.decode(first[:shared])
+    assert "import math" in kept and "return x * 3" in kept and "def halve" in kept
+    assert kept.rstrip().endswith("Fix this file:")
 
 
 def test_an_answer_that_runs_past_the_region_ends_where_the_rest_begins(tokenizer):
