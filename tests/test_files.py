@@ -46,7 +46,7 @@ def answering(monkeypatch, answer: Callable[[int, str], str]) -> None:
         text = answer(len(calls), prepared.request.text)
         return editor.EditResult(text, generation, prepared.prompt)
 
-    monkeypatch.setattr(editor, "execute", execute)
+    monkeypatch.setattr("specedit.editing.local.execute", execute)
 
 
 def fixing(k: int, text: str) -> str:

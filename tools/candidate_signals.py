@@ -37,7 +37,8 @@ import numpy as np
 from specedit.bench.score import check_task
 from specedit.bench.tasks import load_tasks
 from specedit.editing import prompts, selection
-from specedit.editing.editor import EditError, EditRequest, LocalEditor
+from specedit.editing.editor import EditError, EditRequest
+from specedit.editing.local import LocalEditor
 from specedit.editing.verdicts import changed_lines
 from specedit.engine.arrays import softmax
 from specedit.engine.tree import DraftTree

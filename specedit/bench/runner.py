@@ -57,15 +57,9 @@ from specedit.drafting.registry import (
 from specedit.editing import prompts, selection, snippets
 from specedit.editing.attempts import Attempt, attempt_edits
 from specedit.editing.checks import CheckResult
-from specedit.editing.editor import (
-    EditRequest,
-    EditResult,
-    LocalEditor,
-    PreparedEdit,
-    generate_edit,
-    prepare,
-)
+from specedit.editing.editor import EditRequest, EditResult, PreparedEdit, generate_edit, prepare
 from specedit.editing.examples import examples_check, has_examples
+from specedit.editing.local import LocalEditor
 from specedit.editing.runaway import RUNAWAY
 from specedit.engine.cost import (
     CONTEXT_PROBE,

@@ -50,14 +50,10 @@ def _run_edits(
     merged without the model, which then loads only if that leaves a doubt."""
     from rich.console import Console
 
-    from specedit.cli.deliver import CheckCommand, Delivery, edit_file, merge_file
-    from specedit.editing.editor import (
-        EditorUnavailable,
-        EditRequest,
-        LocalEditor,
-        Mode,
-        context_estimate,
-    )
+    from specedit.cli.deliver import CheckCommand, edit_file, merge_file
+    from specedit.cli.output import Delivery
+    from specedit.editing.editor import EditorUnavailable, EditRequest, Mode, context_estimate
+    from specedit.editing.local import LocalEditor
     from specedit.editing.selection import Samples
     from specedit.files import InputError, read_input, read_text
 

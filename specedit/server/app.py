@@ -36,7 +36,8 @@ from fastapi.responses import JSONResponse
 from specedit.drafting import DrafterUnavailable
 from specedit.drafting.registry import METHODS, method_for
 from specedit.editing import prompts
-from specedit.editing.editor import EditError, EditResult, LocalEditor
+from specedit.editing.editor import EditError, EditResult
+from specedit.editing.local import LocalEditor
 from specedit.editing.prompts import EditPrompt, PromptError
 from specedit.engine.events import Step
 from specedit.engine.options import VERIFY_MODES

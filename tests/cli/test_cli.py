@@ -295,7 +295,7 @@ CLEAN_EDIT_DRIVER = """
 import sys
 from dataclasses import replace
 
-from specedit.editing import editor
+from specedit.editing import editor, local
 from specedit.cli import run
 
 ANSWER = sys.argv.pop()  # the last argument is the edit's answer
@@ -306,7 +306,7 @@ def execute(lm, prepared, on_step=None, stop=None):
     return editor.EditResult(ANSWER, generation, prepared.prompt)
 
 
-editor.execute = execute
+local.execute = execute
 sys.argv[0] = "specedit"
 run()
 """

@@ -9,7 +9,6 @@ from typer.testing import CliRunner
 
 from specedit import files
 from specedit.cli import app
-from specedit.editing import editor
 
 runner = CliRunner()
 # The test model (0.5B) fixes a misspelt word inside the sentence; a misspelt first word it
@@ -129,7 +128,7 @@ def test_ctrl_c_leaves_the_file_untouched_and_exits_130(typo, monkeypatch, tiny_
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(editor, "execute", interrupted)
+    monkeypatch.setattr("specedit.editing.local.execute", interrupted)
     result = _run("fix", typo, "fix", "-i", "--model", tiny_model_dir, "--dtype", "fp32")
     assert result.exit_code == 130
     assert "interrupted; nothing was written" in result.stderr

@@ -73,7 +73,7 @@ def canned(monkeypatch, *texts: str) -> list[editor.PreparedEdit]:
             texts[min(len(calls), len(texts)) - 1], generation, prepared.prompt
         )
 
-    monkeypatch.setattr(editor, "execute", execute)
+    monkeypatch.setattr("specedit.editing.local.execute", execute)
     return calls
 
 

@@ -96,8 +96,9 @@ def test_an_edit_whose_every_candidate_uses_one_is_written_with_a_warning(tmp_pa
     from helpers import ScriptedEditor
     from rich.console import Console
 
-    from specedit.cli.deliver import Delivery, edit_file
+    from specedit.cli.deliver import edit_file
     from specedit.cli.exits import Exit
+    from specedit.cli.output import Delivery
 
     path, stats = tmp_path / "names.py", tmp_path / "stats.json"
     path.write_text(SOURCE)

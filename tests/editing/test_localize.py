@@ -10,8 +10,9 @@ import pytest
 from helpers import ScriptedEditor
 from rich.console import Console
 
-from specedit.cli.deliver import Delivery, edit_file
+from specedit.cli.deliver import edit_file
 from specedit.cli.exits import Exit
+from specedit.cli.output import Delivery
 from specedit.editing.editor import EditRequest, cut_off
 from specedit.editing.localize import CONTEXT_LINES, LONG_FILE_LINES, locate
 

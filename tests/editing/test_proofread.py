@@ -166,7 +166,7 @@ def _rewrite(tmp_path, tiny_model_dir, monkeypatch, *options: str):
         text = DOC.replace("Teh", "The")
         return editor.EditResult(text, generation, prepared.prompt, corrections=corrections)
 
-    monkeypatch.setattr(editor, "execute", execute)
+    monkeypatch.setattr("specedit.editing.local.execute", execute)
     file = tmp_path / "doc.md"
     file.write_text(DOC)
     tiny = ("--model", str(tiny_model_dir), "--dtype", "fp32", "--method", "pld")
@@ -250,7 +250,7 @@ def test_a_doubt_goes_on_from_its_runner_up_to_the_end_of_its_line(tiny_model_di
     to the doubt and its runner-up, cut after the first line break."""
     from dataclasses import replace
 
-    from specedit.editing import editor
+    from specedit.editing import local
     from specedit.editing.editor import EditRequest, generate_edit, prepare
     from specedit.models.load import load
 
@@ -263,10 +263,10 @@ def test_a_doubt_goes_on_from_its_runner_up_to_the_end_of_its_line(tiny_model_di
         seen.update(go_on=go_on, decode=decode)
         return text, []
 
-    monkeypatch.setattr(editor, "proofread", spy)
+    monkeypatch.setattr("specedit.editing.local.proofread", spy)
     prepared = prepare(lm, request.steered(proofread=True))
     generation = generate_edit(lm, prepared)
-    assert editor.proofread_answer(lm, prepared, generation, DOC) == (DOC, [])
+    assert local.proofread_answer(lm, prepared, generation, DOC) == (DOC, [])
     start = [*generation.tokens[:2], generation.runners_up[2]]
     branch = replace(request.steered(forced=tuple(start)), max_new_tokens=len(start) + 40)
     plain = generate_edit(lm, prepare(lm, branch))

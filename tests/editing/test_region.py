@@ -12,8 +12,9 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from specedit.cli import app
-from specedit.cli.deliver import CheckCommand, Delivery, edit_file
+from specedit.cli.deliver import CheckCommand, edit_file
 from specedit.cli.exits import Exit
+from specedit.cli.output import Delivery
 from specedit.editing import prompts
 from specedit.editing.editor import EditRequest
 from specedit.editing.region import Region

@@ -56,8 +56,8 @@ def test_nothing_is_renamed_where_the_model_began_no_rename_or_none_was_asked():
 
 
 def test_the_editor_finishes_a_rename_in_python_and_says_so(tiny_model_dir, monkeypatch):
-    from specedit.editing import editor
-    from specedit.editing.editor import EditRequest, execute, prepare
+    from specedit.editing.editor import EditRequest, prepare
+    from specedit.editing.local import execute
     from specedit.engine.events import Generation, Stats
     from specedit.models.load import load
 
@@ -67,7 +67,7 @@ def test_the_editor_finishes_a_rename_in_python_and_says_so(tiny_model_dir, monk
         tokens = lm.tokenizer(BEGUN + "```\n", add_special_tokens=False)["input_ids"]
         return Generation(tokens, "eos", Stats(new_tokens=len(tokens)))
 
-    monkeypatch.setattr(editor, "generate_edit", generate_edit)
+    monkeypatch.setattr("specedit.editing.local.generate_edit", generate_edit)
     for language, finished in (("python", True), ("", False)):
         request = EditRequest(SOURCE, INSTRUCTION, language=language, method="pld")
         result = execute(lm, prepare(lm, request))

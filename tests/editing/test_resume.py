@@ -90,8 +90,8 @@ def test_an_edit_goes_on_where_its_answer_stopped_early(tiny_model_dir, monkeypa
     end the instruction asks for stays."""
     from dataclasses import replace
 
-    from specedit.editing import editor
-    from specedit.editing.editor import EditRequest, execute, prepare
+    from specedit.editing.editor import EditRequest, prepare
+    from specedit.editing.local import execute
     from specedit.engine.events import Generation, Stats, Step
     from specedit.models.load import load
     from specedit.view.attribution import Attribution
@@ -120,7 +120,7 @@ def test_an_edit_goes_on_where_its_answer_stopped_early(tiny_model_dir, monkeypa
         return generate_edit
 
     request = EditRequest(SOURCE, "add a type hint to first", method="pld")
-    monkeypatch.setattr(editor, "generate_edit", answering(STOPPED))
+    monkeypatch.setattr("specedit.editing.local.generate_edit", answering(STOPPED))
     prepared = prepare(lm, request)
     attribution = Attribution(
         prepared.prompt, lambda t: lm.tokenizer.decode(t, skip_special_tokens=True)

@@ -6,7 +6,8 @@ import pytest
 import torch
 from helpers import force_tokens
 
-from specedit.editing.editor import EditError, EditRequest, execute, prepare
+from specedit.editing.editor import EditError, EditRequest, prepare
+from specedit.editing.local import execute
 from specedit.editing.runaway import RUNAWAY, RunawayGuard
 from specedit.models.load import LoadedModel
 

@@ -124,7 +124,8 @@ def test_an_edit_that_rejoins_stops_there_and_the_earlier_answer_gives_the_rest(
     its text is its own lines so far and the earlier answer's after them; without `rejoin` the
     same answer goes on to its end (a second change there, which a fix would not keep)."""
 
-    from specedit.editing.editor import EditRequest, execute, prepare
+    from specedit.editing.editor import EditRequest, prepare
+    from specedit.editing.local import execute
     from specedit.engine import session
     from specedit.engine.events import Generation, Stats
     from specedit.models.load import load

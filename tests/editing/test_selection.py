@@ -137,7 +137,7 @@ def _answering(monkeypatch, answers: list[str], tokenizer) -> list:
         generation = replace(generation, **recorded)
         return editor.EditResult(answers[len(calls) - 1], generation, prepared.prompt)
 
-    monkeypatch.setattr(editor, "execute", execute)
+    monkeypatch.setattr("specedit.editing.local.execute", execute)
     return calls
 
 
@@ -636,8 +636,9 @@ def _default_fix(tmp_path, monkeypatch, editor: CountingEditor) -> tuple[str, di
 
     from rich.console import Console
 
-    from specedit.cli.deliver import Delivery, edit_file
+    from specedit.cli.deliver import edit_file
     from specedit.cli.options import DEFAULT_SAMPLES
+    from specedit.cli.output import Delivery
     from specedit.editing import safety
 
     checks = []

@@ -120,8 +120,8 @@ def test_a_proofread_rewrite_of_typos_alone_keeps_to_them(
 ):
     """The editor puts back what the answer changed beyond typos where the instruction asks
     for typos alone, and says so among the corrections; another instruction's answer stands."""
-    from specedit.editing import editor
-    from specedit.editing.editor import EditRequest, execute, prepare
+    from specedit.editing.editor import EditRequest, prepare
+    from specedit.editing.local import execute
     from specedit.engine.events import Generation, Stats
     from specedit.models.load import load
 
@@ -132,7 +132,7 @@ def test_a_proofread_rewrite_of_typos_alone_keeps_to_them(
         n = len(tokens)
         return Generation(tokens, "eos", Stats(new_tokens=n), [1.0] * n, [tokens[0]] * n)
 
-    monkeypatch.setattr(editor, "generate_edit", generate_edit)
+    monkeypatch.setattr("specedit.editing.local.generate_edit", generate_edit)
     request = EditRequest(DOC, instruction, prompt="rewrite").steered(proofread=True, choices=True)
     result = execute(lm, prepare(lm, request))
     assert result.text == delivered

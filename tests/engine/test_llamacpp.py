@@ -81,7 +81,7 @@ def test_an_edit_reports_the_engine_it_ran_on(tmp_path, monkeypatch):
         generation = editor.generate_edit(lm, replace(prepared, max_new_tokens=4), on_step)
         return editor.EditResult("x = 2\n", generation, prepared.prompt)
 
-    monkeypatch.setattr(editor, "execute", execute)
+    monkeypatch.setattr("specedit.editing.local.execute", execute)
     monkeypatch.delenv("SPECEDIT_ENGINE")
     monkeypatch.delenv("SPECEDIT_DTYPE")
     path, stats = tmp_path / "code.py", tmp_path / "stats.json"

@@ -28,7 +28,8 @@ from helpers import TEST_MODEL, free_port, get_json, serving
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from specedit.editing import prompts
-from specedit.editing.editor import EditError, EditorUnavailable, EditRequest, LocalEditor
+from specedit.editing.editor import EditError, EditorUnavailable, EditRequest
+from specedit.editing.local import LocalEditor
 from specedit.server import app as server_app
 from specedit.server.app import create_app, public_name, token_bytes
 from specedit.server.client import OpenAIEditor, RemoteEditor, ServerRefused, connect
