@@ -282,10 +282,12 @@ class ChainsOnly:
 
 class ScriptedEditor:
     """Stands in for the model in an edit: answers with the text it was asked for, changed by
-    `change`, and keeps the requests."""
+    `change`, and keeps the requests; `passes` are the post-processing passes said to have
+    changed each answer, with its text before them."""
 
-    def __init__(self, change: Callable[[str], str]) -> None:
+    def __init__(self, change: Callable[[str], str], passes: dict[str, str] | None = None) -> None:
         self.change = change
+        self.passes = passes or {}
         self.startup: dict[str, float] = {}
         self.engine = "scripted"
         self.requests: list = []
@@ -303,4 +305,5 @@ class ScriptedEditor:
         if on_start:
             on_start(prompt, 100)
         generation = Generation([], "stop", Stats(new_tokens=1, forward_passes=1))
-        return EditResult(self.change(request.text), generation, prompt)
+        answer = self.change(request.text)
+        return EditResult(answer, generation, prompt, before_passes=dict(self.passes))

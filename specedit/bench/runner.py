@@ -480,6 +480,9 @@ def _run_samples(
     row.problems = candidates.problems
     text = whole(chosen.text) if chosen else None
     score_row(row, text, task, check_task(task, text))
+    if chosen and task.checkable:
+        for name, before in chosen.before_passes.items():
+            row.without_pass[name] = check_task(task, whole(before)).passed
     return row
 
 

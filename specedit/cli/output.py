@@ -222,6 +222,8 @@ class Report:
             stats["statement"] = result.statement
         if self.region is not None:
             stats["region"] = self.region
+        if result.before_passes:  # the post-processing passes that changed the answer
+            stats["passes"] = list(result.before_passes)
         if candidate.verdict and (undefined := candidate.verdict.undefined):
             stats["undefined_name"] = {"name": undefined.name, "line": undefined.line}
         if candidate.verdict and (examples := candidate.verdict.examples):

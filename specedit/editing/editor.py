@@ -133,6 +133,9 @@ class EditResult:
     # The input's lines (1-based) where the model was made to go on, the answer having left
     # out part of the file (editing/resume.py).
     resumed: list[int] = field(default_factory=list)
+    # Each post-processing pass that changed the answer (editing/local.py's PASSES), by name,
+    # and the answer's text before it: what the edit would be without that pass.
+    before_passes: dict[str, str] = field(default_factory=dict)
 
     @property
     def changed(self) -> bool:

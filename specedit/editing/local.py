@@ -79,10 +79,13 @@ def execute(
         if text is None:
             raise cut_off(len(generation.tokens), prepared.request.surroundings)
     answer, at = Answer(generation, text), Generating(lm, prepared, on_step, stop)
+    before_passes = {}
     for step in PASSES:
         if step.wanted(prepared.request, answer):
-            started = time.perf_counter()
+            started, before = time.perf_counter(), answer.text
             answer = step.run(at, answer)
+            if answer.text != before:
+                before_passes[step.name] = before
             if step.timed:
                 elapsed = time.perf_counter() - started
                 timings[step.timed] = timings.get(step.timed, 0.0) + elapsed
@@ -94,6 +97,7 @@ def execute(
         timings,
         list(answer.corrections),
         list(answer.resumed),
+        before_passes,
     )
 
 

@@ -439,7 +439,12 @@ class Drawing:
             return None
         if redraw.first_change_only:  # its change where it branched, the first's text elsewhere
             text = first_change(self.first.text, made.text)
-            made = replace(made, result=replace(made.result, text=text))
+            before = {
+                name: kept
+                for name, earlier in made.result.before_passes.items()
+                if (kept := first_change(self.first.text, earlier)) != text
+            }
+            made = replace(made, result=replace(made.result, text=text, before_passes=before))
         judged = replace(made, verdict=self.judge(made, redraw.look))
         self.candidates.append(judged)
         return judged

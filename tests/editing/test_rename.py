@@ -73,6 +73,7 @@ def test_the_editor_finishes_a_rename_in_python_and_says_so(tiny_model_dir, monk
         result = execute(lm, prepare(lm, request))
         assert ("return candidates" in result.text) == finished
         assert len(result.corrections) == (4 if finished else 0)
+        assert result.before_passes == ({"rename": BEGUN} if finished else {})
 
 
 def test_an_answer_nested_past_the_parsers_stack_is_left_as_it_is():
@@ -80,3 +81,24 @@ def test_an_answer_nested_past_the_parsers_stack_is_left_as_it_is():
     original = "def total(a):\n    return a\n" + deep
     text = original.replace("def total(a)", "def summed(a)")
     assert finish_rename(original, text, "rename `total` to `summed`") == (text, [])
+
+
+def test_the_stats_name_the_passes_that_changed_the_answer(tmp_path):
+    import json
+
+    from helpers import ScriptedEditor
+    from rich.console import Console
+
+    from specedit.cli.deliver import edit_file
+    from specedit.cli.output import Delivery
+    from specedit.editing.editor import EditRequest, Mode
+
+    path, stats = tmp_path / "difflib_part.py", tmp_path / "stats.json"
+    path.write_text(SOURCE)
+    finished = finish_rename(SOURCE, BEGUN, INSTRUCTION)[0]
+    editor = ScriptedEditor(lambda text: finished, passes={"rename": BEGUN})
+    template = EditRequest("", INSTRUCTION, prompt="edit", mode=Mode.EDIT)
+    delivery = Delivery(in_place=True, quiet=True, stats_file=stats)
+    assert edit_file(editor, str(path), template, delivery, Console(stderr=True)) == 0
+    assert path.read_text() == finished
+    assert json.loads(stats.read_text())["passes"] == ["rename"]

@@ -118,11 +118,12 @@ def test_bad_bench_selections_are_refused(spec):
 SOURCE = "def add(a, b):\n    return a - b\n"
 
 
-def _answering(monkeypatch, answers: list[str], tokenizer) -> list:
+def _answering(monkeypatch, answers: list[str], tokenizer, passes: dict | None = None) -> list:
     """Edit number k answers answers[k] after two real tokens; returns the prepared edits, so
     that a test sees how each candidate was asked for (its sampling, its forced start). The
     answer is recorded as the tokens of "xy", the `y` unsure with `z` a close second (the only
-    branch point: the `x` has no other)."""
+    branch point: the `x` has no other). `passes`: the post-processing passes said to have
+    changed each answer, with its text before them."""
     from dataclasses import replace
 
     from specedit.editing import editor
@@ -135,7 +136,8 @@ def _answering(monkeypatch, answers: list[str], tokenizer) -> list:
         generation = editor.generate_edit(lm, replace(prepared, max_new_tokens=2), on_step)
         recorded = {"tokens": [x, y], "probabilities": [0.9, 0.4], "runners_up": [x, z]}
         generation = replace(generation, **recorded)
-        return editor.EditResult(answers[len(calls) - 1], generation, prepared.prompt)
+        answer = answers[len(calls) - 1]
+        return editor.EditResult(answer, generation, prepared.prompt, before_passes=passes or {})
 
     monkeypatch.setattr("specedit.editing.local.execute", execute)
     return calls
@@ -716,6 +718,20 @@ def test_the_bench_runs_a_samples_setup_and_scores_the_chosen_candidate(
     row = _bench_add(tiny_model_dir, tmp_path, selections=["3"])
     assert row.method == "pld~s3" and row.passed and row.attempts == 2 and len(calls) == 2
     assert row.unchanged is False and calls[1].request.steering.forced  # redrawn where unsure
+
+
+def test_the_bench_checks_the_delivered_answer_without_each_pass_that_changed_it(
+    tiny_model_dir, tokenizer, tmp_path, monkeypatch
+):
+    """A pass's ablation in the same run: the tests run on the answer as it was before each
+    post-processing pass that changed it (a fix's redraw: its first change only)."""
+    fixed, wrong = SOURCE.replace("a - b", "a + b"), SOURCE.replace("a - b", "a * b")
+    swapped = SOURCE.replace("a - b", "b + a")  # right too
+    _answering(monkeypatch, [SOURCE, fixed], tokenizer, passes={"rename": wrong})
+    row = _bench_add(tiny_model_dir, tmp_path, selections=["3"])
+    assert row.passed and row.without_pass == {"rename": False}
+    _answering(monkeypatch, [SOURCE, fixed], tokenizer, passes={"resume": swapped})
+    assert _bench_add(tiny_model_dir, tmp_path, selections=["3"]).without_pass == {"resume": True}
 
 
 def test_the_bench_s_attempts_redraw_from_branch_points_and_record_each_try(
