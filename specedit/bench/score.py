@@ -47,7 +47,7 @@ class Row:
     server: dict | None = None  # a llama-server setup's drafts: drafted, accepted
     # Each post-processing pass that changed the delivered answer, and whether the task's tests
     # pass on the answer without it (the text before that pass): the pass's ablation here.
-    without_pass: dict[str, bool | None] = field(default_factory=dict)
+    without_pass: dict[str, bool] = field(default_factory=dict)
     prompt_tokens: int = 0  # the prompt as fed to the model (every candidate's, summed)
     floor_seconds: float | None = None  # the least its passes could take here (ContextCost.floor)
     # The least a copy drafter's passes could take on its answer (ContextCost.copy_bound)

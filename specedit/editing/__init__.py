@@ -2,4 +2,4 @@
 this process and what is made of its answer (local.py), the prompt and its templates
 (prompts.py, templates/*.toml), regions, the runaway guard, lazy snippets, the safety checks
 before a write, the user's checks, and drawing and judging candidates (selection.py,
-verdicts.py)."""
+redraws.py, verdicts.py)."""

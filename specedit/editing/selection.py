@@ -7,8 +7,8 @@ each is worth, knowable without running anything, is editing/verdicts.py's.
 `draw` is the loop (the first candidate as the request asks, greedy by default; the others
 sampled as the editing benchmarks sample); `choose` is the pick by agreement, where all are
 drawn (`--vote`). `draw_edits` runs the loop on one request: a `Drawing` holds
-what it drew so far, its redraw policies (`redraw_policies`) each say how a candidate after the
-first may be drawn, and each `Candidate` carries its result, the attribution of its tokens and
+what it drew so far, its redraw policies (editing/redraws.py) each say how a candidate after
+the first may be drawn, and each `Candidate` carries its result, the attribution of its tokens and
 its verdict to the delivery, which reads the safety checks' findings there instead of running
 them again. The request's mode (fix, edit, rewrite: the command) says which can be right.
 
@@ -51,19 +51,18 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 from specedit.editing import examples as file_examples
 from specedit.editing import safety
-from specedit.editing.branches import branch_points, check_start, leak_start
+from specedit.editing.branches import branch_points
 from specedit.editing.checks import CheckResult
 from specedit.editing.editor import EditError, EditRequest, EditResult, Mode
+from specedit.editing.redraws import Redraw, redraw_policies
 from specedit.editing.region import named_lines
 from specedit.editing.second_look import first_change
 from specedit.editing.verdicts import (
     PROMPT_WORDS,
-    UNCHANGED,
-    UNCHANGED_EDIT,
     UNCHANGED_FIX,
     Verdict,
     changed_lines,
@@ -73,11 +72,6 @@ from specedit.editing.verdicts import (
     prompt_words,
     unchanged_problem,
 )
-from specedit.engine.options import Sampling
-
-# How the extra candidates sample: the temperature and nucleus of published editing benchmarks.
-SAMPLE_TEMPERATURE = 0.2
-SAMPLE_TOP_P = 0.95
 
 R = TypeVar("R")  # what one edit returns: a local result, a bench row
 # An instruction about a file's prose: where its change would start, a comment or a docstring.
@@ -127,16 +121,6 @@ def as_candidate(made: EditResult | Candidate, number: int) -> Candidate:
     if isinstance(made, Candidate):
         return replace(made, number=number)
     return Candidate(made, number)
-
-
-def sampled(sampling: Sampling, number: int) -> Sampling:
-    """The sampling of candidate `number` (0 is the request's own): low-temperature nucleus
-    sampling with a seed of its own, unless the request already samples."""
-    if number == 0:
-        return sampling
-    if sampling.greedy:
-        return replace(sampling, temperature=SAMPLE_TEMPERATURE, top_p=SAMPLE_TOP_P, seed=number)
-    return replace(sampling, seed=(sampling.seed or 0) + number)
 
 
 def redraw_starts(
@@ -207,159 +191,6 @@ def draw(
     if second_look and untested[:2] == [0, 1]:
         return results[1], verdicts
     return results[untested[0] if untested else 0], verdicts
-
-
-def redraw_feedback(problem: str) -> str:
-    """What the model is told when its last candidate could not be right: an unchanged answer
-    to a fix or an edit, or one the safety checks refuse."""
-    if problem == UNCHANGED_FIX:
-        return (
-            "Your previous answer returned the file unchanged, but the file does have the "
-            "problem described above. Find the line or lines that cause it and change them; "
-            "keep every other line exactly as it was."
-        )
-    if problem == UNCHANGED_EDIT:
-        return (
-            "Your previous answer returned the file unchanged, but the instruction above asks "
-            "for a change. Make it; keep every other line exactly as it was."
-        )
-    return (
-        f"Your previous answer could not be used: {problem}. Return the complete file with "
-        "the change applied and every other line exactly as it was."
-    )
-
-
-@dataclass(frozen=True)
-class Redraw:
-    """A candidate to draw: its request (None: none is drawn), whether it is a fix's branch
-    redraw, delivered with its first change only (`first_change`), and whether it is the
-    second look, which is judged against the first answer's reach too."""
-
-    request: EditRequest | None
-    first_change_only: bool = False
-    look: bool = False
-
-
-class RedrawPolicy(Protocol):
-    """One way to draw the candidate after the first; a `Drawing` asks its policies in turn."""
-
-    def redraw(self, drawing: Drawing, number: int, problem: str | None) -> Redraw | None:
-        """Candidate `number`, after one whose `problem` it is told (None: that one may be
-        right, or none produced a text); None where this policy has no say."""
-
-
-class LeakRedraw:
-    """A first answer that copied its prompt's own words, redrawn from where it could have
-    gone otherwise just before them (`leak_start`)."""
-
-    def redraw(self, drawing: Drawing, number: int, problem: str | None) -> Redraw | None:
-        if number != 1 or problem is None or not problem.startswith(PROMPT_WORDS):
-            return None
-        first = drawing.first
-        start = leak_start(first.result, drawing.leak_of(first), drawing.decode)
-        if not start:
-            return None
-        return Redraw(drawing.request.steered(forced=start, statement=first.result.statement))
-
-
-class CheckRedraw:
-    """A first answer that uses a name nothing defines, redrawn from where it was least sure
-    on the line that first writes the name, up to the name (`check_start`). A fix's keeps its
-    first change only, as a branch redraw's does; none is drawn where the answer was sure of
-    every token there, and the next policy has its say."""
-
-    def redraw(self, drawing: Drawing, number: int, problem: str | None) -> Redraw | None:
-        first = drawing.first
-        if number != 1 or first is None or first.verdict.undefined is None:
-            return None
-        undefined = first.verdict.undefined
-        line = first.verdict.text.splitlines()[undefined.line - 1]
-        start = check_start(first.result, line, undefined.name, drawing.decode)
-        if not start:
-            return None
-        fix = drawing.unchanged == UNCHANGED_FIX
-        return Redraw(drawing.branched(start, fix), first_change_only=fix)
-
-
-class ExamplesRedraw:
-    """An answer that fails the file's examples, redrawn from the first candidate's next branch
-    point while it has one. A fix's first redraw is its second look (its first change only,
-    judged against the first's reach), so that where no candidate passes the examples, the one
-    delivered is the one the draw without them would have delivered (`draw`)."""
-
-    def redraw(self, drawing: Drawing, number: int, problem: str | None) -> Redraw | None:
-        if not drawing.candidates or not drawing.candidates[-1].verdict.failed_examples:
-            return None
-        start = drawing.next_branch()
-        if not start:
-            return None
-        look = drawing.second_look and number == 1 and drawing.first.verdict.failed_examples
-        return Redraw(drawing.branched(start, look), first_change_only=look, look=look)
-
-
-@dataclass(frozen=True)
-class BranchRedraw:
-    """An unchanged answer to a fix or an edit, redrawn from the first candidate's next branch
-    point while it has one. A fix's keeps its first change only, and so may stop once that is
-    made (editing/second_look.py); an edit's is delivered whole: a translation or a rename
-    changes many places."""
-
-    fix: bool
-
-    def redraw(self, drawing: Drawing, number: int, problem: str | None) -> Redraw | None:
-        if drawing.first is None or problem not in UNCHANGED:
-            return None
-        start = drawing.next_branch()
-        if not start:
-            return None
-        return Redraw(drawing.branched(start, self.fix), first_change_only=self.fix)
-
-
-class SecondLook:
-    """A fix that may be right, redrawn once from its first branch point, its first change
-    only; none is drawn where it has no branch point."""
-
-    def redraw(self, drawing: Drawing, number: int, problem: str | None) -> Redraw | None:
-        if drawing.first is None or problem is not None:
-            return None
-        start = drawing.next_branch()
-        if not start:
-            return Redraw(None)
-        return Redraw(drawing.branched(start, True), first_change_only=True, look=True)
-
-
-class SampledRedraw:
-    """Sampled as the editing benchmarks sample (`sampled`), told why the last candidate
-    could not be right (`redraw_feedback`; doctest's report where it failed the file's
-    examples): what is left once no branch is."""
-
-    def redraw(self, drawing: Drawing, number: int, problem: str | None) -> Redraw:
-        request = drawing.request
-        last = drawing.candidates[-1].verdict if drawing.candidates else None
-        if problem and last is not None and last.failed_examples:
-            feedback = file_examples.feedback(last.examples.output)
-        else:
-            feedback = redraw_feedback(problem) if problem else request.feedback
-        return Redraw(
-            replace(request, sampling=sampled(request.sampling, number), feedback=feedback)
-        )
-
-
-def redraw_policies(unchanged: str | None, vote: bool) -> list[RedrawPolicy]:
-    """The policies for the candidates after the first, in the order they are asked: votes
-    are independent samples; otherwise a first answer that copied its prompt's words is
-    redrawn from just before them, one that uses a name nothing defines from the line that
-    writes it, one that fails the file's examples from a branch point, an unchanged answer to
-    a fix or an edit (`unchanged`: what is wrong with one) from a branch point, a fix that may
-    be right gets its second look, and any other is sampled."""
-    if vote:
-        return [SampledRedraw()]
-    policies: list[RedrawPolicy] = [LeakRedraw(), CheckRedraw(), ExamplesRedraw()]
-    if unchanged is not None:
-        policies.append(BranchRedraw(fix=unchanged == UNCHANGED_FIX))
-    if unchanged == UNCHANGED_FIX:
-        policies.append(SecondLook())
-    return [*policies, SampledRedraw()]
 
 
 class Drawing:

@@ -12,7 +12,7 @@ from helpers import MEAN_RIGHT as RIGHT
 from helpers import MEAN_WRONG as WRONG
 
 from specedit.bench.setups import parse_selection
-from specedit.editing import selection, verdicts
+from specedit.editing import redraws, selection, verdicts
 from specedit.editing.editor import EditRequest, Mode
 from specedit.editing.second_look import first_change
 from specedit.engine.options import GREEDY, Sampling
@@ -82,12 +82,12 @@ def test_voting_draws_every_candidate_and_skips_failed_edits():
 
 
 def test_extra_candidates_sample_at_low_temperature_with_their_own_seed():
-    assert selection.sampled(GREEDY, 0) is GREEDY
-    second = selection.sampled(GREEDY, 1)
+    assert redraws.sampled(GREEDY, 0) is GREEDY
+    second = redraws.sampled(GREEDY, 1)
     assert (second.temperature, second.top_p, second.seed) == (0.2, 0.95, 1)
-    assert selection.sampled(GREEDY, 2).seed == 2
+    assert redraws.sampled(GREEDY, 2).seed == 2
     warm = Sampling(temperature=0.7, seed=5)
-    assert selection.sampled(warm, 2) == Sampling(temperature=0.7, seed=7)
+    assert redraws.sampled(warm, 2) == Sampling(temperature=0.7, seed=7)
 
 
 def test_the_fix_template_is_known_by_name_or_path():
