@@ -18,18 +18,19 @@ import json
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from importlib import resources
 from pathlib import Path
 from typing import TypeVar
 
 import torch
 from rich.console import Console
-from transformers import StoppingCriteria, StoppingCriteriaList
 
 from specedit.bench.ablations import ABLATIONS, needs_draft_model
+from specedit.bench.floors import floor_costs, reach_of, set_floors, warm_up
 from specedit.bench.llamacpp import LLAMA_CPP_METHODS, LlamaCpp, LlamaCppUnavailable
 from specedit.bench.llamaserver import PEERS, LlamaServer, PeerUnavailable
+from specedit.bench.once import run_once
 from specedit.bench.report import print_tables, report, summarize
 from specedit.bench.score import Row, check_task, compare_with_reference, score_row, verdict
 from specedit.bench.setups import (
@@ -40,7 +41,6 @@ from specedit.bench.setups import (
     NAMED,
     REGIONS,
     Setup,
-    costed_on,
     located_region,
     named_region,
     parse_selection,
@@ -49,34 +49,25 @@ from specedit.bench.tasks import SUITES, Task, TaskError, load_tasks
 from specedit.console import warning
 from specedit.drafting.registry import (
     METHODS,
-    build_artefacts,
-    make_drafter,
     method_for,
     refusal,
 )
 from specedit.editing import prompts, selection, snippets
 from specedit.editing.attempts import Attempt, attempt_edits
 from specedit.editing.checks import CheckResult
-from specedit.editing.editor import EditRequest, EditResult, PreparedEdit, generate_edit, prepare
+from specedit.editing.editor import EditRequest, EditResult, prepare
 from specedit.editing.examples import examples_check, has_examples
 from specedit.editing.local import LocalEditor
 from specedit.editing.runaway import RUNAWAY
 from specedit.engine.cost import (
-    CONTEXT_PROBE,
-    PROBE_PROMPT,
     ContextCost,
     PassCost,
-    measure_context,
 )
-from specedit.engine.events import Stats
 from specedit.engine.options import Verification
-from specedit.engine.session import generate
 from specedit.models.bundled import ModelError
 from specedit.models.load import ENGINES, LoadedModel, load, with_draft
 
 Opened = TypeVar("Opened")  # what `_opened` opens: llama.cpp's own decoding, its server
-# A prompt's tokens besides the input and the instruction (the template's), with room to spare.
-PROMPT_FRAME = 256
 
 
 class BenchError(Exception):
@@ -171,11 +162,11 @@ def run_bench(
     console = console or Console(width=max(Console().width, 110))
     floors: dict[str, list[ContextCost]] = {}
     pass_costs: dict[str, PassCost] = {}  # what sized the drafts, kept for replays
-    reach = _reach(lm, tasks, max_new_tokens)  # one tokenizer: the engines run one model
+    reach = reach_of(lm, tasks, max_new_tokens)  # one tokenizer: the engines run one model
     for engine in engines:
         asked = tuple(s.method for s in setups if s.engine == engine and s.method in METHODS)
-        _warm_up(models[engine], asked)
-        floors[engine] = [_floor_costs(models[engine], reach)]
+        warm_up(models[engine], asked)
+        floors[engine] = [floor_costs(models[engine], reach)]
         pass_costs[engine] = models[engine].pass_cost()
     rows: list[Row] = []
     timed: list[Setup] = []  # each row's setup
@@ -197,7 +188,7 @@ def run_bench(
                 ),
                 key=lambda r: r.wall_seconds,
             )
-            _set_floors(row, setup, floors, pass_costs)
+            set_floors(row, setup, floors, pass_costs)
             rows.append(row)
             timed.append(setup)
             console.print(
@@ -218,9 +209,9 @@ def run_bench(
     # Measured again once every row is timed: other work on the machine only adds time, so the
     # lower of the two floors is nearer the machine's own.
     for engine in engines:
-        floors[engine].append(_floor_costs(models[engine], reach))
+        floors[engine].append(floor_costs(models[engine], reach))
     for row, setup in zip(rows, timed, strict=True):
-        _set_floors(row, setup, floors, pass_costs)
+        set_floors(row, setup, floors, pass_costs)
     summary = summarize(rows, labels)
     print_tables(console, rows, summary, labels)
     if json_file:
@@ -258,29 +249,6 @@ def _on_engine(lm: LoadedModel, engine: str) -> LoadedModel:
     """`lm`'s model, and its draft model if it has one, loaded on another engine."""
     other = load(lm.name, engine=engine, threads=torch.get_num_threads())
     return other if lm.draft is None else with_draft(other, lm.draft.name)
-
-
-def _set_floors(
-    row: Row,
-    setup: Setup,
-    floors: dict[str, list[ContextCost]],
-    pass_costs: dict[str, PassCost],
-) -> None:
-    """The least the row's passes could take with the model they ran on, from the lowest
-    costs of its engine measured so far: at all (the floor) and with drafts copied from the
-    prompt and the answer (the copy bound, never below the floor; only for a row of one
-    generation). llama-cpp-python's own decoding runs the GGUF file with the threads the
-    llama.cpp engine has: that engine's costs, when it is among the engines. None for a row
-    that ran no model (a merge) or whose model was not loaded."""
-    engine = costed_on(setup.label)
-    costs = floors.get(engine)
-    if not costs or not row.prompt_tokens:
-        return
-    row.floor_seconds = min(cost.floor(row.prompt_tokens, row.new_tokens) for cost in costs)
-    if row.prompt_ids:
-        passes = pass_costs[engine]
-        bound = min(cost.copy_bound(row.prompt_ids, row.tokens, passes) for cost in costs)
-        row.copy_bound_seconds = max(bound, row.floor_seconds)
 
 
 def _cold(lm: LoadedModel) -> None:
@@ -359,7 +327,7 @@ def _edit_row(
         score_row(row, text, task, last.check or check_task(task, None))
         return row
     prepared = prepare(lm, request)
-    run = _run_once(lm, prepared, request.method, llama)
+    run = run_once(lm, prepared, request.method, llama)
     text = prompts.extract(lm.tokenizer, run.tokens, prepared.prompt, request.surroundings)
     text = None if text is None or run.stop == RUNAWAY else whole(text)
     wall = time.perf_counter() - start
@@ -500,114 +468,3 @@ def _examples(
         path.write_text(task.input, encoding="utf-8")
         with examples_check(path, task.input, task.language, asked=True) as check:
             yield check
-
-
-def _run_once(lm: LoadedModel, prepared: PreparedEdit, method: str, llama: LlamaCpp | None) -> _Run:
-    model, eos, prompt = lm.model, lm.eos_token_ids, prepared.prompt
-    if method in LLAMA_CPP_METHODS:
-        stop = prompts.FenceStop(lm.tokenizer, prompt)
-        run = llama.run(method, prompt.ids, prepared.max_new_tokens, stop, eos)
-        return _Run(run.tokens, run.seconds, run.passes, run.stop)
-    start = time.perf_counter()
-    if method not in BASELINES or lm.engine != "torch":
-        generation = generate_edit(lm, prepared)
-        seconds = time.perf_counter() - start
-        stats = generation.stats
-        return _Run(generation.tokens, seconds, stats.forward_passes, generation.stop_reason, stats)
-    counter = _ForwardCounter(model)
-    try:
-        ids = torch.tensor([prompt.ids], device=model.device)
-        stop = prompts.FenceStop(lm.tokenizer, prompt)
-        out = model.generate(
-            ids,
-            attention_mask=torch.ones_like(ids),
-            max_new_tokens=prepared.max_new_tokens,
-            do_sample=False,
-            prompt_lookup_num_tokens=BASELINES[method],
-            stopping_criteria=StoppingCriteriaList([_FenceCriteria(stop, len(prompt.ids))]),
-            pad_token_id=lm.tokenizer.pad_token_id or next(iter(eos)),
-        )
-        seconds = time.perf_counter() - start
-    finally:
-        counter.close()
-    tokens = out[0, len(prompt.ids) :].tolist()
-    tokens, stop = _cut(tokens, prompts.FenceStop(lm.tokenizer, prompt), eos)
-    return _Run(tokens, seconds, counter.calls, stop)  # the prefill pass yields the first token
-
-
-@dataclass
-class _Run:
-    tokens: list[int]
-    seconds: float
-    passes: int  # forward passes that produced tokens
-    stop: str
-    stats: Stats | None = None  # the engine's counters (None for the baselines)
-
-
-class _ForwardCounter:
-    """Counts the model's forward calls, whoever makes them."""
-
-    def __init__(self, model: torch.nn.Module) -> None:
-        self.calls = 0
-        self._handle = model.register_forward_pre_hook(self._count)
-
-    def _count(self, *_: object) -> None:
-        self.calls += 1
-
-    def close(self) -> None:
-        self._handle.remove()
-
-
-class _FenceCriteria(StoppingCriteria):
-    """Lets transformers' generate stop at the same closing fence as the engine."""
-
-    def __init__(self, stop: prompts.FenceStop, prompt_length: int) -> None:
-        self.stop, self.seen = stop, prompt_length
-
-    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor, **kwargs) -> torch.Tensor:
-        new = input_ids[0, self.seen :].tolist()
-        self.seen = input_ids.shape[1]
-        done = any([self.stop(token) for token in new])  # feed every token, in order
-        return torch.full((input_ids.shape[0],), done, dtype=torch.bool, device=input_ids.device)
-
-
-def _cut(tokens: list[int], stop: Callable[[int], bool], eos: set[int]) -> tuple[list[int], str]:
-    """Tokens up to and including the first stop, and the engine's name for why it stopped."""
-    for i, token in enumerate(tokens):
-        if token in eos:
-            return tokens[: i + 1], "eos"
-        if stop(token):
-            return tokens[: i + 1], "stop"
-    return tokens, "length"
-
-
-def _warm_up(lm: LoadedModel, methods: tuple[str, ...] = ()) -> None:
-    """Page the weights in, measure the pass-cost curves again (the draft model's too: the
-    machine as it is now sizes the drafts) and build (or read) the methods' artefacts, as
-    `models prepare` does, before anything is timed."""
-    ids = lm.tokenizer("def warm_up():\n    return 1\n", add_special_tokens=False)["input_ids"]
-    generate(lm.model, ids, make_drafter("pld", lm.model), max_new_tokens=8)
-    for loaded in (lm, lm.draft):
-        if loaded is not None:
-            loaded.pass_cost(refresh=True)
-    build_artefacts(lm, tuple(dict.fromkeys(methods)) or None)
-
-
-def _reach(lm: LoadedModel, tasks: list[Task], max_new_tokens: int | None) -> int:
-    """The furthest position the tasks' generations reach: each prompt holds its input once and
-    the answer about as much again, unless the answer is capped shorter."""
-    furthest = 0
-    for task in tasks:
-        text = task.input + task.instruction
-        input_tokens = len(lm.tokenizer(text, add_special_tokens=False)["input_ids"])
-        answer = input_tokens if max_new_tokens is None else min(input_tokens, max_new_tokens)
-        furthest = max(furthest, input_tokens + answer + PROMPT_FRAME)
-    return furthest
-
-
-def _floor_costs(lm: LoadedModel, reach: int) -> ContextCost:
-    """What a token costs by its position on this machine now, which the floors are made of,
-    measured over the positions the tasks reach (whole prefill batches, CONTEXT_PROBE at most):
-    the probe prefills its length twice, so a bench of short tasks does not pay for long ones."""
-    length = min(-(-reach // PROBE_PROMPT) * PROBE_PROMPT, CONTEXT_PROBE, lm.context_length // 2)
-    return measure_context(lm.model, length)

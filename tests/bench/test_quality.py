@@ -250,7 +250,7 @@ def test_each_row_is_set_against_the_floor_of_the_model_its_passes_ran_on():
     A row of one generation is also set against the copy bound of its answer, never below its
     floor."""
 
-    from specedit.bench.runner import _set_floors
+    from specedit.bench.floors import set_floors
     from specedit.bench.setups import Setup
     from specedit.engine.cost import PROBE_SIZES, ContextCost, PassCost
 
@@ -266,7 +266,7 @@ def test_each_row_is_set_against_the_floor_of_the_model_its_passes_ran_on():
 
     def floor_of(row: Row, setup: Setup, given=floors) -> float | None:
         row = replace(row, floor_seconds=None, copy_bound_seconds=None)
-        _set_floors(row, setup, given, curves)
+        set_floors(row, setup, given, curves)
         return row.floor_seconds
 
     row = Row("t", "m", 100, 4.0, 5, prompt_tokens=200)
@@ -283,14 +283,14 @@ def test_each_row_is_set_against_the_floor_of_the_model_its_passes_ran_on():
 
     # one generation: its answer's pairs are the prompt's, so one pass drafts 4 and yields 2
     single = Row("t", "m", 2, 1.0, 1, prompt_tokens=3, tokens=[4, 2], prompt_ids=[2, 4, 2])
-    _set_floors(single, Setup("pld"), floors, curves)
+    set_floors(single, Setup("pld"), floors, curves)
     bound = on_torch[0].copy_bound([2, 4, 2], [4, 2], passes)
     assert single.copy_bound_seconds == pytest.approx(bound)
     assert bound > single.floor_seconds
     assert bound == pytest.approx(0.03 + passes(2))
     assert single.times_copy_bound == pytest.approx(1.0 / bound)
     # a bound under the floor (costs measured apart) is the floor
-    _set_floors(single, Setup("pld"), {"torch": [ContextCost((0.01, 0.0), (1.0, 0.0))]}, curves)
+    set_floors(single, Setup("pld"), {"torch": [ContextCost((0.01, 0.0), (1.0, 0.0))]}, curves)
     assert single.copy_bound_seconds == single.floor_seconds == pytest.approx(2.03)
 
 
@@ -354,11 +354,11 @@ def test_the_floor_probe_reaches_as_far_as_the_tasks_do(monkeypatch):
     """The floor's costs are measured over the positions the tasks' prompts and answers reach,
     in whole prefill batches: a bench of short tasks does not prefill 2,048 tokens twice, and a
     long one is measured as far as the probe goes."""
-    from specedit.bench import runner
+    from specedit.bench import floors
     from specedit.engine.cost import CONTEXT_PROBE, PROBE_PROMPT
 
     lengths = []
-    monkeypatch.setattr(runner, "measure_context", lambda model, length: lengths.append(length))
+    monkeypatch.setattr(floors, "measure_context", lambda model, length: lengths.append(length))
 
     def words(text: str, add_special_tokens: bool) -> dict[str, list[str]]:
         return {"input_ids": text.split()}
@@ -374,9 +374,9 @@ def test_the_floor_probe_reaches_as_far_as_the_tasks_do(monkeypatch):
         ([task(400)], 16),
         ([task(5000)], None),
     ]:
-        runner._floor_costs(lm, runner._reach(lm, tasks, max_new_tokens))
+        floors.floor_costs(lm, floors.reach_of(lm, tasks, max_new_tokens))
     assert lengths == [PROBE_PROMPT, 3 * PROBE_PROMPT, 2 * PROBE_PROMPT, CONTEXT_PROBE]
-    runner._floor_costs(SimpleNamespace(model=None, context_length=2048), 4000)
+    floors.floor_costs(SimpleNamespace(model=None, context_length=2048), 4000)
     assert lengths[-1] == 1024  # half the model's context at most
 
 
