@@ -33,8 +33,16 @@ $(STAMP): $(DEV)
 demo: $(LLAMACPP)
 	$(BIN)/specedit fix examples/buggy_stats.py "mean() returns a huge number instead of the average"
 
+# llama.cpp is compiled for this CPU (-march=native), but without AMX: a virtual machine may
+# report AMX and still trap its instructions (SIGILL at the first matrix product); AVX-512 and
+# AVX2 stay. Built here, never taken from pip's cache of wheels built elsewhere.
+ifeq ($(shell uname -m),x86_64)
+export NO_AMX := -mno-amx-tile -mno-amx-int8 -mno-amx-bf16
+export CMAKE_ARGS := -DCMAKE_C_FLAGS="$(NO_AMX)" -DCMAKE_CXX_FLAGS="$(NO_AMX)"
+endif
+
 $(LLAMACPP): $(STAMP)
-	$(BIN)/pip install --quiet -e '.[bundled,dev,llamacpp]'
+	$(BIN)/pip install --quiet --no-cache-dir -e '.[bundled,dev,llamacpp]'
 	touch $(LLAMACPP)
 
 # The fast tier on every core (its tests are tiny and independent), then the end-to-end tier one

@@ -14,8 +14,12 @@ if [ ! -d "llama_cpp_python-$version" ]; then
     rm "llama_cpp_python-$version.tar.gz"
 fi
 source="llama_cpp_python-$version/vendor/llama.cpp"
+flags=()  # NO_AMX (the Makefile's): the compiler flags the engine's llama.cpp was built with
+if [ -n "${NO_AMX:-}" ]; then
+    flags=(-DCMAKE_C_FLAGS="$NO_AMX" -DCMAKE_CXX_FLAGS="$NO_AMX")
+fi
 cmake -S "$source" -B "$source/build" -DCMAKE_BUILD_TYPE=Release -DLLAMA_CURL=OFF \
-    -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF > build.log
+    -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF "${flags[@]}" > build.log
 cmake --build "$source/build" --target llama-server -j "$(nproc)" >> build.log
 ln -sf "$source/build/bin/llama-server" llama-server
 ./llama-server --version
