@@ -16,20 +16,28 @@ import os
 from collections.abc import Iterator
 
 import pytest
-import torch
-from helpers import TEST_MODEL, tiny_model, train_tokenizer
 
-# The fast tier's models are tiny: a second thread only adds synchronisation, which costs a
-# great deal when another job shares the cores (the sampling tests ran 80x slower with two).
-torch.set_num_threads(1)
+# torch, transformers and helpers (which imports both) are imported where a fixture needs them,
+# not here: with -n, the process that hands the tests to the workers loads this file too, and
+# runs none of them.
 
-# End-to-end tests run on the small bundled model (helpers.TEST_MODEL), whatever the product's
-# default is: the CLI (and the pre-commit hook it spawns) read SPECEDIT_MODEL.
-os.environ["SPECEDIT_MODEL"] = TEST_MODEL
-# ... and on the torch engine, whose answers their expectations were written against, whatever
-# `--engine auto` would choose: the llama.cpp tier names its engine, and engine/test_llamacpp.py
-# tests what auto chooses.
+# The tests run on the torch engine, whose answers their expectations were written against,
+# whatever `--engine auto` would choose: the llama.cpp tier names its engine, and
+# engine/test_llamacpp.py tests what auto chooses.
 os.environ["SPECEDIT_ENGINE"] = "torch"
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _tests_on_one_thread_and_the_small_model() -> None:
+    """The fast tier's models are tiny: a second thread only adds synchronisation, which costs
+    a great deal when another job shares the cores (the sampling tests ran 80x slower with two).
+    End-to-end tests run on the small bundled model (helpers.TEST_MODEL), whatever the
+    product's default is: the CLI (and the pre-commit hook it spawns) read SPECEDIT_MODEL."""
+    import torch
+    from helpers import TEST_MODEL
+
+    torch.set_num_threads(1)
+    os.environ["SPECEDIT_MODEL"] = TEST_MODEL
 
 
 # What the children the tests start (the CLI, `specedit serve`, the pre-commit hook, a --test
@@ -91,12 +99,16 @@ def _resident_bytes() -> int:
 
 @pytest.fixture(scope="session")
 def qwen_tiny():
+    from helpers import tiny_model
+
     return tiny_model("qwen2")
 
 
 @pytest.fixture(scope="session")
 def stranger_tiny():
     """A draft model for `qwen_tiny` (same vocabulary) that disagrees with it often."""
+    from helpers import tiny_model
+
     return tiny_model("qwen2", seed=7)
 
 
@@ -111,6 +123,8 @@ def small_drafting_cache(tmp_path, monkeypatch):
 
 @pytest.fixture(scope="session")
 def llama_tiny_eager():
+    from helpers import tiny_model
+
     return tiny_model("llama", attn="eager", seed=1)
 
 
@@ -128,6 +142,8 @@ def _fast_tier(request, monkeypatch, tmp_path_factory):
     model; what the tiny models leave in the cache (pass costs, indexes) goes to the test
     session's own folder. torch's thread count is restored after each test, since the CLI sets
     it globally."""
+    import torch
+
     if request.node.get_closest_marker("e2e") is None:
         monkeypatch.setenv("SPECEDIT_MODEL", str(request.getfixturevalue("tiny_model_dir")))
         monkeypatch.setenv("SPECEDIT_DTYPE", "fp32")
@@ -143,6 +159,8 @@ def bundled_model_dir():
     """The test model's converted folder (converted once per machine, ~1 minute), with what a
     first edit on the torch engine needs built, as `specedit models prepare` builds it (AdaPLD's
     indexes, about 45 s once): the tests then see edits, not one-time builds: e2e only."""
+    from helpers import TEST_MODEL
+
     from specedit.drafting.registry import build_artefacts
     from specedit.models.load import load
     from specedit.models.prepare import resolve
@@ -156,6 +174,8 @@ def bundled_model_dir():
 def tiny_model_dir(tmp_path_factory):
     """A random 2-layer Qwen2 with the small tokenizer and its chat template, saved as a folder
     that `--model` loads."""
+    from helpers import tiny_model, train_tokenizer
+
     folder = tmp_path_factory.mktemp("tiny-qwen")
     trained = train_tokenizer()
     tiny_model("qwen2", vocab=len(trained), init=0.02).save_pretrained(folder)
@@ -173,6 +193,12 @@ def tokenizer(tiny_model_dir):
     return AutoTokenizer.from_pretrained(tiny_model_dir)
 
 
+def _cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
 def _installed(*modules: str) -> bool:
     return all(importlib.util.find_spec(name) is not None for name in modules)
 
@@ -188,7 +214,7 @@ NEEDS = {
         lambda: _installed("llama_cpp", "sse_starlette", "starlette_context"),
         "needs llama-cpp-python[server]",
     ),
-    "cuda": (lambda: torch.cuda.is_available(), "needs a CUDA GPU (torch sees none)"),
+    "cuda": (lambda: _cuda(), "needs a CUDA GPU (torch sees none)"),
 }
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import runpy
 import subprocess
 import sys
 
@@ -312,23 +314,37 @@ run()
 """
 
 
-def test_a_clean_edit_prints_only_the_stats_line_on_stderr(source, tmp_path, tiny_model_dir):
-    """No library warnings (deprecations, transformers' logging) reach the user's terminal: after
-    a first run (which may say it builds the model's index or statistics once), stderr holds the
-    stats line alone, and nothing with -q."""
+def test_a_clean_edit_prints_only_the_stats_line_on_stderr(
+    source, tmp_path, tiny_model_dir, monkeypatch, capfd
+):
+    """No library warnings (deprecations, transformers' logging) reach the user's terminal: in a
+    fresh process, after a first run (which may say it builds the model's index or statistics
+    once), stderr holds the stats line alone; with -q, nothing. The first and the quiet runs go
+    in this process, where a library's warning is an error (pyproject's filterwarnings)."""
+    from specedit.editing import local
+
     driver = tmp_path / "driver.py"
     driver.write_text(CLEAN_EDIT_DRIVER)
     fixed = "def add(a, b):\n    return a + b\n"
     draft = ["--draft-model", str(tiny_model_dir)]  # the target's and the draft's passes run
-    command = [sys.executable, str(driver), "fix", str(source), "add, not subtract", *draft]
-    for _ in range(2):
-        result = subprocess.run([*command, fixed], capture_output=True, text=True)
-        assert result.returncode == 0, result.stderr
-        assert result.stdout == fixed
-        assert all(line.startswith("specedit: ") for line in result.stderr.splitlines())
+    arguments = ["fix", str(source), "add, not subtract", *draft]
+    monkeypatch.setattr(local, "execute", local.execute)  # the driver replaces it: put back
+    monkeypatch.setattr(os, "_exit", sys.exit)  # the script ends its process at once
+
+    def here(*extra: str) -> tuple[str, str]:
+        monkeypatch.setattr(sys, "argv", [str(driver), *arguments, *extra, fixed])
+        with pytest.raises(SystemExit) as done:
+            runpy.run_path(str(driver), run_name="__main__")
+        assert done.value.code in (0, None)
+        return capfd.readouterr()
+
+    assert here()[0] == fixed
+    command = [sys.executable, str(driver), *arguments, fixed]
+    result = subprocess.run(command, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == fixed
     # A fix that changed the file is looked at again (--samples): the CLI says which it kept.
     said = result.stderr.splitlines()
     assert said[0] == f"specedit: {source}: 2 candidates drawn, number 2 delivered", said
     assert said[1].startswith(f"specedit: {source}: 2 tokens in ") and len(said) == 2, said
-    quiet = subprocess.run([*command, "-q", fixed], capture_output=True, text=True)
-    assert quiet.returncode == 0 and quiet.stdout == fixed and quiet.stderr == ""
+    assert here("-q") == (fixed, "")

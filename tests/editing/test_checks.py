@@ -180,14 +180,16 @@ def test_a_folder_of_too_many_bytes_is_refused_before_anything_is_copied(tmp_pat
     assert "keep the file in its project's folder" in message and "\n" not in message
 
 
-def test_a_folder_of_too_many_files_is_refused(tmp_path):
+def test_a_folder_of_too_many_files_is_refused(tmp_path, monkeypatch):
+    assert checks.COPY_FILES == 20_000  # a bound of thousands, tested at a smaller one below
+    monkeypatch.setattr(checks, "COPY_FILES", 1_500)
     file = tmp_path / "notes.py"
     file.write_text("VALUE = 1\n")
     deep = tmp_path / "a" / "b"
     deep.mkdir(parents=True)
     for number in range(checks.COPY_FILES - 2):  # with notes.py, a and b: one too many
         (deep / str(number)).touch()
-    with pytest.raises(checks.CheckRefused, match="holds more than 20,000 files"):
+    with pytest.raises(checks.CheckRefused, match="holds more than 1,500 files"):
         checks.run_command("true", file, "VALUE = 2\n", timeout=30)
     os.remove(deep / "0")  # what the bound leaves out: caches and environments are not counted
     (tmp_path / ".git").mkdir()

@@ -1,8 +1,9 @@
 """`specedit serve` over real HTTP, driven by the real `openai` client, and the CLI's --server.
 
-A server runs as a child process on a free loopback port, as a user starts it. The fast tests use
-a tiny random model (its answers are noise, but exactly the model's noise); the e2e tests use the
-small bundled model for real edits.
+The fast tests serve the app that `specedit serve` builds from its options, on a free loopback
+port in the test's own process, with a tiny random model (its answers are noise, but exactly the
+model's noise); the e2e tests start the command as a child process, as a user does, on the small
+bundled model for real edits.
 """
 
 from __future__ import annotations
@@ -62,9 +63,31 @@ def running_server(model: str, *extra: str, cache: Path | None = None, **environ
         yield url
 
 
+@contextmanager
+def served_by_the_command(model: Path, cache: Path, **environ: str) -> Iterator[str]:
+    """The app `specedit serve --model MODEL` builds from its options and environment
+    (`environ`), served on a free loopback port in this process: the fast tier's server without
+    a second interpreter's start (the e2e tier starts the command itself)."""
+    import uvicorn
+    from typer.testing import CliRunner
+
+    from specedit.cli import app
+
+    served = []
+    arguments = ["serve", "--model", str(model), "--dtype", "fp32"]
+    env = {"SPECEDIT_THREADS": "1", "SPECEDIT_CACHE": str(cache), **environ}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(uvicorn, "run", lambda app, **options: served.append((app, options)))
+        result = CliRunner().invoke(app, arguments, env=env)
+    assert result.exit_code == 0, result.output
+    served_app, options = served[0]
+    with in_process(served_app, limit_concurrency=options["limit_concurrency"]) as url:
+        yield url
+
+
 @pytest.fixture(scope="module")
 def tiny_server(tiny_model_dir, tmp_path_factory):
-    with running_server(str(tiny_model_dir), cache=tmp_path_factory.mktemp("cache")) as url:
+    with served_by_the_command(tiny_model_dir, tmp_path_factory.mktemp("cache")) as url:
         yield url
 
 
@@ -712,7 +735,7 @@ KEY = "sk-specedit-test-7c1e"
 def keyed_server(tiny_model_dir, tmp_path_factory):
     """A server whose key comes from the environment, as `specedit serve` reads it."""
     cache = tmp_path_factory.mktemp("cache")
-    with running_server(str(tiny_model_dir), cache=cache, SPECEDIT_API_KEY=KEY) as url:
+    with served_by_the_command(tiny_model_dir, cache, SPECEDIT_API_KEY=KEY) as url:
         yield url
 
 
