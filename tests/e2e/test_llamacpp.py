@@ -508,16 +508,20 @@ def test_a_cold_edit_on_llama_cpp_never_imports_transformers(bundled_model_dir, 
 
 @pytest.mark.e2e
 @pytest.mark.llamacpp
-def test_measuring_the_pass_cost_keeps_no_prompt_head(bundled_model_dir, tmp_path):
+def test_measuring_the_pass_cost_keeps_no_prompt_head(bundled_model_dir, tmp_path, monkeypatch):
     """The probe's tokens are no prompt: measuring neither reads nor records a head, and the
-    cache it leaves counts as cold, so the next prompt still starts from a stored head."""
+    cache it leaves counts as cold, so the next prompt still starts from a stored head. (What
+    is measured is the engine tests' business: the probe's timed prefill is cut short here.)"""
+    from specedit.editing.editor import EditRequest, prepare
+    from specedit.engine import cost
     from specedit.engine.cost import measure
     from specedit.engine.llamacpp import GgufModel
     from specedit.models.load import load
     from specedit.models.prefixes import PrefixStore
 
+    monkeypatch.setattr(cost, "PROBE_PROMPT", 16)
     lm = load(TEST_MODEL, engine="llama.cpp")
-    first, _ = _two_prompts(lm)
+    first = prepare(lm, EditRequest("def double(x):\n    return x * 3\n", "double it")).prompt.ids
     model = lm.model
 
     def fresh(store: PrefixStore) -> GgufModel:
@@ -565,13 +569,13 @@ def test_the_floor_probe_leaves_the_cache_as_one_prefill_of_its_tokens(bundled_m
 
     lm.model.open_target = keeping
     try:
-        measured = cost.measure_context(lm.model, 512)
+        measured = cost.measure_context(lm.model, 256, widest=16)
     finally:
         del lm.model.open_target
     assert measured.prefill[0] > 0 and measured.verify[0] > 0
     probe = targets[0]
     held = list(probe.held)
-    assert len(held) == 4 * (128 + cost.PROBE_SAMPLES)
+    assert len(held) == 4 * (64 + cost.PROBE_SAMPLES)
     chain = DraftTree(7)
     chain.add_chain([8, 9])
     after_probe = probe.forward(chain, len(held), False).logits
@@ -880,7 +884,7 @@ def test_tree_drafts_on_llama_cpp_are_exact_against_its_own_plain_decoding(bundl
     final = lm.model.config.num_hidden_layers
     prepared = prepare(lm, EditRequest(TASK["input"], TASK["instruction"], prompt=LAYOUT))
     prompt = prepared.prompt
-    run = _runs_after(lm, prompt.ids, 300)
+    run = _runs_after(lm, prompt.ids, 200)
     plain = run(make_drafter("ar", lm.model))
     start, end = prompt.input_start, prompt.input_end
     pool = run(make_drafter("pool", lm.model, DraftSources(start, prompt.ids[start:end])))
@@ -894,7 +898,7 @@ def test_tree_drafts_on_llama_cpp_are_exact_against_its_own_plain_decoding(bundl
     assert isinstance(default, TokenAdaPLD) and not default.hidden_layers
     token_only = run(default)
     pldplus = run(make_drafter("pldplus", lm.model))
-    assert decoy.stats.accepted_paths["copy"] > 5  # copies taken through sequences 1 and up
+    assert decoy.stats.accepted_paths["copy"] > 3  # copies taken through sequences 1 and up
     head_branches = [n for tree in trees for n in range(len(tree)) if tree.kind(n) == BRANCH]
     assert head_branches and full.stats.accepted_paths["branch"] > 0  # the LM head's top-K
     for run_ in (decoy, pool, full, token_only, pldplus):
