@@ -61,6 +61,10 @@ def finish_rename(original: str, text: str, instruction: str) -> tuple[str, list
     old, new = match["old"], match["new"]
     if old == new or any(keyword.iskeyword(n) or hasattr(builtins, n) for n in (old, new)):
         return text, []
+    try:  # first: the parser refuses a text far sooner than the tokenizer reads it through
+        docstrings = _docstrings(text)
+    except UNPARSABLE:
+        return text, []
     before, after = _tokens(original), _tokens(text)
     if not before or not after:
         return text, []
@@ -70,10 +74,6 @@ def finish_rename(original: str, text: str, instruction: str) -> tuple[str, list
 
     if not (count(after, old) < count(before, old) and count(after, new) > count(before, new)):
         return text, []  # the model began no rename
-    try:
-        docstrings = _docstrings(text)
-    except UNPARSABLE:
-        return text, []
     # the definitions it names besides the renamed one
     others = instruction.replace(f"`{old}`", "").replace(f"`{new}`", "")
     lines = text.split("\n")
