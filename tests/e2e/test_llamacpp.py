@@ -514,7 +514,6 @@ def test_measuring_the_pass_cost_keeps_no_prompt_head(bundled_model_dir, tmp_pat
     is measured is the engine tests' business: the probe's timed prefill is cut short here.)"""
     from specedit.editing.editor import EditRequest, prepare
     from specedit.engine import cost
-    from specedit.engine.cost import measure
     from specedit.engine.llamacpp import GgufModel
     from specedit.models.load import load
     from specedit.models.prefixes import PrefixStore
@@ -534,8 +533,8 @@ def test_measuring_the_pass_cost_keeps_no_prompt_head(bundled_model_dir, tmp_pat
 
     probed = fresh(PrefixStore(tmp_path / "none"))
     try:
-        measure(probed, sizes=(1, 2))
-        measure(probed, sizes=(1, 2))
+        cost.measure(probed, sizes=(1, 2))
+        cost.measure(probed, sizes=(1, 2))
         assert not (tmp_path / "none").exists()
     finally:
         probed.close()
@@ -544,7 +543,7 @@ def test_measuring_the_pass_cost_keeps_no_prompt_head(bundled_model_dir, tmp_pat
     for reused in (0, len(first) - 1):
         gguf = fresh(store)
         try:
-            measure(gguf, sizes=(1, 2))
+            cost.measure(gguf, sizes=(1, 2))
             assert prefilled(gguf) == reused
         finally:
             gguf.close()

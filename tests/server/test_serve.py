@@ -63,22 +63,28 @@ def running_server(model: str, *extra: str, cache: Path | None = None, **environ
         yield url
 
 
-@contextmanager
-def served_by_the_command(model: Path, cache: Path, **environ: str) -> Iterator[str]:
-    """The app `specedit serve --model MODEL` builds from its options and environment
-    (`environ`), served on a free loopback port in this process: the fast tier's server without
-    a second interpreter's start (the e2e tier starts the command itself)."""
+def serve_command(*arguments: str, env: dict[str, str] | None = None):
+    """`specedit serve ARGUMENTS` with uvicorn's run replaced: the command's result, and the
+    (app, uvicorn options) it would have served, if any."""
     import uvicorn
     from typer.testing import CliRunner
 
     from specedit.cli import app
 
-    served = []
-    arguments = ["serve", "--model", str(model), "--dtype", "fp32"]
-    env = {"SPECEDIT_THREADS": "1", "SPECEDIT_CACHE": str(cache), **environ}
+    served: list[tuple[object, dict]] = []
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(uvicorn, "run", lambda app, **options: served.append((app, options)))
-        result = CliRunner().invoke(app, arguments, env=env)
+        result = CliRunner().invoke(app, ["serve", *arguments], env=env)
+    return result, served
+
+
+@contextmanager
+def served_by_the_command(model: Path, cache: Path, **environ: str) -> Iterator[str]:
+    """The app `specedit serve --model MODEL` builds from its options and environment
+    (`environ`), served on a free loopback port in this process: the fast tier's server without
+    a second interpreter's start (the e2e tier starts the command itself)."""
+    env = {"SPECEDIT_THREADS": "1", "SPECEDIT_CACHE": str(cache), **environ}
+    result, served = serve_command("--model", str(model), "--dtype", "fp32", env=env)
     assert result.exit_code == 0, result.output
     served_app, options = served[0]
     with in_process(served_app, limit_concurrency=options["limit_concurrency"]) as url:
@@ -809,15 +815,8 @@ def test_serving_beyond_loopback_without_a_key_warns(host, warns):
     assert needs_key_warning(host, KEY) is False  # a key: nothing to warn of
 
 
-def test_serve_refuses_an_empty_key(monkeypatch):
-    import uvicorn
-    from typer.testing import CliRunner
-
-    from specedit.cli import app
-
-    served = []
-    monkeypatch.setattr(uvicorn, "run", lambda app, **options: served.append(options))
-    result = CliRunner().invoke(app, ["serve", "--api-key", " "])
+def test_serve_refuses_an_empty_key():
+    result, served = serve_command("--api-key", " ")
     assert result.exit_code == 2 and "--api-key is empty" in result.output
     assert served == []
 
@@ -953,16 +952,9 @@ def test_create_app_refuses_an_origin_that_is_not_one(tiny_lm, given):
         create_app(tiny_lm, allow_origins=[given])
 
 
-def test_serve_hands_its_limits_and_names_to_the_server(monkeypatch):
-    import uvicorn
-    from typer.testing import CliRunner
-
-    from specedit.cli import app
-
-    served = []
-    monkeypatch.setattr(uvicorn, "run", lambda app, **options: served.append((app, options)))
-    arguments = ["serve", "--allow-host", "box.example", "--allow-origin", "https://e.example"]
-    result = CliRunner().invoke(app, [*arguments, "--max-connections", "3"])
+def test_serve_hands_its_limits_and_names_to_the_server():
+    arguments = ["--allow-host", "box.example", "--allow-origin", "https://e.example"]
+    result, served = serve_command(*arguments, "--max-connections", "3")
     assert result.exit_code == 0, result.output
     served_app, options = served[0]
     assert options["limit_concurrency"] == 3 and options["timeout_keep_alive"] > 0
@@ -970,9 +962,9 @@ def test_serve_hands_its_limits_and_names_to_the_server(monkeypatch):
         assert call(url + "/v1/models", headers={"Host": "box.example"})[0] == 200
         assert call(url + "/v1/models", headers={"Host": "other.example"})[0] == 421
         assert call(url + "/v1/models", headers={"Origin": "https://e.example"})[0] == 200
-    result = CliRunner().invoke(app, ["serve", "--allow-origin", "e.example"])
+    result, refused = serve_command("--allow-origin", "e.example")
     assert result.exit_code == 2 and "--allow-origin takes" in result.output
-    assert len(served) == 1
+    assert len(served + refused) == 1
 
 
 @pytest.mark.parametrize(
@@ -1131,10 +1123,7 @@ def test_a_model_file_or_folder_is_named_by_its_own_name(tmp_path, monkeypatch):
 def test_serve_on_llama_cpp_keeps_the_files_prompts_in_the_memory_it_is_given(
     monkeypatch, given, kept
 ):
-    import uvicorn
-    from typer.testing import CliRunner
-
-    from specedit.cli import app, tools
+    from specedit.cli import tools
     from specedit.engine.llamacpp import GgufModel
     from specedit.models.load import LoadedModel
     from specedit.models.prefixes import PrefixStore, RecentHeads
@@ -1142,10 +1131,9 @@ def test_serve_on_llama_cpp_keeps_the_files_prompts_in_the_memory_it_is_given(
     gguf = GgufModel(Path("m.gguf"), None, None, threads=1, store=PrefixStore(Path("heads")))
     loaded = LoadedModel(name="m.gguf", model=gguf, tokenizer=None)
     monkeypatch.setattr(tools, "load_model", lambda *args, **kwargs: (loaded, None))
-    monkeypatch.setattr(uvicorn, "run", lambda app, **options: None)
-    result = CliRunner().invoke(app, ["serve", "--engine", "llama.cpp", *given])
+    result, _ = serve_command("--engine", "llama.cpp", *given)
     assert result.exit_code == 0, result.output
     assert isinstance(gguf.store, RecentHeads) and gguf.store.budget == kept
-    result = CliRunner().invoke(app, ["serve", "--engine", "llama.cpp", "--cache-ram", "0"])
+    result, _ = serve_command("--engine", "llama.cpp", "--cache-ram", "0")
     assert result.exit_code == 0, result.output
     assert gguf.store is None
