@@ -15,7 +15,7 @@ from rich.table import Table
 
 from specedit.bench.llamacpp import LLAMA_CPP_METHODS
 from specedit.bench.llamaserver import PEERS
-from specedit.bench.score import Row, verdict
+from specedit.bench.score import FAILURES, Row, verdict
 from specedit.editing.runaway import RUNAWAY
 from specedit.engine.cost import ContextCost, PassCost
 from specedit.models.load import LoadedModel
@@ -37,6 +37,11 @@ def summarize(rows: list[Row], methods: list[str]) -> dict[str, dict]:
                 group: f"{sum(bool(r.passed) for r in members)}/{len(members)}"
                 for group in sorted({r.group for r in checked})
                 for members in [[r for r in checked if r.group == group]]
+            },
+            "failures": {
+                kind: count
+                for kind in FAILURES
+                if (count := sum(r.failure == kind for r in checked))
             },
             "unchanged": sum(bool(r.unchanged) for r in mine),
             "cut_off": sum(r.stop == "length" for r in mine),
@@ -173,6 +178,7 @@ def print_tables(console: Console, rows: list[Row], summary: dict, methods: list
         "setup",
         "pass@1",
         "by group",
+        "failed as",
         "unchanged",
         "cut off",
         "runaway",
@@ -194,6 +200,7 @@ def print_tables(console: Console, rows: list[Row], summary: dict, methods: list
             method,
             s["pass"],
             " ".join(f"{g} {v}" for g, v in s["pass_by_group"].items()),
+            ", ".join(f"{kind} {n}" for kind, n in s["failures"].items()) or "-",
             str(s["unchanged"]),
             str(s["cut_off"]),
             str(s["runaway"]),

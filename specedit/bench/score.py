@@ -4,6 +4,7 @@ against the input and the ground truth, and its speed against plain decoding."""
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass, field
 
 from specedit.bench.setups import reference
@@ -12,7 +13,16 @@ from specedit.editing import safety
 from specedit.editing.checks import CheckResult, run_program
 from specedit.editing.runaway import RUNAWAY
 from specedit.editing.safety import dropped_lines
-from specedit.editing.verdicts import changed_lines
+from specedit.editing.verdicts import blanks_only, changed_lines
+
+# Why a checked edit failed, each kind told apart before the next (`failure_of`).
+FAILURES = ("cut off", "unchanged", "broken", "wrong line", "wrong logic", "failed")
+# What a program that cannot run as written fails with: it does not parse, names what nothing
+# defines, or the safety checks refused it.
+BROKEN = re.compile(
+    r"\b(?:SyntaxError|IndentationError|TabError|NameError|UnboundLocalError|ImportError"
+    r"|ModuleNotFoundError)\b|^failed \(exit \d+\): refused: "
+)
 
 
 @dataclass
@@ -42,6 +52,8 @@ class Row:
     exact_match: bool | None = None  # edited text == ground truth
     similarity: float | None = None
     unrequested: int | None = None  # input lines changed outside the planted edit
+    touched: int | None = None  # the planted edit's input lines that the output changed
+    failure: str | None = None  # why a checked edit failed: one of FAILURES
     relaxed: int = 0  # tokens accepted only by conditional verification
     reuse: dict | None = None  # the engine's reuse counters (drafted, accepted, paths, ...)
     server: dict | None = None  # a llama-server setup's drafts: drafted, accepted
@@ -104,16 +116,36 @@ def score_row(row: Row, text: str | None, task: Task, check: CheckResult | None)
     input lines changed that the planted edit did not touch."""
     if check is not None:
         row.passed, row.check = check.passed, check.summary()
-    if text is None:
-        return
-    row.unchanged = text == task.input
-    row.dropped = dropped_lines(task.input, text)
-    if task.expected is None:
-        return
-    row.exact_match = text == task.expected
-    row.similarity = round(difflib.SequenceMatcher(None, text, task.expected).ratio(), 4)
-    requested = changed_lines(task.input, task.expected)
-    row.unrequested = len(changed_lines(task.input, text) - requested)
+    if text is not None:
+        row.unchanged = text == task.input
+        row.dropped = dropped_lines(task.input, text)
+        if task.expected is not None:
+            row.exact_match = text == task.expected
+            row.similarity = round(difflib.SequenceMatcher(None, text, task.expected).ratio(), 4)
+            requested = changed_lines(task.input, task.expected)
+            changed = changed_lines(task.input, text)
+            row.unrequested = len(changed - requested)
+            row.touched = len(changed & requested)
+    row.failure = failure_of(row, text, task)
+
+
+def failure_of(row: Row, text: str | None, task: Task) -> str | None:
+    """Why a checked edit failed (None: it passed, or nothing checked it), the first of
+    FAILURES that holds: it was cut off; its text is the input's, blank lines and spacing
+    aside; it is broken (does not parse, uses a name nothing defines, or is refused); it
+    changed none of the planted edit's lines (wrong line), or some of them wrongly (wrong
+    logic); "failed" where the task has no expected text to tell those two apart."""
+    if row.passed is None or row.passed:
+        return None
+    if text is None or row.cut_off:
+        return "cut off"
+    if blanks_only(task.input, text):
+        return "unchanged"
+    if BROKEN.search(row.check):
+        return "broken"
+    if row.touched is None:
+        return "failed"
+    return "wrong line" if row.touched == 0 else "wrong logic"
 
 
 def verdict(row: Row) -> str:

@@ -84,7 +84,7 @@ def judge(
     uses a name nothing defines, where the input did not, is wrong too (editing/lint.py)."""
     if (
         text == original
-        or (unchanged == UNCHANGED_FIX and _blanks_only(original, text))
+        or (unchanged == UNCHANGED_FIX and blanks_only(original, text))
         or (
             unchanged is not None
             and language == "python"
@@ -101,7 +101,7 @@ def judge(
     return Verdict(text, None, checked)
 
 
-def _blanks_only(original: str, text: str) -> bool:
+def blanks_only(original: str, text: str) -> bool:
     """Whether `text` differs from `original` in blank lines and runs of spaces inside lines
     alone (indentation counts: in Python it is code)."""
 

@@ -11,7 +11,7 @@ import pytest
 
 from specedit.bench.report import summarize
 from specedit.bench.runner import BenchError, run_bench
-from specedit.bench.score import Row, check_task
+from specedit.bench.score import Row, check_task, score_row
 from specedit.bench.setups import MERGE
 from specedit.bench.tasks import SUITES, Task, TaskError, load_tasks
 
@@ -133,6 +133,46 @@ def test_summary_counts_passes_by_group_and_failures_by_kind():
     assert (s["cut_off"], s["runaway"], s["unchanged"], s["dropped_lines"]) == (1, 1, 1, 4)
     assert s["median_speedup"] is None  # no `ar` ran
     assert [r.cut_off for r in rows] == [False, True, True, False]
+
+
+def test_each_failed_edit_is_told_why_unchanged_broken_wrong_line_or_wrong_logic():
+    """Where the remaining points go: the planted edit's lines left alone, changed wrongly, a
+    file that cannot run, or the input given back (blank lines aside)."""
+    source = "def f(x):\n    y = x - 1\n    return y\n\n\ndef g():\n    return 0\n"
+    expected = source.replace("x - 1", "x + 1")
+    task = Task("t", "fix", "fix f", source, expected=expected, tests="assert f(1) == 2")
+    answers = {
+        "right": expected,
+        "unchanged": "\n" + source,
+        "broken": source.replace("x - 1", "z + 1"),
+        "wrong line": source.replace("return 0", "return 1"),
+        "wrong logic": source.replace("x - 1", "x * 1"),
+    }
+    failures = {}
+    for name, text in answers.items():
+        row = Row("t", "m", 10, 1.0, 2, stop="stop")
+        score_row(row, text, task, check_task(task, text))
+        failures[name] = (row.failure, row.touched)
+    assert failures == {
+        "right": (None, 1),
+        "unchanged": ("unchanged", 0),
+        "broken": ("broken", 1),
+        "wrong line": ("wrong line", 0),
+        "wrong logic": ("wrong logic", 1),
+    }
+    cut = Row("t", "m", 10, 1.0, 2, stop="length")
+    score_row(cut, None, task, check_task(task, None))
+    free = Row("t", "m", 10, 1.0, 2, stop="stop")
+    untold = replace(task, expected=None)
+    score_row(free, answers["wrong logic"], untold, check_task(untold, answers["wrong logic"]))
+    assert (cut.failure, free.failure) == ("cut off", "failed")
+    rows = [Row("t", "m", 10, 1.0, 2, passed=k is None, failure=k) for k, _ in failures.values()]
+    assert summarize(rows, ["m"])["m"]["failures"] == {
+        "unchanged": 1,
+        "broken": 1,
+        "wrong line": 1,
+        "wrong logic": 1,
+    }
 
 
 def test_each_setup_s_whole_edit_is_set_against_llama_cpp_and_its_server():
