@@ -299,7 +299,7 @@ def choose_candidate(
             refused = f" (refused: {'; '.join(drawn.problems)})" if drawn.problems else ""
             number = chosen.number + 1
             say(f"{name}: {count} candidates drawn, number {number} delivered{refused}")
-    if chosen.verdict and chosen.verdict.undefined:  # no candidate without one was drawn
+    if chosen.verdict and chosen.verdict.finding:  # no candidate without one was drawn
         warning(f"{name}: {chosen.verdict.problem}")
     if chosen.verdict and chosen.verdict.failed_examples:  # none passed them
         warning(f"{name}: no candidate passes the file's examples; delivering one as without them")

@@ -224,8 +224,8 @@ class Report:
             stats["region"] = self.region
         if result.before_passes:  # the post-processing passes that changed the answer
             stats["passes"] = list(result.before_passes)
-        if candidate.verdict and (undefined := candidate.verdict.undefined):
-            stats["undefined_name"] = {"name": undefined.name, "line": undefined.line}
+        if candidate.verdict and (finding := candidate.verdict.finding):
+            stats["finding"] = {"kind": finding.kind, "name": finding.name, "line": finding.line}
         if candidate.verdict and (examples := candidate.verdict.examples):
             stats["examples"] = examples.summary()
         seconds = stats["seconds"]  # where the wall time went, from start-up to the last token

@@ -96,9 +96,10 @@ def leak_start(
 def check_start(
     result: EditResult, line: str, name: str, decode: Callable[[list[int]], str]
 ) -> tuple[int, ...] | None:
-    """A start for a redraw of `result`, whose answer writes `line` and uses `name` there,
-    which nothing defines: its tokens up to the least sure one from the line's start to the
-    name's end, then the likeliest other token there (another name, or a line without it).
+    """A start for a redraw of `result`, whose answer writes `line` and `name` there (a name
+    nothing defines, a call or an attribute that cannot run): its tokens up to the least sure
+    one from the line's start to the name's end, then the likeliest other token there (another
+    name, other arguments, or a line without it).
     None where the answer has no choices, does not write the line, or has no such token."""
 
     def window(text: str) -> tuple[int, int] | None:

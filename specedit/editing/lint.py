@@ -1,41 +1,81 @@
-"""Names an answer uses that nothing defines: pyflakes' findings on Python, the input's own
-set aside.
+"""What an answer writes that cannot work when its line runs, found by reading it: names
+nothing defines (pyflakes), calls whose arguments their definition does not take and
+attributes their class or module does not have (pylint); the input's own set aside.
 
 A small model that changes one function often breaks another part of the file without breaking
-its syntax: it calls a helper it never wrote, uses `Dict` with no import, renames a variable in
-one place only, or removes an import it still uses. Python finds these only when the line runs
-(a NameError in the user's hands); pyflakes finds them by reading the code, without running
-anything, in milliseconds. A finding the input had too (a name a framework injects, a fragment
-of a larger program) is the user's business, not the edit's, and is set aside: only what the
-answer brought in counts.
+its syntax: it calls a helper it never wrote, uses `Dict` with no import, renames a variable or
+a method in one place only, removes an import it still uses, or gives a function a parameter
+its callers do not pass. Python finds these only when the line runs (a NameError, TypeError or
+AttributeError in the user's hands); pyflakes and pylint find them by reading the code, without
+running anything. pyflakes reads names alone, in milliseconds; pylint infers what a call or an
+attribute refers to (tens of milliseconds a file, a second or two for a long file's first
+read), so it reads only an answer pyflakes found nothing in. A finding the input had too (a
+name a framework injects, a fragment of a larger program, an attribute set where inference
+cannot see) is the user's business, not the edit's, and is set aside: only what the answer
+brought in counts.
+
+pylint reads no configuration but its own empty one and loads no plugin: a cloned project's
+`pylintrc` or `pyproject.toml` may name code to run (`init-hook`, `load-plugins`), and
+reading an answer is not asking for that.
 """
 
 from __future__ import annotations
 
 import ast
 import functools
+import tempfile
 import warnings
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pyflakes import checker, messages
 
-# The findings that are errors when the line runs. Unused imports or variables, redefinitions
-# and the like are style: an answer with one may well be right.
+if TYPE_CHECKING:
+    from pylint.message import Message
+
+# pyflakes' findings that are errors when the line runs. Unused imports or variables,
+# redefinitions and the like are style: an answer with one may well be right.
 UNDEFINED = (messages.UndefinedName, messages.UndefinedLocal, messages.UndefinedExport)
+
+# pylint's findings that are errors when the line runs and that pyflakes cannot see: a call its
+# definition does not take (a TypeError), an attribute its class or module does not have (an
+# AttributeError). As Finding kinds.
+PYLINT_KINDS = {
+    "no-value-for-parameter": "call",
+    "too-many-function-args": "call",
+    "unexpected-keyword-arg": "call",
+    "redundant-keyword-arg": "call",
+    "no-member": "member",
+}
 
 
 @dataclass(frozen=True)
 class Finding:
-    """A name used at `line` (1-based) that nothing defines there."""
+    """What an answer writes at `line` (1-based) that cannot work there: `kind` "undefined"
+    (`name` is a name nothing defines), "call" or "member" (`name` is the call or attribute as
+    written), and the checker's `message`."""
 
     name: str
     line: int
     message: str
+    kind: str = "undefined"
 
     def problem(self, source: str) -> str:
-        """The finding as a candidate's problem: the name, its line number and the line."""
+        """The finding as a candidate's problem: what it is, its line number and the line."""
         text = source.splitlines()[self.line - 1].strip() if self.line else ""
-        return f"it uses {self.name!r}, which nothing defines (line {self.line}: {text[:80]})"
+        where = f"line {self.line}: {text[:80]}"
+        if self.kind == "undefined":
+            return f"it uses {self.name!r}, which nothing defines ({where})"
+        return f"it writes {self.name!r}, which cannot run: {self.message} ({where})"
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        """What makes it the same finding in the input, wherever its line is: an undefined
+        name is the input's own wherever the answer uses it (a line it edited keeps it)."""
+        if self.kind == "undefined":
+            return self.kind, self.name, ""
+        return self.kind, self.name, self.message
 
 
 def findings(source: str) -> list[Finding]:
@@ -61,21 +101,73 @@ def findings(source: str) -> list[Finding]:
     )
 
 
+def inferred_findings(source: str) -> list[Finding]:
+    """pylint's PYLINT_KINDS findings in Python `source`, in line order: calls and attributes
+    that inference says cannot work. The file is read from a private temporary folder, so that
+    no module beside the user's file is resolved (an unknown import infers nothing, and finds
+    nothing)."""
+    from pylint.lint import Run  # imported where needed: most runs never read an answer
+    from pylint.reporters import CollectingReporter
+
+    source = source.removeprefix("\ufeff")
+    reporter = CollectingReporter()
+    with tempfile.TemporaryDirectory(prefix="specedit-lint-") as folder:
+        path, rcfile = Path(folder) / "edited.py", Path(folder) / "pylintrc"
+        path.write_text(source, encoding="utf-8")
+        rcfile.write_text("")
+        arguments = [
+            str(path),
+            f"--rcfile={rcfile}",
+            "--disable=all",
+            f"--enable={','.join(PYLINT_KINDS)}",
+            "--persistent=n",
+            "--score=n",
+            "--jobs=1",
+        ]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                Run(arguments, reporter=reporter, exit=False)
+            except (RecursionError, MemoryError):
+                return []
+    lines = source.splitlines()
+    found = [
+        Finding(_written(lines, message), message.line, message.msg, PYLINT_KINDS[message.symbol])
+        for message in reporter.messages
+        if message.symbol in PYLINT_KINDS and 0 < message.line <= len(lines)
+    ]
+    return sorted(found, key=lambda finding: finding.line)
+
+
+def _written(lines: list[str], message: Message) -> str:
+    """The call or attribute a pylint `message` is about, as its first line writes it."""
+    line = lines[message.line - 1]
+    end = message.end_column if message.end_line == message.line else None
+    return line[message.column : end].strip() or line.strip()
+
+
 def new_findings(original: str, edited: str) -> list[Finding]:
-    """`edited`'s findings of names `original` did not use undefined anywhere (one it did is
-    its own business wherever the answer uses it: a line it edited keeps the name)."""
-    known = _undefined_names(original)
-    return [finding for finding in findings(edited) if finding.name not in known]
+    """`edited`'s findings that `original` did not have (`Finding.key`): pyflakes' first, and
+    pylint's only where pyflakes found none."""
+    undefined = _new(findings(edited), _keys(original, inferred=False))
+    if undefined:
+        return undefined
+    return _new(inferred_findings(edited), _keys(original, inferred=True))
 
 
-@functools.lru_cache(maxsize=4)
-def _undefined_names(original: str) -> frozenset[str]:
-    """The names `original` uses undefined, read once for all of an edit's candidates."""
-    return frozenset(finding.name for finding in findings(original))
+def _new(found: list[Finding], known: frozenset[tuple[str, str, str]]) -> list[Finding]:
+    return [finding for finding in found if finding.key not in known]
+
+
+@functools.lru_cache(maxsize=8)
+def _keys(original: str, inferred: bool) -> frozenset[tuple[str, str, str]]:
+    """The keys of `original`'s findings, read once for all of an edit's candidates."""
+    found = inferred_findings(original) if inferred else findings(original)
+    return frozenset(finding.key for finding in found)
 
 
 def first_new(original: str, edited: str) -> Finding | None:
-    """The first name Python `edited` uses that nothing defines and `original` did not use
-    so; None where there is none."""
+    """The first thing Python `edited` writes that cannot work and `original` did not;
+    None where there is none."""
     new = new_findings(original, edited)
     return new[0] if new else None

@@ -33,9 +33,10 @@ docstring edited where the code is at fault; the redraw makes the other choice
 change it made where it branched and no other (`first_change`), so it stops once that change
 is made and the first answer gives the rest (editing/second_look.py).
 
-An answer that uses a name nothing defines where the input did not (editing/lint.py: a helper
-never written, `Dict` with no import, a variable renamed in one place only) is wrong too, and
-redrawn from where it was least sure on the line that first writes the name (`CheckRedraw`).
+An answer that writes what cannot run where the input did not (editing/lint.py: a helper never
+written, `Dict` with no import, a variable or method renamed in one place only, a call its
+definition does not take) is wrong too, and redrawn from where it was least sure on the line that
+first writes it (`CheckRedraw`).
 
 With `--examples` (editing/examples.py), an answer that fails the file's own `>>>` examples is
 wrong too, and redrawn from the first candidate's next branch point (`ExamplesRedraw`); where

@@ -4,7 +4,8 @@
 - an unchanged answer to a fix or an edit is wrong: the user says there is a bug, or asks for
   a change (`unchanged_problem`), and so is one that changed only blanks, or only the prose of
   Python code where the instruction does not speak of it (`same_code`);
-- Python that uses a name nothing defines, where the input did not, is wrong (editing/lint.py);
+- Python that uses a name nothing defines, calls a function with arguments it does not take or
+  an attribute nothing has, where the input did not, is wrong (editing/lint.py);
 - an answer that copies a sentence of its prompt's own words is wrong (`copied_from_prompt`);
 - among the rest, the candidate whose change the others agree with most is the likeliest right
   (self-consistency: `choose`), so that a pick can be tested on recorded candidates.
@@ -49,13 +50,13 @@ PROMPT_WORDS = "it copied the prompt's own words"
 class Verdict:
     """A candidate judged on its text: why it cannot be right (None: it may be), what the
     safety checks found where they ran, which the delivery reads instead of checking again,
-    the name it uses that nothing defines where that is its problem (editing/lint.py), and how
+    what it writes that cannot run where that is its problem (editing/lint.py), and how
     the file's examples went where they ran (editing/examples.py)."""
 
     text: str
     problem: str | None
     checked: safety.Checked | None = None
-    undefined: lint.Finding | None = None
+    finding: lint.Finding | None = None
     examples: CheckResult | None = None
 
     @property
@@ -81,7 +82,8 @@ def judge(
     the first answer to "make `commonprefix` accept any iterable" changed a docstring's
     quotes alone), unless the instruction speaks of the prose, the typos or the layout
     (`NO_CODE_WORDS`), which may ask for just that (trailing spaces removed). Python that
-    uses a name nothing defines, where the input did not, is wrong too (editing/lint.py)."""
+    writes what cannot run (a name nothing defines, a call or an attribute that does not match
+    its definition), where the input did not, is wrong too (editing/lint.py)."""
     if (
         text == original
         or (unchanged == UNCHANGED_FIX and blanks_only(original, text))
@@ -96,8 +98,8 @@ def judge(
     checked = safety.check(original, text, instruction, language)
     if checked.problems:
         return Verdict(text, checked.problems[0], checked)
-    if language == "python" and (undefined := lint.first_new(original, text)):
-        return Verdict(text, undefined.problem(text), checked, undefined)
+    if language == "python" and (finding := lint.first_new(original, text)):
+        return Verdict(text, finding.problem(text), checked, finding)
     return Verdict(text, None, checked)
 
 

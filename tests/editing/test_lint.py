@@ -1,5 +1,6 @@
-"""Names an answer uses that nothing defines (editing/lint.py), and what a candidate with one
-gets: refused, and redrawn from the line that writes it (editing/selection.py)."""
+"""What an answer writes that cannot run (editing/lint.py): names nothing defines, calls and
+attributes that do not match their definition; and what a candidate with one gets: refused,
+and redrawn from the line that writes it (editing/selection.py)."""
 
 from __future__ import annotations
 
@@ -44,13 +45,97 @@ def test_the_input_s_own_undefined_names_and_unparsable_text_are_set_aside():
     assert lint.findings("\ufeffx = y\n")[0].name == "y"
 
 
+CLASS = (
+    "class Counter:\n"
+    "    def __init__(self, start):\n"
+    "        self.count = start\n"
+    "\n"
+    "    def bump(self, step):\n"
+    "        self.count += step\n"
+    "        return self.count\n"
+    "\n"
+    "\n"
+    "def twice(start):\n"
+    "    counter = Counter(start)\n"
+    "    counter.bump(1)\n"
+    "    return counter.bump(1)\n"
+    "\n"
+    "\n"
+    "print(twice(0))\n"
+)
+
+
+def _inferred(edited: str, original: str = CLASS) -> list[tuple[str, str, int]]:
+    return [(f.kind, f.name, f.line) for f in lint.new_findings(original, edited)]
+
+
+def test_calls_and_attributes_that_no_longer_match_their_definition_are_found():
+    """pylint's inference, where pyflakes sees nothing: a parameter the callers do not pass, a
+    call with one argument too many or a keyword nobody takes, an attribute or a method renamed
+    in one place only."""
+    new_parameter = CLASS.replace("def bump(self, step):", "def bump(self, step, times):")
+    assert _inferred(new_parameter) == [
+        ("call", "counter.bump(1)", 12),
+        ("call", "counter.bump(1)", 13),
+    ]
+    assert _inferred(CLASS.replace("return counter.bump(1)", "return counter.bump(1, 2)")) == [
+        ("call", "counter.bump(1, 2)", 13)
+    ]
+    keyword = CLASS.replace("return counter.bump(1)", "return counter.bump(size=1)")
+    assert [kind for kind, _, _ in _inferred(keyword)] == ["call", "call"]  # size, and no step
+    assert _inferred(CLASS.replace("return self.count", "return self.total")) == [
+        ("member", "self.total", 7)
+    ]
+    assert _inferred(CLASS.replace("def bump(", "def increment(")) == [
+        ("member", "counter.bump", 12),
+        ("member", "counter.bump", 13),
+    ]
+    assert _inferred(CLASS.replace("bump(1)", "bump(step=1)")) == []
+
+
+def test_the_input_s_own_call_and_attribute_findings_are_set_aside():
+    """An attribute set where inference cannot see (a framework's, `setattr`) is the input's
+    own business on every line that uses it; an answer that uses it once more brings in nothing
+    new, one that breaks another call does."""
+    dynamic = CLASS.replace("return self.count", "return self.label")
+    assert _inferred(dynamic.replace("(1)", "(2)"), original=dynamic) == []
+    broken = dynamic.replace("return counter.bump(1)", "return counter.bump()")
+    assert _inferred(broken, original=dynamic) == [("call", "counter.bump()", 13)]
+
+
+def test_a_cloned_project_s_pylint_settings_are_not_read(tmp_path, monkeypatch):
+    """A repository's pylintrc or pyproject.toml may name code to run when pylint starts
+    (`init-hook`, `load-plugins`); reading an answer never runs it."""
+    ran = tmp_path / "ran"
+    hook = f"init-hook=open({str(ran)!r}, 'w').write('ran')\n"
+    (tmp_path / "pylintrc").write_text("[MAIN]\n" + hook)
+    (tmp_path / ".pylintrc").write_text("[MAIN]\n" + hook)
+    (tmp_path / "pyproject.toml").write_text(
+        f"[tool.pylint.main]\ninit-hook = \"open({str(ran)!r}, 'w').write('ran')\"\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PYLINTRC", str(tmp_path / "pylintrc"))
+    assert _inferred(CLASS.replace("return self.count", "return self.total")) != []
+    assert not ran.exists()
+
+
+def test_a_candidate_whose_call_cannot_run_is_not_acceptable():
+    answer = CLASS.replace("def bump(self, step):", "def bump(self, step, times):")
+    verdict = verdicts.judge(CLASS, answer, "let bump repeat", "python", verdicts.UNCHANGED_EDIT)
+    assert verdict.problem == (
+        "it writes 'counter.bump(1)', which cannot run: No value for argument 'times' in "
+        "method call (line 12: counter.bump(1))"
+    )
+    assert verdict.finding.kind == "call"
+
+
 def test_a_candidate_that_uses_a_name_nothing_defines_is_not_acceptable():
     answer = SOURCE.replace("sorted(found)", "_natural(sorted(found))")
     verdict = verdicts.judge(SOURCE, answer, "sort naturally", "python", verdicts.UNCHANGED_FIX)
     assert verdict.problem == (
         "it uses '_natural', which nothing defines (line 7: return _natural(sorted(found)))"
     )
-    assert verdict.undefined.name == "_natural"
+    assert verdict.finding.name == "_natural"
     assert verdicts.judge(SOURCE, answer, "sort naturally", "", None).acceptable  # not Python
 
 
@@ -88,6 +173,42 @@ def test_a_fix_that_uses_a_name_nothing_defines_is_redrawn_from_the_line_that_wr
     assert drawn.chosen.text == original.replace("return r", "return math.pi * r")
 
 
+def test_an_edit_whose_call_cannot_run_is_redrawn_from_the_line_of_the_call():
+    """A parameter added where a caller does not pass it: the redraw takes the other token
+    where the answer was least sure on the call's line, up to the call's end (its arguments),
+    and, an edit, goes on as the model answers from there."""
+    original = "def area(r):\n    return 3.14 * r * r\n\n\nprint(area(2))\n"
+    vocabulary = [
+        "def area(r",
+        ", pi",
+        "):\n    return pi * r * r\n\n\n",
+        "print(area(2",
+        "))\n",
+        ", pi=3.14",
+        "print(area(2, 3.14",
+    ]
+    decode = lambda tokens: "".join(vocabulary[t] for t in tokens)  # noqa: E731
+    first, redrawn = [0, 1, 2, 3, 4], [0, 1, 2, 6, 4]
+    answers = iter([decode(first), decode(redrawn)])
+    prompt = EditPrompt([5], "```", original, 0, 1)
+    asked: list[EditRequest] = []
+
+    def run(request: EditRequest) -> EditResult:
+        asked.append(request)
+        probabilities, runners_up = [1.0, 0.4, 1.0, 0.6, 0.9], [0, 5, 2, 6, 4]
+        generation = Generation(first, "eos", Stats(), probabilities, runners_up)
+        return EditResult(next(answers), generation, prompt)
+
+    request = EditRequest(original, "area() takes pi", prompt="edit", language="python")
+    drawn = selection.draw_edits(run, request, str, selection.Samples(2), decode)
+    assert [r.steering.forced for r in asked] == [(), (0, 1, 2, 6)]
+    assert drawn.problems == [
+        "it writes 'area(2)', which cannot run: No value for argument 'pi' in function call "
+        "(line 5: print(area(2)))"
+    ]
+    assert drawn.chosen.text == decode(redrawn)
+
+
 def test_an_edit_whose_every_candidate_uses_one_is_written_with_a_warning(tmp_path, capsys):
     """Not refused (a name may be defined where pyflakes cannot see, e.g. by `exec`), but the
     redraw was told why the first could not be used, the user is warned, and the stats say so."""
@@ -115,4 +236,5 @@ def test_an_edit_whose_every_candidate_uses_one_is_written_with_a_warning(tmp_pa
     _, redraw = editor.requests
     assert "'_natural', which nothing defines" in redraw.feedback
     assert "'_natural', which nothing defines (line 7" in capsys.readouterr().err
-    assert json.loads(stats.read_text())["undefined_name"] == {"name": "_natural", "line": 7}
+    finding = {"kind": "undefined", "name": "_natural", "line": 7}
+    assert json.loads(stats.read_text())["finding"] == finding
