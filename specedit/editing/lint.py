@@ -140,10 +140,12 @@ def inferred_findings(source: str) -> list[Finding]:
 
 
 def _written(lines: list[str], message: Message) -> str:
-    """The call or attribute a pylint `message` is about, as its first line writes it."""
+    """The call or attribute a pylint `message` is about, as its first line writes it (its
+    columns count UTF-8 bytes, as Python's own do)."""
     line = lines[message.line - 1]
     end = message.end_column if message.end_line == message.line else None
-    return line[message.column : end].strip() or line.strip()
+    written = line.encode()[message.column : end].decode(errors="ignore").strip()
+    return written or line.strip()
 
 
 def new_findings(original: str, edited: str) -> list[Finding]:
@@ -152,7 +154,8 @@ def new_findings(original: str, edited: str) -> list[Finding]:
     undefined = _new(findings(edited), _keys(original, inferred=False))
     if undefined:
         return undefined
-    return _new(inferred_findings(edited), _keys(original, inferred=True))
+    inferred = inferred_findings(edited)  # the input is read only where the answer has some
+    return _new(inferred, _keys(original, inferred=True)) if inferred else []
 
 
 def _new(found: list[Finding], known: frozenset[tuple[str, str, str]]) -> list[Finding]:

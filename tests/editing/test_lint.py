@@ -91,6 +91,8 @@ def test_calls_and_attributes_that_no_longer_match_their_definition_are_found():
         ("member", "counter.bump", 13),
     ]
     assert _inferred(CLASS.replace("bump(1)", "bump(step=1)")) == []
+    accented = CLASS.replace("    return counter.bump(1)", "    café = counter.bump(1, 2)")
+    assert _inferred(accented) == [("call", "counter.bump(1, 2)", 13)]
 
 
 def test_the_input_s_own_call_and_attribute_findings_are_set_aside():
