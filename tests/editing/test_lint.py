@@ -4,6 +4,8 @@ and redrawn from the line that writes it (editing/selection.py)."""
 
 from __future__ import annotations
 
+import pytest
+
 from specedit.editing import lint, selection, verdicts
 from specedit.editing.editor import EditRequest, EditResult
 from specedit.editing.prompts import EditPrompt
@@ -141,74 +143,72 @@ def test_a_candidate_that_uses_a_name_nothing_defines_is_not_acceptable():
     assert verdicts.judge(SOURCE, answer, "sort naturally", "", None).acceptable  # not Python
 
 
-def test_a_fix_that_uses_a_name_nothing_defines_is_redrawn_from_the_line_that_writes_it():
-    """The redraw takes the other token where the first answer was least sure, between the
-    start of the line that first uses the name and the name itself (a token after the name,
-    less sure still, cannot undo it), and keeps the first answer elsewhere."""
-    original = "import math\n\n\ndef area(r):\n    return r * r\n"
-    vocabulary = [
-        "import math\n\n\n",
-        "def area(r):\n",
-        "    return",
-        " pi",
-        " * r * r\n",
-        " math.pi",
-        " r",
-        " * r ** 2\n",
-    ]
+REDRAWS = {
+    # A fix using a name nothing defines: the other token where the first answer was least
+    # sure, between the start of the line that first uses the name and the name itself (a
+    # token after the name, less sure still, cannot undo it); the first answer elsewhere.
+    "undefined name, a fix": dict(
+        original="import math\n\n\ndef area(r):\n    return r * r\n",
+        request=("area() must use pi", "fix"),
+        vocabulary=[
+            "import math\n\n\n",
+            "def area(r):\n",
+            "    return",
+            " pi",
+            " * r * r\n",
+            " math.pi",
+            " r",
+            " * r ** 2\n",
+        ],
+        first=([0, 1, 2, 3, 4], [1.0, 1.0, 0.9, 0.5, 0.3], [0, 1, 6, 5, 7]),
+        redrawn=[0, 1, 2, 5, 4],
+        problem="it uses 'pi', which nothing defines (line 5: return pi * r * r)",
+        delivered="import math\n\n\ndef area(r):\n    return math.pi * r * r\n",
+    ),
+    # A parameter added where a caller does not pass it: the other token where the answer was
+    # least sure on the call's line, up to the call's end (its arguments, not the less sure
+    # line before); an edit goes on as the model answers from there.
+    "call that cannot run, an edit": dict(
+        original="def area(r):\n    return 3.14 * r * r\n\n\nprint(area(2))\n",
+        request=("area() takes pi", "edit"),
+        vocabulary=[
+            "def area(r",
+            ", pi",
+            "):\n    return pi * r * r\n\n\n",
+            "print(area(2",
+            "))\n",
+            ", pi=3.14",
+            "print(area(2, 3.14",
+        ],
+        first=([0, 1, 2, 3, 4], [1.0, 0.4, 1.0, 0.6, 0.9], [0, 5, 2, 6, 4]),
+        redrawn=[0, 1, 2, 6, 4],
+        problem="it writes 'area(2)', which cannot run: No value for argument 'pi' in "
+        "function call (line 5: print(area(2)))",
+        delivered="def area(r, pi):\n    return pi * r * r\n\n\nprint(area(2, 3.14))\n",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", REDRAWS.values(), ids=REDRAWS.keys())
+def test_an_answer_that_cannot_run_is_redrawn_from_the_line_that_writes_it(case):
+    vocabulary = case["vocabulary"]
     decode = lambda tokens: "".join(vocabulary[t] for t in tokens)  # noqa: E731
-    first = [0, 1, 2, 3, 4]
-    answers = iter([decode(first), decode([0, 1, 2, 5, 4])])
-    prompt = EditPrompt([6], "```", original, 0, 1)
+    tokens, probabilities, runners_up = case["first"]
+    answers = iter([decode(tokens), decode(case["redrawn"])])
+    prompt = EditPrompt([len(vocabulary)], "```", case["original"], 0, 1)
     asked: list[EditRequest] = []
 
     def run(request: EditRequest) -> EditResult:
         asked.append(request)
-        probabilities, runners_up = [1.0, 1.0, 0.9, 0.5, 0.3], [0, 1, 6, 5, 7]
-        generation = Generation(first, "eos", Stats(), probabilities, runners_up)
+        generation = Generation(tokens, "eos", Stats(), probabilities, runners_up)
         return EditResult(next(answers), generation, prompt)
 
-    request = EditRequest(original, "area() must use pi", prompt="fix", language="python")
+    instruction, mode = case["request"]
+    request = EditRequest(case["original"], instruction, prompt=mode, language="python")
     drawn = selection.draw_edits(run, request, str, selection.Samples(2), decode)
-    assert [r.steering.forced for r in asked] == [(), (0, 1, 2, 5)]
-    assert drawn.problems == ["it uses 'pi', which nothing defines (line 5: return pi * r * r)"]
-    assert drawn.chosen.text == original.replace("return r", "return math.pi * r")
-
-
-def test_an_edit_whose_call_cannot_run_is_redrawn_from_the_line_of_the_call():
-    """A parameter added where a caller does not pass it: the redraw takes the other token
-    where the answer was least sure on the call's line, up to the call's end (its arguments),
-    and, an edit, goes on as the model answers from there."""
-    original = "def area(r):\n    return 3.14 * r * r\n\n\nprint(area(2))\n"
-    vocabulary = [
-        "def area(r",
-        ", pi",
-        "):\n    return pi * r * r\n\n\n",
-        "print(area(2",
-        "))\n",
-        ", pi=3.14",
-        "print(area(2, 3.14",
-    ]
-    decode = lambda tokens: "".join(vocabulary[t] for t in tokens)  # noqa: E731
-    first, redrawn = [0, 1, 2, 3, 4], [0, 1, 2, 6, 4]
-    answers = iter([decode(first), decode(redrawn)])
-    prompt = EditPrompt([5], "```", original, 0, 1)
-    asked: list[EditRequest] = []
-
-    def run(request: EditRequest) -> EditResult:
-        asked.append(request)
-        probabilities, runners_up = [1.0, 0.4, 1.0, 0.6, 0.9], [0, 5, 2, 6, 4]
-        generation = Generation(first, "eos", Stats(), probabilities, runners_up)
-        return EditResult(next(answers), generation, prompt)
-
-    request = EditRequest(original, "area() takes pi", prompt="edit", language="python")
-    drawn = selection.draw_edits(run, request, str, selection.Samples(2), decode)
-    assert [r.steering.forced for r in asked] == [(), (0, 1, 2, 6)]
-    assert drawn.problems == [
-        "it writes 'area(2)', which cannot run: No value for argument 'pi' in function call "
-        "(line 5: print(area(2)))"
-    ]
-    assert drawn.chosen.text == decode(redrawn)
+    assert [r.steering.forced for r in asked] == [(), tuple(case["redrawn"][:4])]
+    assert drawn.problems == [case["problem"]]
+    assert drawn.chosen.text == case["delivered"]
 
 
 def test_an_edit_whose_every_candidate_uses_one_is_written_with_a_warning(tmp_path, capsys):
