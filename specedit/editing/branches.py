@@ -99,8 +99,8 @@ def check_start(
     """A start for a redraw of `result`, whose answer writes `line` and `name` there (a name
     nothing defines, a call or an attribute that cannot run): its tokens up to the least sure
     one from the line's start to the name's end, then the likeliest other token there (another
-    name, other arguments, or a line without it).
-    None where the answer has no choices, does not write the line, or has no such token."""
+    name, other arguments, or a line without it). None where the answer has no choices, does
+    not write the line, or has no such token."""
 
     def window(text: str) -> tuple[int, int] | None:
         at = text.find(line.strip())

@@ -3,10 +3,10 @@ in turn by a `Drawing` (editing/selection.py) until one has its say.
 
 An answer that copied its prompt's own words is redrawn from just before them, one that writes
 what cannot run (a name nothing defines, a call or attribute that does not match) from the line
-that writes it, one that fails the file's examples from a
-branch point, an unchanged answer to a fix or an edit from the first candidate's next branch
-point, a fix that may be right gets its second look, and any other is sampled as the editing
-benchmarks sample and told why the last could not be right.
+that writes it, one that fails the file's examples from a branch point, an unchanged answer to
+a fix or an edit from the first candidate's next branch point, a fix that may be right gets its
+second look, and any other is sampled as the editing benchmarks sample and told why the last
+could not be right.
 """
 
 from __future__ import annotations
@@ -94,9 +94,8 @@ class LeakRedraw:
 class CheckRedraw:
     """A first answer that writes what cannot run (editing/lint.py), redrawn from where it was
     least sure on the line that first writes it, up to the name, call or attribute found
-    (`check_start`). A fix's keeps its
-    first change only, as a branch redraw's does; none is drawn where the answer was sure of
-    every token there, and the next policy has its say."""
+    (`check_start`). A fix's keeps its first change only, as a branch redraw's does; none is
+    drawn where the answer was sure of every token there, and the next policy has its say."""
 
     def redraw(self, drawing: Drawing, number: int, problem: str | None) -> Redraw | None:
         first = drawing.first
@@ -179,9 +178,9 @@ def redraw_policies(unchanged: str | None, vote: bool) -> list[RedrawPolicy]:
     """The policies for the candidates after the first, in the order they are asked: votes
     are independent samples; otherwise a first answer that copied its prompt's words is
     redrawn from just before them, one that writes what cannot run from the line that writes
-    it, one that fails the file's examples from a branch point, an unchanged answer to
-    a fix or an edit (`unchanged`: what is wrong with one) from a branch point, a fix that may
-    be right gets its second look, and any other is sampled."""
+    it, one that fails the file's examples from a branch point, an unchanged answer to a fix
+    or an edit (`unchanged`: what is wrong with one) from a branch point, a fix that may be
+    right gets its second look, and any other is sampled."""
     if vote:
         return [SampledRedraw()]
     policies: list[RedrawPolicy] = [LeakRedraw(), CheckRedraw(), ExamplesRedraw()]
