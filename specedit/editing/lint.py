@@ -25,9 +25,10 @@ import ast
 import functools
 import tempfile
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from pyflakes import checker, messages
 
@@ -38,10 +39,13 @@ if TYPE_CHECKING:
 # redefinitions and the like are style: an answer with one may well be right.
 UNDEFINED = (messages.UndefinedName, messages.UndefinedLocal, messages.UndefinedExport)
 
+# What a finding is about: a name nothing defines, a call or an attribute that cannot run.
+Kind = Literal["undefined", "call", "member"]
+
 # pylint's findings that are errors when the line runs and that pyflakes cannot see: a call its
 # definition does not take (a TypeError), an attribute its class or module does not have (an
 # AttributeError). As Finding kinds.
-PYLINT_KINDS = {
+PYLINT_KINDS: dict[str, Kind] = {
     "no-value-for-parameter": "call",
     "too-many-function-args": "call",
     "unexpected-keyword-arg": "call",
@@ -59,7 +63,7 @@ class Finding:
     name: str
     line: int
     message: str
-    kind: str = "undefined"
+    kind: Kind = "undefined"
 
     def problem(self, source: str) -> str:
         """The finding as a candidate's problem: what it is, its line number and the line."""
@@ -150,23 +154,19 @@ def _written(lines: list[str], message: Message) -> str:
 
 def new_findings(original: str, edited: str) -> list[Finding]:
     """`edited`'s findings that `original` did not have (`Finding.key`): pyflakes' first, and
-    pylint's only where pyflakes found none."""
-    undefined = _new(findings(edited), _keys(original, inferred=False))
-    if undefined:
-        return undefined
-    inferred = inferred_findings(edited)  # the input is read only where the answer has some
-    return _new(inferred, _keys(original, inferred=True)) if inferred else []
-
-
-def _new(found: list[Finding], known: frozenset[tuple[str, str, str]]) -> list[Finding]:
-    return [finding for finding in found if finding.key not in known]
+    pylint's only where pyflakes found none new. The input is read by a checker only where the
+    answer has findings of it."""
+    for read in (findings, inferred_findings):
+        found = read(edited)
+        if found and (new := [f for f in found if f.key not in _keys(original, read)]):
+            return new
+    return []
 
 
 @functools.lru_cache(maxsize=8)
-def _keys(original: str, inferred: bool) -> frozenset[tuple[str, str, str]]:
-    """The keys of `original`'s findings, read once for all of an edit's candidates."""
-    found = inferred_findings(original) if inferred else findings(original)
-    return frozenset(finding.key for finding in found)
+def _keys(original: str, read: Callable[[str], list[Finding]]) -> frozenset[tuple[str, str, str]]:
+    """The keys of `original`'s findings by `read`, read once for all of an edit's candidates."""
+    return frozenset(finding.key for finding in read(original))
 
 
 def first_new(original: str, edited: str) -> Finding | None:
