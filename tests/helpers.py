@@ -49,10 +49,15 @@ MEAN_REFORMATTED = MEAN_RIGHT.replace("/ len(values)", "/  len(values)")  # same
 
 
 def tiny_model(
-    kind: str = "qwen2", attn: str = "sdpa", vocab: int = 96, seed: int = 0, init: float = 0.3
+    kind: str = "qwen2",
+    attn: str = "sdpa",
+    vocab: int = 96,
+    seed: int = 0,
+    init: float = 0.3,
+    layers: int = 2,
 ):
-    """A 2-layer random model; the default large init gives peaked logits, so greedy choices
-    have clear margins."""
+    """A random model of 2 layers by default; the default large init gives peaked logits, so
+    greedy choices have clear margins. Tests that run it thousands of times take 1 layer."""
     config_class, model_class = {
         "qwen2": (Qwen2Config, Qwen2ForCausalLM),
         "llama": (LlamaConfig, LlamaForCausalLM),
@@ -61,7 +66,7 @@ def tiny_model(
         vocab_size=vocab,
         hidden_size=64,
         intermediate_size=128,
-        num_hidden_layers=2,
+        num_hidden_layers=layers,
         num_attention_heads=4,
         num_key_value_heads=2,
         max_position_embeddings=1024,

@@ -128,22 +128,26 @@ def _still_running(pid_file: Path) -> bool:
     return True
 
 
-def test_a_detached_grandchild_holding_the_output_cannot_hang_a_timeout(tmp_path):
+def test_a_detached_grandchild_holding_the_output_cannot_hang_a_timeout(tmp_path, monkeypatch):
+    monkeypatch.setattr(checks, "DRAIN_SECONDS", 0.3)
     file = tmp_path / "mod.py"
     file.write_text("")
     grandchild, pid = _detached_grandchild(tmp_path)
     result = checks.run_command(f"{grandchild} echo started; sleep 60", file, "", timeout=1.5)
     assert result.timed_out and result.summary() == "timed out"
     assert "started" in result.output
+    assert result.seconds < 10
     assert _still_running(pid)  # returned while the grandchild still held the pipe
 
 
-def test_a_detached_grandchild_does_not_hold_up_a_finished_check(tmp_path):
+def test_a_detached_grandchild_does_not_hold_up_a_finished_check(tmp_path, monkeypatch):
+    monkeypatch.setattr(checks, "DRAIN_SECONDS", 0.3)
     file = tmp_path / "mod.py"
     file.write_text("")
     grandchild, pid = _detached_grandchild(tmp_path)
     result = checks.run_command(f"{grandchild} echo done", file, "", timeout=60)
     assert result.passed and result.output == "done\n"
+    assert result.seconds < 10  # not the grandchild's 30 s
     assert _still_running(pid)
 
 

@@ -79,7 +79,7 @@ def _critical(df: int, z: float = 3.29) -> float:
     ids=["plain", "topk-topp"],
 )
 def test_tree_speculation_keeps_the_sampling_distribution(sampling):
-    model = tiny_model(vocab=VOCAB, seed=3, init=0.1)
+    model = tiny_model(vocab=VOCAB, seed=3, init=0.1, layers=1)
     exact = _exact(model, sampling)
     likely = sorted(range(VOCAB), key=lambda a: -sum(exact[a, b] for b in range(VOCAB)))
     n = 1000
@@ -239,7 +239,7 @@ def _sample_prefixes(model, drafter: Drafter, sampling: Sampling, n: int):
 def test_deep_drafts_keep_the_joint_sampling_distribution(
     monkeypatch, widths, wrong, sampling, biased_below
 ):
-    model = tiny_model(vocab=VOCAB, seed=1, init=0.15)
+    model = tiny_model(vocab=VOCAB, seed=1, init=0.15, layers=1)
     conditionals = _conditionals(model, sampling)
     likely = {q: np.argsort(-p, kind="stable").tolist() for q, p in conditionals.items()}
     exact = _joint(conditionals)
