@@ -1,0 +1,152 @@
+"""Whole-file answers against answers that write only the change (search/replace blocks), with
+plain greedy llama.cpp and no speculation, on a tasks file of fixes: what writing less than the
+function would cost in quality before any of it is built into the edit path (docs/engines.md,
+"Writing only the change").
+
+    python tools/changes_probe.py changes ../shared/bench/humanevalfix.jsonl changes.jsonl
+    python tools/changes_probe.py whole ../shared/bench/humanevalfix.jsonl whole.jsonl
+
+Each task's prompt is the file in a code block, "Fix this file: INSTRUCTION" and the answer's
+form; `changes` shows one worked example as an earlier turn (without it the 1.5B answers with
+the whole file). A change is applied where its search lines are found in the file (other
+indentation and left-out blank lines tolerated); the task passes when its tests do.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from llama_cpp import Llama
+
+from specedit.models.bundled import gguf_file
+
+FENCE = "```"
+SYSTEM = {
+    "whole": "You are a careful programmer who fixes bugs. You return the whole file with the "
+    "fix applied and every other line exactly as it was: same order, same comments, same "
+    "formatting.",
+    "changes": "You are a careful programmer who fixes bugs. You answer with the lines to change "
+    "only, as search/replace blocks: the lines as they are in the file, then the same lines fixed.",
+}
+FORM = {
+    "whole": "Return the complete corrected file in a single code block and nothing else.",
+    "changes": "Answer with the change only, in this form and nothing else:\n\n<<<<<<< SEARCH\n"
+    "the line or lines of the file to change, exactly as they are\n=======\nthe same lines, "
+    "fixed\n>>>>>>> REPLACE",
+}
+EXAMPLE_INPUT = (
+    'def area(width, height):\n    """The area of a rectangle."""\n    return width + height\n'
+)
+EXAMPLE_ANSWER = (
+    "<<<<<<< SEARCH\n    return width + height\n=======\n    return width * height\n>>>>>>> REPLACE"
+)
+BLOCK = re.compile(r"<<<<<<< SEARCH\n(.*?)\n?=======\n(.*?)\n?>>>>>>> REPLACE", re.S)
+CODE = re.compile(FENCE + r"[a-z]*\n(.*?)" + FENCE, re.S)
+
+
+def user_turn(mode: str, text: str, instruction: str, language: str) -> str:
+    return f"{FENCE}{language}\n{text}{FENCE}\n\nFix this file: {instruction}\n\n{FORM[mode]}"
+
+
+def messages(mode: str, text: str, instruction: str, language: str) -> list[dict[str, str]]:
+    shown = []
+    if mode == "changes":
+        example = user_turn(mode, EXAMPLE_INPUT, "Fix bugs in area.", "python")
+        shown = [
+            {"role": "user", "content": example},
+            {"role": "assistant", "content": EXAMPLE_ANSWER},
+        ]
+    turn = {"role": "user", "content": user_turn(mode, text, instruction, language)}
+    return [{"role": "system", "content": SYSTEM[mode]}, *shown, turn]
+
+
+def _find(lines: list[str], search: str) -> tuple[int, int] | None:
+    """The first and last line of `lines` whose non-blank lines are `search`'s, stripped."""
+    wanted = [line.strip() for line in search.split("\n") if line.strip()]
+    body = [i for i, line in enumerate(lines) if line.strip()]
+    for k in range(len(body) - len(wanted) + 1):
+        if wanted and [lines[i].strip() for i in body[k : k + len(wanted)]] == wanted:
+            return body[k], body[k + len(wanted) - 1]
+    return None
+
+
+def apply_changes(text: str, answer: str) -> tuple[str | None, str]:
+    """`text` with the answer's blocks applied, and how it went."""
+    blocks = BLOCK.findall(answer)
+    if not blocks:
+        return None, "no block"
+    for search, replace in blocks:
+        if search and search in text:
+            text = text.replace(search, replace, 1)
+            continue
+        lines = text.split("\n")
+        found = _find(lines, search)
+        if found is None:
+            return None, "search not found"
+        indent = re.match(r"\s*", lines[found[0]]).group(0)
+        given = re.match(r"\s*", next(line for line in search.split("\n") if line.strip())).group(0)
+        lines[found[0] : found[1] + 1] = [
+            indent + line[len(given) :] if line.startswith(given) else line
+            for line in replace.split("\n")
+        ]
+        text = "\n".join(lines)
+    return text, "ok"
+
+
+def whole_file(answer: str) -> tuple[str | None, str]:
+    match = CODE.search(answer)
+    return (match.group(1), "ok") if match else (None, "no block")
+
+
+def passes(output: str, tests: str) -> bool:
+    """Whether the task's tests pass after the output, in a child process (20 s at most)."""
+    with tempfile.TemporaryDirectory() as folder:
+        program = Path(folder) / "check.py"
+        program.write_text(output + "\n" + tests, encoding="utf-8")
+        try:
+            run = subprocess.run([sys.executable, str(program)], capture_output=True, timeout=20)
+        except subprocess.TimeoutExpired:
+            return False
+    return run.returncode == 0
+
+
+def main(mode: str, tasks_file: str, out_file: str, model: str = "qwen2.5-coder-1.5b") -> None:
+    llm = Llama(str(gguf_file(model)), n_ctx=8192, n_threads=2, n_batch=512, verbose=False)
+    source = Path(tasks_file).read_text(encoding="utf-8")
+    tasks = [json.loads(line) for line in source.splitlines() if line.strip()]
+    passed = 0
+    with open(out_file, "w", encoding="utf-8") as out:
+        for task in tasks:
+            chat = messages(mode, task["input"], task["instruction"], task["language"])
+            started = time.perf_counter()
+            reply = llm.create_chat_completion(chat, temperature=0.0, max_tokens=1200)
+            wall = time.perf_counter() - started
+            answer = reply["choices"][0]["message"]["content"]
+            output, how = (
+                apply_changes(task["input"], answer) if mode == "changes" else whole_file(answer)
+            )
+            ok = output is not None and passes(output, task["tests"])
+            passed += ok
+            row = {
+                "id": task["id"],
+                "mode": mode,
+                "passed": ok,
+                "how": how,
+                "wall": round(wall, 2),
+                "new_tokens": reply["usage"]["completion_tokens"],
+                "answer": answer,
+            }
+            out.write(json.dumps(row) + "\n")
+            out.flush()
+            print(task["id"], ok, how, f"{wall:.1f} s", flush=True)
+    print(f"passed {passed}/{len(tasks)}")
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:])
