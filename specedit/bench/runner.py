@@ -458,13 +458,16 @@ def _run_samples(
 def _examples(
     task: Task, samples: selection.Samples
 ) -> Iterator[Callable[[str], CheckResult] | None]:
-    """The check of a candidate's `>>>` examples as --examples runs it, in a folder holding
-    the task's input alone; None where they were not asked for or the input has none."""
-    if not (samples.examples and has_examples(task.input, task.language)):
+    """The check of a candidate's examples (`>>>`, the instruction's calls) as --examples runs
+    it, in a folder holding the task's input alone; None where they were not asked for or there
+    are none."""
+    if not (samples.examples and has_examples(task.input, task.language, task.instruction)):
         yield None
         return
     with tempfile.TemporaryDirectory(prefix="specedit-examples-") as folder:
         path = Path(folder) / "candidate.py"
         path.write_text(task.input, encoding="utf-8")
-        with examples_check(path, task.input, task.language, asked=True) as check:
+        with examples_check(
+            path, task.input, task.language, asked=True, instruction=task.instruction
+        ) as check:
             yield check

@@ -232,10 +232,15 @@ class Drawer:
                 raise InputError(f"{self.name}: {exc}") from None
         written = Written(original, whole)
         if self.test is None:
-            examples = examples_check(self.path, original, request.language, self.samples.examples)
+            examples = examples_check(
+                self.path, original, request.language, self.samples.examples, request.instruction
+            )
             with examples as check:
                 if self.samples.examples and check is None and not self.quiet:
-                    say(f"{self.name}: no >>> examples to run; --examples changes nothing here")
+                    say(
+                        f"{self.name}: no >>> examples and no call with its value in the "
+                        "instruction to run; --examples changes nothing here"
+                    )
                 chosen = choose_candidate(
                     self.run,
                     request,
@@ -302,7 +307,7 @@ def choose_candidate(
     if chosen.verdict and chosen.verdict.finding:  # no candidate without one was drawn
         warning(f"{name}: {chosen.verdict.problem}")
     if chosen.verdict and chosen.verdict.failed_examples:  # none passed them
-        warning(f"{name}: no candidate passes the file's examples; delivering one as without them")
+        warning(f"{name}: no candidate passes the examples; delivering one as without them")
     if not quiet:
         say_what_was_mended(name, chosen.result)
     return chosen

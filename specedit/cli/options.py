@@ -163,9 +163,11 @@ class EditOptions:
         bool,
         opt(
             "--examples",
-            help="Run the >>> examples in the Python file's docstrings on each candidate (as "
-            "your own code, in a temporary copy of its folder, as --test runs) and deliver one "
-            f"that passes them where one does. [--samples default: {EXAMPLES_SAMPLES}]",
+            help="Run the >>> examples in the Python file's docstrings, and each call the "
+            'instruction gives with its value ("`f(2)` returns 5 instead of 4"), on each '
+            "candidate (as your own code, in a temporary copy of its folder, as --test runs) "
+            f"and deliver one that passes them where one does. [--samples default: "
+            f"{EXAMPLES_SAMPLES}]",
         ),
     ] = False
     vote: Annotated[

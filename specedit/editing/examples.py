@@ -1,8 +1,9 @@
-"""`--examples`: a Python file's own `>>>` examples, run on each candidate to prefer one that
-passes them.
+"""`--examples`: a Python file's own `>>>` examples, and the calls its instruction says the
+value of (editing/stated.py), run on each candidate to prefer one that passes them.
 
 A docstring's examples say what its function must do (`>>> median([1, 3, 2])` then `2`), and a
-fix that breaks them, or leaves the bug they show, is wrong whatever else it does. Running them
+fix that breaks them, or leaves the bug they show, is wrong whatever else it does; so does a
+call the user wrote with the value it should give. Running them
 runs the file, so it happens only where the user asked (`--examples`, never from a project's
 settings: a cloned repository's file is not the user's word), as `--test` runs a command: in a
 temporary copy of the file's folder, with a timeout (editing/checks.py). Where no candidate
@@ -19,39 +20,55 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from specedit.editing import stated
 from specedit.editing.checks import CheckResult, command_check
 
 EXAMPLE = re.compile(r"^[ \t]*>>> ", re.MULTILINE)
 FEEDBACK_CHARS = 1500  # of doctest's report, shown to the model on a sampled redraw
 TIMEOUT = 30.0  # seconds a candidate's examples may take: a loop the fix left is a failure
-FAILED = "it fails the file's examples"
+FAILED = "it fails the examples"
 
 
-def has_examples(text: str, language: str | None) -> bool:
-    """Whether `text` is Python with at least one `>>>` example to run."""
-    return language == "python" and EXAMPLE.search(text) is not None
+def has_examples(text: str, language: str | None, instruction: str = "") -> bool:
+    """Whether `text` is Python with at least one `>>>` example to run, or `instruction` one
+    call of it with the value it should give."""
+    return language == "python" and (
+        EXAMPLE.search(text) is not None or bool(_stated(text, instruction))
+    )
+
+
+def _stated(text: str, instruction: str) -> list[stated.Stated]:
+    """The instruction's calls of a name the file defines or imports at its top level (not of
+    a variable the instruction speaks of, which the file does not have)."""
+    names = stated.top_level_names(text)
+    return [case for case in stated.stated_examples(instruction) if case.root in names]
 
 
 @contextmanager
 def examples_check(
-    path: Path, text: str, language: str | None, asked: bool
+    path: Path, text: str, language: str | None, asked: bool, instruction: str = ""
 ) -> Iterator[Callable[[str], CheckResult] | None]:
     """Where `asked` and `text` (the file at `path`) has examples: `check(candidate)`, which
-    runs doctest on the candidate by this interpreter, as a `--test` command in a copy of the
-    file's folder (`checks.command_check`); None otherwise."""
-    if not (asked and has_examples(text, language)):
+    runs doctest and then the instruction's calls on the candidate by this interpreter, as a
+    `--test` command in a copy of the file's folder (`checks.command_check`); None otherwise."""
+    if not (asked and has_examples(text, language, instruction)):
         yield None
         return
-    command = f"{shlex.quote(sys.executable)} -m doctest {{file}}"
-    with command_check(command, path, TIMEOUT) as check:
+    python = shlex.quote(sys.executable)
+    commands = [f"{python} -m doctest {{file}}"] if EXAMPLE.search(text) else []
+    if cases := _stated(text, instruction):
+        encoded = shlex.quote(stated.encode(cases))
+        # -P: the copy's folder (the cwd) is not searched first for the checker's own modules.
+        commands.append(f"{python} -P -m specedit.editing.stated {{file}} {encoded}")
+    with command_check(" && ".join(commands), path, TIMEOUT) as check:
         yield check
 
 
 def feedback(output: str) -> str:
     """What the model is told after an answer failed the examples: doctest's report, its end."""
     return (
-        "Your previous answer fails the examples in the file's docstrings, which show what the "
-        "code must do. doctest's report:\n```\n"
+        "Your previous answer fails the examples (the file's docstrings, the calls in the "
+        "instruction), which show what the code must do. The report:\n```\n"
         f"{output[-FEEDBACK_CHARS:].strip()}\n```\nReturn the complete file with the code "
         "changed as asked and every other line exactly as it was."
     )

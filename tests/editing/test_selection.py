@@ -203,9 +203,26 @@ def test_with_examples_a_fix_that_fails_them_is_redrawn_and_one_that_passes_deli
     x, z = (tokenizer.encode(letter, add_special_tokens=False)[0] for letter in "xz")
     assert [p.request.steering.forced for p in calls] == [(), (x, z)]
     assert calls[1].request.steering.rejoin == wrong  # the second look: its first change
-    assert "number 2 delivered (refused: it fails the file's examples (failed" in result.stderr
+    assert "number 2 delivered (refused: it fails the examples (failed" in result.stderr
     assert json.loads(stats.read_text())["examples"] == "passed"
     assert file.read_text() == DOCUMENTED  # the examples ran on a copy
+
+
+def test_with_examples_a_call_the_instruction_gives_with_its_value_checks_each_candidate(
+    tmp_path, tiny_model_dir, tokenizer, monkeypatch
+):
+    """A file without `>>>` examples, an instruction that says what a call should give: the
+    first answer gives something else and is redrawn; the redraw gives it and is delivered."""
+    file = tmp_path / "add.py"
+    file.write_text(SOURCE)
+    wrong, fixed = SOURCE.replace("a - b", "a * b"), SOURCE.replace("a - b", "a + b")
+    _answering(monkeypatch, [wrong, fixed], tokenizer)
+    instruction = "`add(2, 3)` returns -1 instead of 5"
+    result = _run_fix(file, tiny_model_dir, "--examples", instruction=instruction)
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == fixed
+    assert "number 2 delivered (refused: it fails the examples (failed" in result.stderr
+    assert file.read_text() == SOURCE
 
 
 def test_with_examples_that_no_candidate_passes_what_a_draw_without_them_picks_is_delivered(
@@ -222,7 +239,7 @@ def test_with_examples_that_no_candidate_passes_what_a_draw_without_them_picks_i
     assert result.exit_code == 0, result.stderr
     assert result.stdout == answers[1] and len(calls) == 3
     assert "Failed example" in calls[2].request.feedback  # doctest's own report
-    assert "no candidate passes the file's examples; delivering" in result.stderr
+    assert "no candidate passes the examples; delivering" in result.stderr
 
 
 def test_examples_are_run_only_where_the_file_has_some_and_never_on_stdin(
@@ -234,7 +251,7 @@ def test_examples_are_run_only_where_the_file_has_some_and_never_on_stdin(
     _answering(monkeypatch, [fixed, SOURCE], tokenizer)
     result = _run_fix(file, tiny_model_dir, "--examples")
     assert result.exit_code == 0 and result.stdout == fixed, result.stderr
-    assert "no >>> examples to run" in result.stderr
+    assert "no >>> examples and no call with its value in the instruction" in result.stderr
     for options, message in [
         (("--test", "true"), "--examples and --test both check candidates"),
         (("--samples", "1"), "--examples chooses among candidates"),
@@ -245,13 +262,13 @@ def test_examples_are_run_only_where_the_file_has_some_and_never_on_stdin(
     assert result.exit_code == 2 and "not stdin" in result.stderr
 
 
-def _run_fix(file, tiny_model_dir, *options: str):
+def _run_fix(file, tiny_model_dir, *options: str, instruction: str = "add subtracts"):
     from typer.testing import CliRunner
 
     from specedit.cli import app
 
     tiny = ("--model", str(tiny_model_dir), "--dtype", "fp32", "--method", "pld")
-    return CliRunner().invoke(app, ["fix", str(file), "add subtracts", *tiny, *options])
+    return CliRunner().invoke(app, ["fix", str(file), instruction, *tiny, *options])
 
 
 def test_an_unchanged_edit_is_redrawn_from_where_it_was_least_sure(

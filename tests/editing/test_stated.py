@@ -1,0 +1,109 @@
+"""The calls an instruction gives with the value each should give, and their check."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from specedit.editing import stated
+from specedit.editing.examples import examples_check, has_examples
+from specedit.editing.stated import Stated, stated_examples
+
+READ = [
+    ("`median([1, 3, 5, 7])` gives 5.0, not 4.0.", [("median([1, 3, 5, 7])", "4.0")]),
+    (
+        "`dirname('/usr')` returns '' instead of '/', and `dirname('//x')` returns '/' instead "
+        "of '//'. Deeper paths work.",
+        [("dirname('/usr')", "'/'"), ("dirname('//x')", "'//'")],
+    ),
+    (
+        "so `wrap('aaa bbb ccc', width=7)` gives ['aaa', 'bbb', 'ccc'] instead of "
+        "['aaa bbb', 'ccc'].",
+        [("wrap('aaa bbb ccc', width=7)", "['aaa bbb', 'ccc']")],
+    ),
+    (  # a bare call, no backticks
+        "quantiles([1, 2, 3, 4, 5], n=4, method='inclusive') should be [2.0, 3.0, 4.0]",
+        [("quantiles([1, 2, 3, 4, 5], n=4, method='inclusive')", "[2.0, 3.0, 4.0]")],
+    ),
+    ("`f(2)` must return b'ab' but gives b'a'", [("f(2)", "b'ab'")]),
+    # What leaves a doubt is not read: a value in words, a call with no value, an exception.
+    ("`hsv_to_rgb(0.75, 1.0, 1.0)` should be purple (0.5, 0.0, 1.0) but comes out blue", []),
+    ("`b32encode(b'abc')` returns b'MFRG====', which decodes back to b'ab'", []),
+    ("`unescape('&#x3e;')` raises ValueError.", []),
+    ("Fix bugs in median.", []),
+    ("`median` should be 4.0", []),  # a name, not a call
+]
+
+
+@pytest.mark.parametrize("instruction,cases", READ)
+def test_the_instruction_s_calls_and_values_are_read(instruction, cases):
+    assert stated_examples(instruction) == [Stated(call, want) for call, want in cases]
+
+
+FILE = "import os\n\n\ndef add(a, b):\n    return a - b\n\n\nclass Box:\n    size = 1\n"
+
+
+def test_only_calls_of_what_the_file_defines_or_imports_are_run():
+    assert stated.top_level_names(FILE) == {"os", "add", "Box"}
+    assert has_examples(FILE, "python", "`add(2, 3)` returns -1 instead of 5")
+    assert not has_examples(FILE, "python", "with `r = Box()`, `r.get(1)` should be 2")
+    assert not has_examples(FILE, "text", "`add(2, 3)` returns -1 instead of 5")
+    assert not has_examples(FILE, "python", "add subtracts")
+
+
+def test_the_check_runs_each_call_on_the_candidate_and_says_what_it_gave(tmp_path):
+    path = tmp_path / "add.py"
+    path.write_text(FILE)
+    instruction = "`add(2, 3)` returns -1 instead of 5, and `add(0.1, 0.2)` should be 0.3"
+    with examples_check(path, FILE, "python", asked=True, instruction=instruction) as check:
+        wrong = check(FILE)
+        right = check(FILE.replace("a - b", "a + b"))  # 0.1 + 0.2 is 0.3 within rounding
+        raising = check(FILE.replace("a - b", "a / 0"))
+    assert right.passed, right.output
+    assert not wrong.passed
+    assert "add(2, 3) returned -1; the instruction says 5" in wrong.output
+    assert "add(2, 3) raised ZeroDivisionError: division by zero" in raising.output
+    assert path.read_text() == FILE  # the candidates ran in a copy
+
+
+def test_braces_in_an_instruction_do_not_read_as_the_command_s_placeholder(tmp_path):
+    text = "def fill(s):\n    return s\n"
+    path = tmp_path / "fill.py"
+    path.write_text(text)
+    instruction = "`fill('{file}')` should be 'x'"
+    with examples_check(path, text, "python", asked=True, instruction=instruction) as check:
+        ran = check(text)
+    assert not ran.passed
+    assert "fill('{file}') returned '{file}'; the instruction says 'x'" in ran.output
+
+
+def test_the_checker_does_not_run_the_file_s_main_block(tmp_path):
+    path = tmp_path / "m.py"
+    path.write_text(
+        "def one():\n    return 1\n\nif __name__ == '__main__':\n    raise SystemExit(9)\n"
+    )
+    cases = stated.encode([Stated("one()", "1")])
+    run = subprocess.run(
+        [sys.executable, "-P", "-m", "specedit.editing.stated", str(path), cases],
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+
+
+@pytest.mark.parametrize(
+    "got,want,equal",
+    [
+        (0.1 + 0.2, 0.3, True),
+        (4, 4.0, True),
+        (True, 1, True),
+        ([1.0, (2, 3)], [1.0, (2, 3)], True),
+        ([1, 2], (1, 2), False),
+        (4.5, 4.0, False),
+        ("a", "b", False),
+    ],
+)
+def test_values_compare_exactly_but_floats_within_rounding(got, want, equal):
+    assert stated.same(got, want) is equal
