@@ -27,6 +27,7 @@ WANTED = re.compile(
 )
 # Where a value may end: the text's end, or a space or a clause's punctuation after it.
 VALUE_END = re.compile(r"\s|[.,;:!?](?:\s|$)|$")
+VALUE_CHARS = 400  # the longest value read: each shorter start is parsed in turn
 
 
 @dataclass(frozen=True)
@@ -69,8 +70,9 @@ def _closing(text: str, start: int) -> int | None:
 
 
 def _literal(text: str) -> str | None:
-    """The longest start of `text` that is a Python literal and ends where a value may end."""
-    for end in range(len(text), 0, -1):
+    """The longest start of `text` (up to VALUE_CHARS) that is a Python literal and ends where
+    a value may end."""
+    for end in range(min(len(text), VALUE_CHARS), 0, -1):
         piece = text[:end].strip()
         if not piece or piece.endswith(",") or not VALUE_END.match(text, end):
             continue

@@ -34,6 +34,7 @@ READ = [
     ("`unescape('&#x3e;')` raises ValueError.", []),
     ("Fix bugs in median.", []),
     ("`median` should be 4.0", []),  # a name, not a call
+    pytest.param("`f(1)` should be " + "[1, " * 5000, [], id="no-value-in-VALUE_CHARS"),
 ]
 
 
