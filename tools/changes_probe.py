@@ -22,8 +22,6 @@ import tempfile
 import time
 from pathlib import Path
 
-from llama_cpp import Llama
-
 from specedit.models.bundled import gguf_file
 
 FENCE = "```"
@@ -117,6 +115,8 @@ def passes(output: str, tests: str) -> bool:
 
 
 def main(mode: str, tasks_file: str, out_file: str, model: str = "qwen2.5-coder-1.5b") -> None:
+    from llama_cpp import Llama  # the llamacpp extra; the rest of this file needs none
+
     llm = Llama(str(gguf_file(model)), n_ctx=8192, n_threads=2, n_batch=512, verbose=False)
     source = Path(tasks_file).read_text(encoding="utf-8")
     tasks = [json.loads(line) for line in source.splitlines() if line.strip()]
