@@ -232,8 +232,10 @@ class Drawer:
                 raise InputError(f"{self.name}: {exc}") from None
         written = Written(original, whole)
         if self.test is None:
+            # An apply's instruction is a snippet of code, not a report of what calls give.
+            stated = "" if request.mode is Mode.APPLY else request.instruction
             examples = examples_check(
-                self.path, original, request.language, self.samples.examples, request.instruction
+                self.path, original, request.language, self.samples.examples, stated
             )
             with examples as check:
                 if self.samples.examples and check is None and not self.quiet:

@@ -13,6 +13,7 @@ warning: the examples may be wrong, or need what the copy lacks.
 
 from __future__ import annotations
 
+import builtins
 import re
 import shlex
 import sys
@@ -38,10 +39,16 @@ def has_examples(text: str, language: str | None, instruction: str = "") -> bool
 
 
 def _stated(text: str, instruction: str) -> list[stated.Stated]:
-    """The instruction's calls of a name the file defines or imports at its top level (not of
-    a variable the instruction speaks of, which the file does not have)."""
+    """The instruction's calls whose names the file binds at its top level or Python's
+    builtins are (not a variable the instruction speaks of, which the file does not have), and
+    that read at least one of the file's."""
     names = stated.top_level_names(text)
-    return [case for case in stated.stated_examples(instruction) if case.root in names]
+    known = names | set(dir(builtins))
+    return [
+        case
+        for case in stated.stated_examples(instruction)
+        if case.names <= known and case.names & names
+    ]
 
 
 @contextmanager

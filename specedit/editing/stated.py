@@ -4,8 +4,10 @@ instead of '/'", "`f(2)` should be 4"). With `--examples` they are run on each c
 beside the file's own `>>>` examples (editing/examples.py).
 
 Only what leaves no doubt is read: the call in backticks (or a bare `name(...)`), then in the
-same clause "instead of", ", not", or "should/must be/return/give", then a Python literal (a
-value in words, "purple (0.5, 0.0, 1.0)", is not one). Run as a module, this file is the
+same sentence "instead of", ", not", or "should/must be/return/give", then a Python literal that
+ends the clause (a value in words, "purple (0.5, 0.0, 1.0)", "3 words", "4 or more", is not
+one). Where the report also says the wrong value ("gives 5.0, not 4.0") and it equals the right
+one (1 and True), the call tells nothing and is dropped. Run as a module, this file is the
 check: `python -m specedit.editing.stated FILE CASES` runs FILE's code (not its `__main__`
 block) and says which call gave what.
 """
@@ -16,18 +18,30 @@ import ast
 import json
 import math
 import re
+import reprlib
 import runpy
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 CALL = re.compile(r"`([^`\n]+\))`|(?<![\w.`])([^\W\d][\w.]*\()")
+# The words before the right value; a lookbehind, so a long run of spaces is not scanned anew
+# from each of its positions.
 WANTED = re.compile(
-    r"\s+instead\s+of\s+|,\s*not\s+|\s+(?:should|must)\s+(?:be|return|give)\s+", re.IGNORECASE
+    r"(?<=\s)(?:instead\s+of|(?:should|must)\s+(?:be|return|give))\s+|,\s*not\s+", re.IGNORECASE
 )
-# Where a value may end: the text's end, or a space or a clause's punctuation after it.
-VALUE_END = re.compile(r"\s|[.,;:!?](?:\s|$)|$")
+WRONG = re.compile(r"\b(?:returns?|gives?|is|yields?)\s+", re.IGNORECASE)
+SENTENCE_END = re.compile(r"[.;!?](?:\s|$)|\n\s*\n")
+# After a value: the text's end, punctuation (not inside a number: `1,000`), or a word that
+# starts another clause.
+VALUE_END = re.compile(
+    r"\s*(?:$|[.,;:!?)](?!\w)|(?:and|but|when|whenever|which|while|since|because|so|instead)\b)",
+    re.IGNORECASE,
+)
 VALUE_CHARS = 400  # the longest value read: each shorter start is parsed in turn
+SHOWN = reprlib.Repr()  # a returned value as the report shows it: cut, not megabytes
+SHOWN.maxstring = SHOWN.maxother = 200
+SHOWN.maxlist = SHOWN.maxtuple = SHOWN.maxdict = 20
 
 
 @dataclass(frozen=True)
@@ -36,13 +50,16 @@ class Stated:
     want: str  # the value it should give, as the literal's source
 
     @property
-    def root(self) -> str:
-        """The name the call starts from (`Parser` in `Parser().parse(x)`)."""
-        return re.split(r"[^\w]", self.call, maxsplit=1)[0]
+    def names(self) -> set[str]:
+        """The names the call reads (`Parser` and `x` in `Parser().parse(x)`)."""
+        tree = ast.parse(self.call, mode="eval")
+        return {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
 
 
 def top_level_names(text: str) -> set[str]:
-    """The names a Python file binds at its top level (definitions, imports, assignments)."""
+    """The names a Python file binds at its top level that an edit of it can change: its
+    definitions, assignments and `from ... import` names (not a module it imports whole, whose
+    calls give what they give whatever the edit)."""
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
@@ -51,8 +68,8 @@ def top_level_names(text: str) -> set[str]:
     for node in tree.body:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             names.add(node.name)
-        elif isinstance(node, ast.Import | ast.ImportFrom):
-            names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            names.update(alias.asname or alias.name for alias in node.names)
         elif isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             names.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
@@ -70,15 +87,17 @@ def _closing(text: str, start: int) -> int | None:
 
 
 def _literal(text: str) -> str | None:
-    """The longest start of `text` (up to VALUE_CHARS) that is a Python literal and ends where
-    a value may end."""
+    """The longest start of `text` (up to VALUE_CHARS) that is a Python literal and ends its
+    clause; a tuple only in parentheses (`1,000` is not one)."""
     for end in range(min(len(text), VALUE_CHARS), 0, -1):
         piece = text[:end].strip()
         if not piece or piece.endswith(",") or not VALUE_END.match(text, end):
             continue
         try:
-            ast.literal_eval(piece)
+            value = ast.literal_eval(piece)
         except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            continue
+        if isinstance(value, tuple) and not piece.startswith("("):
             continue
         return piece
     return None
@@ -98,11 +117,25 @@ def stated_examples(instruction: str) -> list[Stated]:
         position = end
         following = CALL.search(instruction, end)
         clause = instruction[end : following.start() if following else len(instruction)]
-        wanted = WANTED.search(clause)
-        value = _literal(clause[wanted.end() :]) if wanted else None
-        if value is not None and _is_call(call):
-            found.append(Stated(call, value))
+        if sentence_end := SENTENCE_END.search(clause):
+            clause = clause[: sentence_end.start()]
+        if (case := _case(call, clause)) is not None:
+            found.append(case)
     return found
+
+
+def _case(call: str, clause: str) -> Stated | None:
+    """The call with the value its clause says it should give, if the clause says one that
+    tells a right answer from the wrong one."""
+    wanted = WANTED.search(clause)
+    value = _literal(clause[wanted.end() :]) if wanted else None
+    if value is None or not _is_call(call):
+        return None
+    said_wrong = WRONG.search(clause, 0, wanted.start())
+    wrong = _literal(clause[said_wrong.end() : wanted.start()]) if said_wrong else None
+    if wrong is not None and same(ast.literal_eval(wrong), ast.literal_eval(value)):
+        return None
+    return Stated(call, value)
 
 
 def _is_call(source: str) -> bool:
@@ -113,16 +146,19 @@ def _is_call(source: str) -> bool:
 
 
 def same(got: object, want: object) -> bool:
-    """Equal, floats within rounding (a report writes 4.0 for 3.9999999999999996)."""
-    if isinstance(got, float) and isinstance(want, int | float) and not isinstance(want, bool):
+    """Equal, floats within rounding (a report writes 4.0 for 3.9999999999999996); a bool
+    only to a bool (a report that says True is not answered by 1)."""
+    if isinstance(got, bool) != isinstance(want, bool):
+        return False
+    if isinstance(got, float) and isinstance(want, int | float):
         return math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-12)
     if isinstance(got, list | tuple) and isinstance(want, list | tuple):
         return (
-            type(got) is type(want)
+            isinstance(got, type(want))
             and len(got) == len(want)
             and all(same(g, w) for g, w in zip(got, want, strict=True))
         )
-    return got == want
+    return bool(got == want)
 
 
 def encode(cases: list[Stated]) -> str:
@@ -132,21 +168,27 @@ def encode(cases: list[Stated]) -> str:
 
 
 def main(path: str, cases: str) -> int:
-    """Run the file at `path` (its folder importable, as doctest has it), then each call in
-    its namespace; 1 if any gave another value."""
+    """Run the file at `path` (its folder importable and the only argument, as doctest has
+    it), then each call in its namespace; 1 unless every call gave its value. A SystemExit is
+    a failure too: a candidate that exits cannot pass by exiting 0."""
     sys.path.insert(0, str(Path(path).resolve().parent))
-    namespace = runpy.run_path(path)
+    sys.argv = [path]
+    try:
+        namespace = runpy.run_path(path)
+    except (Exception, SystemExit) as exc:
+        print(f"running the file raised {type(exc).__name__}: {exc}")
+        return 1
     failed = 0
     for call, want in json.loads(cases):
-        expected = ast.literal_eval(want)
         try:
             got = eval(call, namespace)  # the user's own instruction, under --examples
-        except Exception as exc:  # what it raised is the report
+            right = same(got, ast.literal_eval(want))
+        except (Exception, SystemExit) as exc:  # what it raised is the report
             print(f"{call} raised {type(exc).__name__}: {exc}; the instruction says {want}")
             failed += 1
             continue
-        if not same(got, expected):
-            print(f"{call} returned {got!r}; the instruction says {want}")
+        if not right:
+            print(f"{call} returned {SHOWN.repr(got)}; the instruction says {want}")
             failed += 1
     return 1 if failed else 0
 

@@ -35,6 +35,14 @@ READ = [
     ("Fix bugs in median.", []),
     ("`median` should be 4.0", []),  # a name, not a call
     pytest.param("`f(1)` should be " + "[1, " * 5000, [], id="no-value-in-VALUE_CHARS"),
+    ("`load()` is slow. The cache should be None at the start.", []),  # another sentence's
+    ("`split_words('a b c')` should return 3 words, not 2", []),  # words after the value
+    ("`f(2)` should be 4 or more", []),
+    ("`f(1)` should be 1,000", []),  # not the tuple (1, 0), nor 1
+    ("`f(2)` returns 4, not 5", [("f(2)", "5")]),
+    ("`is_even(2)` returns 1 instead of True", [("is_even(2)", "True")]),
+    ("`f(2)` returns 4.0 instead of 4", []),  # the wrong value equals the right one
+    pytest.param("`f(1)`" + " " * 10_000 + "x", [], id="a-long-run-of-spaces"),
 ]
 
 
@@ -43,13 +51,20 @@ def test_the_instruction_s_calls_and_values_are_read(instruction, cases):
     assert stated_examples(instruction) == [Stated(call, want) for call, want in cases]
 
 
-FILE = "import os\n\n\ndef add(a, b):\n    return a - b\n\n\nclass Box:\n    size = 1\n"
+FILE = (
+    "import os\nfrom math import pi\n\n\ndef add(a, b):\n    return a - b\n\n\n"
+    "class Box:\n    size = 1\n"
+)
 
 
-def test_only_calls_of_what_the_file_defines_or_imports_are_run():
-    assert stated.top_level_names(FILE) == {"os", "add", "Box"}
+def test_only_calls_of_what_the_file_defines_are_run():
+    assert stated.top_level_names(FILE) == {"pi", "add", "Box"}  # not a module imported whole
     assert has_examples(FILE, "python", "`add(2, 3)` returns -1 instead of 5")
+    assert has_examples(FILE, "python", "`add(len('ab'), pi)` should be 5.14159")
     assert not has_examples(FILE, "python", "with `r = Box()`, `r.get(1)` should be 2")
+    assert not has_examples(FILE, "python", "`add(x, 1)` should be 4 where x is 3")
+    assert not has_examples(FILE, "python", "`os.path.basename('/a/')` should be 'a'")
+    assert not has_examples(FILE, "python", "`len('ab')` should be 2")  # nothing of the file
     assert not has_examples(FILE, "text", "`add(2, 3)` returns -1 instead of 5")
     assert not has_examples(FILE, "python", "add subtracts")
 
@@ -80,18 +95,34 @@ def test_braces_in_an_instruction_do_not_read_as_the_command_s_placeholder(tmp_p
     assert "fill('{file}') returned '{file}'; the instruction says 'x'" in ran.output
 
 
-def test_the_checker_does_not_run_the_file_s_main_block(tmp_path):
+def _checked(tmp_path, source: str, cases: list[Stated]) -> subprocess.CompletedProcess:
     path = tmp_path / "m.py"
-    path.write_text(
-        "def one():\n    return 1\n\nif __name__ == '__main__':\n    raise SystemExit(9)\n"
+    path.write_text(source)
+    command = [sys.executable, "-P", "-m", "specedit.editing.stated", str(path)]
+    return subprocess.run(
+        [*command, stated.encode(cases)], capture_output=True, text=True, timeout=60
     )
-    cases = stated.encode([Stated("one()", "1")])
-    run = subprocess.run(
-        [sys.executable, "-P", "-m", "specedit.editing.stated", str(path), cases],
-        capture_output=True,
-        text=True,
-    )
+
+
+def test_the_checker_does_not_run_the_file_s_main_block(tmp_path):
+    source = "def one():\n    return 1\n\nif __name__ == '__main__':\n    raise SystemExit(9)\n"
+    run = _checked(tmp_path, source, [Stated("one()", "1")])
     assert run.returncode == 0, run.stdout + run.stderr
+
+
+@pytest.mark.parametrize(
+    "source,report",
+    [
+        # a call that exits cannot pass by exiting 0, nor keep the next call from being run
+        ("def one():\n    exit()\n\ndef two():\n    return 3\n", "two() returned 3"),
+        ("import sys\nsys.exit(0)\n", "running the file raised SystemExit"),
+        ("import sys\nsys.argv[1]\n", "running the file raised IndexError"),  # its only arg
+    ],
+)
+def test_a_candidate_that_exits_fails_the_check(tmp_path, source, report):
+    run = _checked(tmp_path, source, [Stated("one()", "1"), Stated("two()", "2")])
+    assert run.returncode == 1
+    assert report in run.stdout
 
 
 @pytest.mark.parametrize(
@@ -99,7 +130,8 @@ def test_the_checker_does_not_run_the_file_s_main_block(tmp_path):
     [
         (0.1 + 0.2, 0.3, True),
         (4, 4.0, True),
-        (True, 1, True),
+        (True, 1, False),  # a report that says True is not answered by 1
+        (1, True, False),
         ([1.0, (2, 3)], [1.0, (2, 3)], True),
         ([1, 2], (1, 2), False),
         (4.5, 4.0, False),
