@@ -180,3 +180,24 @@ def test_the_bench_merges_as_apply_does(tmp_path):
     assert rows["doubtful"]["stop"] != "merged" and rows["doubtful"]["new_tokens"] > 0
     edit_suite = runner.invoke(app, ["bench", "--methods", "merge", "--tasks", "typo-gguf-readme"])
     assert edit_suite.exit_code == 2 and "runs on apply tasks" in edit_suite.stderr
+
+
+def test_with_examples_an_apply_s_snippet_is_not_read_for_calls_and_values(tmp_path, monkeypatch):
+    """A snippet is code, not a report: `# area(2) should be 12.0` in it is no example to run.
+    The examples check is asked for with no instruction (the model then merges, cut off)."""
+    import contextlib
+
+    from specedit.cli import deliver
+
+    asked = []
+
+    @contextlib.contextmanager
+    def recording(path, text, language, wanted, instruction=""):
+        asked.append(instruction)
+        yield None
+
+    monkeypatch.setattr(deliver, "examples_check", recording)
+    snippet = "# ...\n\ndef helper():\n    return area(2)  # area(2) should be 12.0\n\n# ...\n"
+    source, change = _files(tmp_path, snippet)
+    runner.invoke(app, ["apply", str(source), str(change), "--max-new-tokens", "4", "--examples"])
+    assert asked == [""]
