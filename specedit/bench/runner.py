@@ -55,8 +55,8 @@ from specedit.drafting.registry import (
 from specedit.editing import prompts, selection, snippets
 from specedit.editing.attempts import Attempt, attempt_edits
 from specedit.editing.checks import CheckResult
-from specedit.editing.editor import EditRequest, EditResult, prepare
-from specedit.editing.examples import examples_check, has_examples
+from specedit.editing.editor import EditRequest, EditResult, Mode, prepare
+from specedit.editing.examples import examples_check, has_examples, reported
 from specedit.editing.local import LocalEditor
 from specedit.editing.runaway import RUNAWAY
 from specedit.engine.cost import (
@@ -458,16 +458,17 @@ def _run_samples(
 def _examples(
     task: Task, samples: selection.Samples
 ) -> Iterator[Callable[[str], CheckResult] | None]:
-    """The check of a candidate's examples (`>>>`, the instruction's calls) as --examples runs
-    it, in a folder holding the task's input alone; None where they were not asked for or there
-    are none."""
-    if not (samples.examples and has_examples(task.input, task.language, task.instruction)):
+    """The check of a candidate's examples (`>>>`, the calls its instruction states) as
+    --examples runs it, in a folder holding the task's input alone; None where they were not
+    asked for or there are none."""
+    instruction = reported(task.instruction, Mode.of_template(task.kind))
+    if not (samples.examples and has_examples(task.input, task.language, instruction)):
         yield None
         return
     with tempfile.TemporaryDirectory(prefix="specedit-examples-") as folder:
         path = Path(folder) / "candidate.py"
         path.write_text(task.input, encoding="utf-8")
         with examples_check(
-            path, task.input, task.language, asked=True, instruction=task.instruction
+            path, task.input, task.language, asked=True, instruction=instruction
         ) as check:
             yield check

@@ -37,7 +37,7 @@ from specedit.editing.editor import (
     Mode,
     in_region,
 )
-from specedit.editing.examples import examples_check
+from specedit.editing.examples import examples_check, reported
 from specedit.editing.localize import Located, locate
 from specedit.editing.prompts import EditPrompt, PromptError, language_for
 from specedit.editing.region import Region
@@ -232,8 +232,7 @@ class Drawer:
                 raise InputError(f"{self.name}: {exc}") from None
         written = Written(original, whole)
         if self.test is None:
-            # An apply's instruction is a snippet of code, not a report of what calls give.
-            stated = "" if request.mode is Mode.APPLY else request.instruction
+            stated = reported(request.instruction, request.mode)
             examples = examples_check(
                 self.path, original, request.language, self.samples.examples, stated
             )

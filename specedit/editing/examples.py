@@ -23,6 +23,7 @@ from pathlib import Path
 
 from specedit.editing import stated
 from specedit.editing.checks import CheckResult, command_check
+from specedit.editing.editor import Mode
 
 EXAMPLE = re.compile(r"^[ \t]*>>> ", re.MULTILINE)
 FEEDBACK_CHARS = 1500  # of doctest's report, shown to the model on a sampled redraw
@@ -33,22 +34,33 @@ FAILED = "it fails the examples"
 def has_examples(text: str, language: str | None, instruction: str = "") -> bool:
     """Whether `text` is Python with at least one `>>>` example to run, or `instruction` one
     call of it with the value it should give."""
-    return language == "python" and (
-        EXAMPLE.search(text) is not None or bool(_stated(text, instruction))
-    )
+    doctests, cases = _examples(text, language, instruction)
+    return doctests or bool(cases)
 
 
-def _stated(text: str, instruction: str) -> list[stated.Stated]:
-    """The instruction's calls whose names the file binds at its top level or Python's
-    builtins are (not a variable the instruction speaks of, which the file does not have), and
-    that read at least one of the file's."""
+def reported(instruction: str, mode: Mode | None) -> str:
+    """What of an instruction may state calls and their values: all of it, but not an apply's,
+    which is a snippet of code rather than a report of what calls give."""
+    return "" if mode is Mode.APPLY else instruction
+
+
+def _examples(
+    text: str, language: str | None, instruction: str
+) -> tuple[bool, list[stated.Stated]]:
+    """Whether `text` has `>>>` examples, and the instruction's calls to run on it: those whose
+    names the file binds at its top level or Python's builtins are (not a variable the
+    instruction speaks of, which the file does not have), and that read at least one of the
+    file's. Nothing for a language other than Python."""
+    if language != "python":
+        return False, []
     names = stated.top_level_names(text)
     known = names | set(dir(builtins))
-    return [
+    cases = [
         case
         for case in stated.stated_examples(instruction)
         if case.names <= known and case.names & names
     ]
+    return EXAMPLE.search(text) is not None, cases
 
 
 @contextmanager
@@ -58,12 +70,13 @@ def examples_check(
     """Where `asked` and `text` (the file at `path`) has examples: `check(candidate)`, which
     runs doctest and then the instruction's calls on the candidate by this interpreter, as a
     `--test` command in a copy of the file's folder (`checks.command_check`); None otherwise."""
-    if not (asked and has_examples(text, language, instruction)):
+    doctests, cases = _examples(text, language, instruction) if asked else (False, [])
+    if not (doctests or cases):
         yield None
         return
     python = shlex.quote(sys.executable)
-    commands = [f"{python} -m doctest {{file}}"] if EXAMPLE.search(text) else []
-    if cases := _stated(text, instruction):
+    commands = [f"{python} -m doctest {{file}}"] if doctests else []
+    if cases:
         encoded = shlex.quote(stated.encode(cases))
         # -P: the copy's folder (the cwd) is not searched first for the checker's own modules.
         commands.append(f"{python} -P -m specedit.editing.stated {{file}} {encoded}")
