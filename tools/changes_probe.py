@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
+from specedit.bench.tasks import load_tasks
+from specedit.editing.checks import run_program
 from specedit.models.bundled import gguf_file
 
 FENCE = "```"
@@ -102,39 +102,26 @@ def whole_file(answer: str) -> tuple[str | None, str]:
     return (match.group(1), "ok") if match else (None, "no block")
 
 
-def passes(output: str, tests: str) -> bool:
-    """Whether the task's tests pass after the output, in a child process (20 s at most)."""
-    with tempfile.TemporaryDirectory() as folder:
-        program = Path(folder) / "check.py"
-        program.write_text(output + "\n" + tests, encoding="utf-8")
-        try:
-            run = subprocess.run([sys.executable, str(program)], capture_output=True, timeout=20)
-        except subprocess.TimeoutExpired:
-            return False
-    return run.returncode == 0
-
-
 def main(mode: str, tasks_file: str, out_file: str, model: str = "qwen2.5-coder-1.5b") -> None:
     from llama_cpp import Llama  # the llamacpp extra; the rest of this file needs none
 
     llm = Llama(str(gguf_file(model)), n_ctx=8192, n_threads=2, n_batch=512, verbose=False)
-    source = Path(tasks_file).read_text(encoding="utf-8")
-    tasks = [json.loads(line) for line in source.splitlines() if line.strip()]
+    tasks = load_tasks(Path(tasks_file))
     passed = 0
     with open(out_file, "w", encoding="utf-8") as out:
         for task in tasks:
-            chat = messages(mode, task["input"], task["instruction"], task["language"])
+            chat = messages(mode, task.input, task.instruction, task.language)
             started = time.perf_counter()
             reply = llm.create_chat_completion(chat, temperature=0.0, max_tokens=1200)
             wall = time.perf_counter() - started
             answer = reply["choices"][0]["message"]["content"]
             output, how = (
-                apply_changes(task["input"], answer) if mode == "changes" else whole_file(answer)
+                apply_changes(task.input, answer) if mode == "changes" else whole_file(answer)
             )
-            ok = output is not None and passes(output, task["tests"])
+            ok = output is not None and run_program(output + "\n" + task.tests).passed
             passed += ok
             row = {
-                "id": task["id"],
+                "id": task.id,
                 "mode": mode,
                 "passed": ok,
                 "how": how,
@@ -144,7 +131,7 @@ def main(mode: str, tasks_file: str, out_file: str, model: str = "qwen2.5-coder-
             }
             out.write(json.dumps(row) + "\n")
             out.flush()
-            print(task["id"], ok, how, f"{wall:.1f} s", flush=True)
+            print(task.id, ok, how, f"{wall:.1f} s", flush=True)
     print(f"passed {passed}/{len(tasks)}")
 
 
