@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 # unchanged fix or edit, an unsafe answer) or is a fix to look at again, which wins on the suite
 # (docs/quality.md, "--samples").
 DEFAULT_SAMPLES = 2
-# ... and with --examples: two redraws where the first answer fails the file's examples.
+# ... and with --examples: two redraws where the first answer fails the examples.
 EXAMPLES_SAMPLES = 3
 
 
@@ -292,7 +292,7 @@ class EditOptions:
     @property
     def candidates(self) -> int:
         """--samples, or its default: one where --test judges the candidates, more where the
-        file's examples do."""
+        examples do."""
         if self.samples is not None:
             return self.samples
         if self.test is not None:

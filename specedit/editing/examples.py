@@ -26,7 +26,7 @@ from specedit.editing.checks import CheckResult, command_check
 from specedit.editing.editor import Mode
 
 EXAMPLE = re.compile(r"^[ \t]*>>> ", re.MULTILINE)
-FEEDBACK_CHARS = 1500  # of doctest's report, shown to the model on a sampled redraw
+FEEDBACK_CHARS = 1500  # of the examples' report, shown to the model on a sampled redraw
 TIMEOUT = 30.0  # seconds a candidate's examples may take: a loop the fix left is a failure
 FAILED = "it fails the examples"
 
@@ -85,7 +85,7 @@ def examples_check(
 
 
 def feedback(output: str) -> str:
-    """What the model is told after an answer failed the examples: doctest's report, its end."""
+    """What the model is told after an answer failed the examples: their report, its end."""
     return (
         "Your previous answer fails the examples (the file's docstrings, the calls in the "
         "instruction), which show what the code must do. The report:\n```\n"

@@ -3,7 +3,7 @@ in turn by a `Drawing` (editing/selection.py) until one has its say.
 
 An answer that copied its prompt's own words is redrawn from just before them, one that writes
 what cannot run (a name nothing defines, a call or attribute that does not match) from the line
-that writes it, one that fails the file's examples from a branch point, an unchanged answer to
+that writes it, one that fails the examples from a branch point, an unchanged answer to
 a fix or an edit from the first candidate's next branch point, a fix that may be right gets its
 second look, and any other is sampled as the editing benchmarks sample and told why the last
 could not be right.
@@ -111,7 +111,7 @@ class CheckRedraw:
 
 
 class ExamplesRedraw:
-    """An answer that fails the file's examples, redrawn from the first candidate's next branch
+    """An answer that fails the examples, redrawn from the first candidate's next branch
     point while it has one. A fix's first redraw is its second look (its first change only,
     judged against the first's reach), so that where no candidate passes the examples, the one
     delivered is the one the draw without them would have delivered (`draw`)."""
@@ -159,8 +159,8 @@ class SecondLook:
 
 class SampledRedraw:
     """Sampled as the editing benchmarks sample (`sampled`), told why the last candidate
-    could not be right (`redraw_feedback`; doctest's report where it failed the file's
-    examples): what is left once no branch is."""
+    could not be right (`redraw_feedback`; the examples' report where it failed them): what
+    is left once no branch is."""
 
     def redraw(self, drawing: Drawing, number: int, problem: str | None) -> Redraw:
         request = drawing.request
@@ -178,7 +178,7 @@ def redraw_policies(unchanged: str | None, vote: bool) -> list[RedrawPolicy]:
     """The policies for the candidates after the first, in the order they are asked: votes
     are independent samples; otherwise a first answer that copied its prompt's words is
     redrawn from just before them, one that writes what cannot run from the line that writes
-    it, one that fails the file's examples from a branch point, an unchanged answer to a fix
+    it, one that fails the examples from a branch point, an unchanged answer to a fix
     or an edit (`unchanged`: what is wrong with one) from a branch point, a fix that may be
     right gets its second look, and any other is sampled."""
     if vote:

@@ -185,7 +185,7 @@ def draw(
     acceptable = [i for i, verdict in enumerate(verdicts) if verdict.acceptable]
     if acceptable:
         return results[acceptable[-1]], verdicts
-    # None passed the file's examples, which then tell nothing: the one delivered is the one the
+    # None passed the examples, which then tell nothing: the one delivered is the one the
     # draw without them would have delivered, the first that failed them alone, or its second
     # look (the next candidate) where that failed them alone too.
     untested = [i for i, verdict in enumerate(verdicts) if verdict.failed_examples]

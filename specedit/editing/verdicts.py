@@ -51,7 +51,7 @@ class Verdict:
     """A candidate judged on its text: why it cannot be right (None: it may be), what the
     safety checks found where they ran, which the delivery reads instead of checking again,
     what it writes that cannot run where that is its problem (editing/lint.py), and how
-    the file's examples went where they ran (editing/examples.py)."""
+    the examples went where they ran (editing/examples.py)."""
 
     text: str
     problem: str | None
@@ -65,7 +65,7 @@ class Verdict:
 
     @property
     def failed_examples(self) -> bool:
-        """Its one problem is the file's examples (they run only on an answer that is right
+        """Its one problem is the examples (they run only on an answer that is right
         in every other way)."""
         return self.examples is not None and not self.examples.passed
 
@@ -172,7 +172,7 @@ def agreement(changes: list[frozenset]) -> list[float]:
 
 def choose(verdicts: list[Verdict], original: str) -> int:
     """The index of the candidate to deliver: among the acceptable ones (else those that fail
-    only the file's examples), the one the others agree with most, the earliest on a tie (the
+    only the examples), the one the others agree with most, the earliest on a tie (the
     first is the request's own decoding); with neither, the first (the caller reports its
     problem, as for a single edit)."""
     acceptable = [i for i, verdict in enumerate(verdicts) if verdict.acceptable] or [
