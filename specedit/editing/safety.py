@@ -68,8 +68,13 @@ def _python(text: str) -> None:
         ast.parse(text)
 
 
+# libyaml's loader where PyYAML was built with it: the pure-Python scanner slows with every level
+# of nesting, and libyaml refuses a text nested past its limit with a complaint of its own.
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def _yaml(text: str) -> None:
-    for _ in yaml.safe_load_all(text):
+    for _ in yaml.load_all(text, Loader=_YAML_LOADER):
         pass
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import yaml
 from helpers import DATA
 
 from specedit.editing import safety
@@ -77,7 +78,6 @@ DEEP = 100_000  # levels of nesting: past every recursive parser's stack
         ("python", "Python", "x = a\n", "x = a" + "[0]" * DEEP + "\n"),  # ast's RecursionError
         ("json", "JSON", "[1]\n", "[" * DEEP + "]" * DEEP + "\n"),
         ("toml", "TOML", "a = [1]\n", "a = " + "[" * DEEP + "]" * DEEP + "\n"),
-        ("yaml", "YAML", "a: [1]\n", "a: " + "[" * DEEP + "]" * DEEP + "\n"),
     ],
 )
 def test_text_nested_too_deeply_to_parse_is_a_verdict_not_a_traceback(language, name, good, deep):
@@ -85,6 +85,33 @@ def test_text_nested_too_deeply_to_parse_is_a_verdict_not_a_traceback(language, 
     assert safety.problems(deep, good, "flatten it", language) == []  # unparsable input: no check
     [problem] = safety.problems(good, deep, "nest it", language)
     assert problem == f"the edit breaks its {name} syntax: nested too deeply to parse"
+
+
+@pytest.mark.parametrize(
+    "loader,levels,verdict",
+    [
+        # PyYAML's own parser recurses once per level, past Python's stack: a RecursionError.
+        # (Its scanner slows with every level open, so no deeper than that.)
+        ("SafeLoader", 600, safety.TOO_DEEP),
+        (
+            "CSafeLoader",
+            1_200,
+            "exceeded maximum nesting depth (line 1, column ",
+        ),  # libyaml's 1,000
+    ],
+)
+def test_yaml_nested_too_deeply_is_a_verdict_with_either_loader(
+    monkeypatch, loader, levels, verdict
+):
+    if not hasattr(yaml, loader):
+        pytest.skip("PyYAML was built without libyaml")
+    if loader == "SafeLoader":  # where PyYAML has libyaml, the checks use it
+        monkeypatch.setattr(safety, "_YAML_LOADER", yaml.SafeLoader)
+    deep = "a: " + "[" * levels + "]" * levels + "\n"
+    assert safety.syntax_error(deep, "yaml").startswith(verdict)
+    assert safety.problems(deep, "a: [1]\n", "flatten it", "yaml") == []
+    [problem] = safety.problems("a: [1]\n", deep, "nest it", "yaml")
+    assert problem.startswith(f"the edit breaks its YAML syntax: {verdict}")
 
 
 def test_deep_xml_and_deep_stdin_are_a_verdict_too():
