@@ -1,12 +1,14 @@
 """What an answer writes that cannot work when its line runs, found by reading it: names
-nothing defines (pyflakes), calls whose arguments their definition does not take and
-attributes their class or module does not have (pylint); the input's own set aside.
+nothing defines (pyflakes), calls whose arguments their definition does not take, attributes
+their class or module does not have and variables read where no assignment may have run
+(pylint); the input's own set aside.
 
 A small model that changes one function often breaks another part of the file without breaking
 its syntax: it calls a helper it never wrote, uses `Dict` with no import, renames a variable or
 a method in one place only, removes an import it still uses, or gives a function a parameter
-its callers do not pass. Python finds these only when the line runs (a NameError, TypeError or
-AttributeError in the user's hands); pyflakes and pylint find them by reading the code, without
+its callers do not pass, or assigns a variable in one branch only and reads it after. Python
+finds these only when the line runs (a NameError, TypeError, AttributeError or
+UnboundLocalError in the user's hands); pyflakes and pylint find them by reading the code, without
 running anything. pyflakes reads names alone, in milliseconds; pylint infers what a call or an
 attribute refers to (tens of milliseconds a file, a second or two for a long file's first
 read), so it reads only an answer pyflakes found nothing in. A finding the input had too (a
@@ -39,18 +41,22 @@ if TYPE_CHECKING:
 # redefinitions and the like are style: an answer with one may well be right.
 UNDEFINED = (messages.UndefinedName, messages.UndefinedLocal, messages.UndefinedExport)
 
-# What a finding is about: a name nothing defines, a call or an attribute that cannot run.
-Kind = Literal["undefined", "call", "member"]
+# What a finding is about: a name nothing defines, a call or an attribute that cannot run, a
+# variable read before an assignment.
+Kind = Literal["undefined", "call", "member", "unbound"]
 
 # pylint's findings that are errors when the line runs and that pyflakes cannot see: a call its
 # definition does not take (a TypeError), an attribute its class or module does not have (an
-# AttributeError). As Finding kinds.
+# AttributeError), a local read where no assignment to it may have run, as after an `if` that
+# alone assigns it (an UnboundLocalError). As Finding kinds.
 PYLINT_KINDS: dict[str, Kind] = {
     "no-value-for-parameter": "call",
     "too-many-function-args": "call",
     "unexpected-keyword-arg": "call",
     "redundant-keyword-arg": "call",
     "no-member": "member",
+    "used-before-assignment": "unbound",
+    "possibly-used-before-assignment": "unbound",
 }
 
 
@@ -58,7 +64,7 @@ PYLINT_KINDS: dict[str, Kind] = {
 class Finding:
     """What an answer writes at `line` (1-based) that cannot work there: `kind` "undefined"
     (`name` is a name nothing defines), "call" or "member" (`name` is the call or attribute as
-    written), and the checker's `message`."""
+    written), "unbound" (`name` is the variable read), and the checker's `message`."""
 
     name: str
     line: int
@@ -71,6 +77,8 @@ class Finding:
         where = f"line {self.line}: {text[:80]}"
         if self.kind == "undefined":
             return f"it uses {self.name!r}, which nothing defines ({where})"
+        if self.kind == "unbound":
+            return f"it reads {self.name!r} where it may not be assigned: {self.message} ({where})"
         return f"it writes {self.name!r}, which cannot run: {self.message} ({where})"
 
     @property
@@ -107,9 +115,9 @@ def findings(source: str) -> list[Finding]:
 
 def inferred_findings(source: str) -> list[Finding]:
     """pylint's PYLINT_KINDS findings in Python `source`, in line order: calls and attributes
-    that inference says cannot work. The file is read from a private temporary folder, so that
-    no module beside the user's file is resolved (an unknown import infers nothing, and finds
-    nothing)."""
+    that inference says cannot work, variables read before an assignment. The file is read
+    from a private temporary folder, so that no module beside the user's file is resolved (an
+    unknown import infers nothing, and finds nothing)."""
     from pylint.lint import Run  # imported where needed: most runs never read an answer
     from pylint.reporters import CollectingReporter
 

@@ -5,7 +5,8 @@
   a change (`unchanged_problem`), and so is one that changed only blanks, or only the prose of
   Python code where the instruction does not speak of it (`same_code`);
 - Python that uses a name nothing defines, calls a function with arguments it does not take or
-  an attribute nothing has, where the input did not, is wrong (editing/lint.py);
+  an attribute nothing has, or reads a variable where no assignment may have run, where the
+  input did not, is wrong (editing/lint.py);
 - an answer that copies a sentence of its prompt's own words is wrong (`copied_from_prompt`);
 - among the rest, the candidate whose change the others agree with most is the likeliest right
   (self-consistency: `choose`), so that a pick can be tested on recorded candidates.

@@ -107,6 +107,24 @@ def test_the_input_s_own_call_and_attribute_findings_are_set_aside():
     assert _inferred(broken, original=dynamic) == [("call", "counter.bump()", 13)]
 
 
+SIGN = "def sign(x):\n    if x > 0:\n        s = 1\n    else:\n        s = -1\n    return s\n"
+
+
+def test_a_variable_read_where_no_assignment_may_have_run_is_found():
+    """A branch that assigned it dropped: an UnboundLocalError for some inputs (a read moved
+    above every assignment is pyflakes' undefined name); the input's own set aside; a loop's
+    left to run time."""
+    one_branch = SIGN.replace("    else:\n        s = -1\n", "")
+    assert _inferred(one_branch, SIGN) == [("unbound", "s", 4)]
+    assert _inferred(SIGN.replace("    if x", "    print(s)\n    if x"), SIGN) == [
+        ("undefined", "s", 2)
+    ]
+    assert _inferred(one_branch.replace("x > 0", "x >= 0"), one_branch) == []
+    assert _inferred(SIGN.replace("s = -1", "s = 0"), SIGN) == []
+    looped = "def last(xs):\n    for x in xs:\n        found = x\n    return found\n"
+    assert _inferred(looped, "def last(xs):\n    return xs[-1]\n") == []
+
+
 def test_a_cloned_project_s_pylint_settings_are_not_read(tmp_path, monkeypatch):
     """A repository's pylintrc or pyproject.toml may name code to run when pylint starts
     (`init-hook`, `load-plugins`); reading an answer never runs it."""
@@ -131,6 +149,16 @@ def test_a_candidate_whose_call_cannot_run_is_not_acceptable():
         "method call (line 12: counter.bump(1))"
     )
     assert verdict.finding.kind == "call"
+
+
+def test_a_candidate_that_reads_a_variable_before_its_assignment_is_not_acceptable():
+    answer = SIGN.replace("    else:\n        s = -1\n", "")
+    verdict = verdicts.judge(SIGN, answer, "positive only", "python", verdicts.UNCHANGED_FIX)
+    assert verdict.problem == (
+        "it reads 's' where it may not be assigned: Possibly using variable 's' before "
+        "assignment (line 4: return s)"
+    )
+    assert verdict.finding.kind == "unbound"
 
 
 def test_a_candidate_that_uses_a_name_nothing_defines_is_not_acceptable():
