@@ -141,34 +141,39 @@ def test_a_cloned_project_s_pylint_settings_are_not_read(tmp_path, monkeypatch):
     assert not ran.exists()
 
 
-def test_a_candidate_whose_call_cannot_run_is_not_acceptable():
-    answer = CLASS.replace("def bump(self, step):", "def bump(self, step, times):")
-    verdict = verdicts.judge(CLASS, answer, "let bump repeat", "python", verdicts.UNCHANGED_EDIT)
-    assert verdict.problem == (
-        "it writes 'counter.bump(1)', which cannot run: No value for argument 'times' in "
-        "method call (line 12: counter.bump(1))"
-    )
-    assert verdict.finding.kind == "call"
-
-
-def test_a_candidate_that_reads_a_variable_before_its_assignment_is_not_acceptable():
-    answer = SIGN.replace("    else:\n        s = -1\n", "")
-    verdict = verdicts.judge(SIGN, answer, "positive only", "python", verdicts.UNCHANGED_FIX)
-    assert verdict.problem == (
-        "it reads 's' where it may not be assigned: Possibly using variable 's' before "
-        "assignment (line 4: return s)"
-    )
-    assert verdict.finding.kind == "unbound"
-
-
-def test_a_candidate_that_uses_a_name_nothing_defines_is_not_acceptable():
-    answer = SOURCE.replace("sorted(found)", "_natural(sorted(found))")
-    verdict = verdicts.judge(SOURCE, answer, "sort naturally", "python", verdicts.UNCHANGED_FIX)
-    assert verdict.problem == (
-        "it uses '_natural', which nothing defines (line 7: return _natural(sorted(found)))"
-    )
-    assert verdict.finding.name == "_natural"
-    assert verdicts.judge(SOURCE, answer, "sort naturally", "", None).acceptable  # not Python
+@pytest.mark.parametrize(
+    "original,answer,problem,kind",
+    [
+        (
+            SOURCE,
+            SOURCE.replace("sorted(found)", "_natural(sorted(found))"),
+            "it uses '_natural', which nothing defines (line 7: return _natural(sorted(found)))",
+            "undefined",
+        ),
+        (
+            CLASS,
+            CLASS.replace("def bump(self, step):", "def bump(self, step, times):"),
+            "it writes 'counter.bump(1)', which cannot run: No value for argument 'times' in "
+            "method call (line 12: counter.bump(1))",
+            "call",
+        ),
+        (
+            SIGN,
+            SIGN.replace("    else:\n        s = -1\n", ""),
+            "it reads 's' where it may not be assigned: Possibly using variable 's' before "
+            "assignment (line 4: return s)",
+            "unbound",
+        ),
+    ],
+    ids=["undefined name", "call", "variable read before assignment"],
+)
+def test_a_candidate_with_a_finding_is_not_acceptable_in_python_only(
+    original, answer, problem, kind
+):
+    verdict = verdicts.judge(original, answer, "change it", "python", verdicts.UNCHANGED_FIX)
+    assert verdict.problem == problem
+    assert verdict.finding.kind == kind
+    assert verdicts.judge(original, answer, "change it", "", None).acceptable  # not Python
 
 
 REDRAWS = {
