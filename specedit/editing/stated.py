@@ -22,7 +22,10 @@ import reprlib
 import runpy
 import sys
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
+
+from specedit.editing.region import DEFINITIONS, UNPARSABLE
 
 CALL = re.compile(r"`([^`\n]+\))`|(?<![\w.`])([^\W\d][\w.]*\()")
 # The words before the right value; a lookbehind, so a long run of spaces is not scanned anew
@@ -49,7 +52,7 @@ class Stated:
     call: str  # Python source of the call
     want: str  # the value it should give, as the literal's source
 
-    @property
+    @cached_property
     def names(self) -> set[str]:
         """The names the call reads (`Parser` and `x` in `Parser().parse(x)`)."""
         tree = ast.parse(self.call, mode="eval")
@@ -62,11 +65,11 @@ def top_level_names(text: str) -> set[str]:
     calls give what they give whatever the edit)."""
     try:
         tree = ast.parse(text)
-    except (SyntaxError, ValueError, MemoryError, RecursionError):
+    except UNPARSABLE:
         return set()
     names = set()
     for node in tree.body:
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        if isinstance(node, DEFINITIONS):
             names.add(node.name)
         elif isinstance(node, ast.ImportFrom):
             names.update(alias.asname or alias.name for alias in node.names)
@@ -86,20 +89,20 @@ def _closing(text: str, start: int) -> int | None:
     return None
 
 
-def _literal(text: str) -> str | None:
+def _literal(text: str) -> tuple[str, object] | None:
     """The longest start of `text` (up to VALUE_CHARS) that is a Python literal and ends its
-    clause; a tuple only in parentheses (`1,000` is not one)."""
+    clause, and its value; a tuple only in parentheses (`1,000` is not one)."""
     for end in range(min(len(text), VALUE_CHARS), 0, -1):
         piece = text[:end].strip()
         if not piece or piece.endswith(",") or not VALUE_END.match(text, end):
             continue
         try:
             value = ast.literal_eval(piece)
-        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        except (*UNPARSABLE, TypeError):
             continue
         if isinstance(value, tuple) and not piece.startswith("("):
             continue
-        return piece
+        return piece, value
     return None
 
 
@@ -133,15 +136,15 @@ def _case(call: str, clause: str) -> Stated | None:
         return None
     said_wrong = WRONG.search(clause, 0, wanted.start())
     wrong = _literal(clause[said_wrong.end() : wanted.start()]) if said_wrong else None
-    if wrong is not None and same(ast.literal_eval(wrong), ast.literal_eval(value)):
+    if wrong is not None and same(wrong[1], value[1]):
         return None
-    return Stated(call, value)
+    return Stated(call, value[0])
 
 
 def _is_call(source: str) -> bool:
     try:
         return isinstance(ast.parse(source, mode="eval").body, ast.Call)
-    except (SyntaxError, ValueError, MemoryError, RecursionError):
+    except UNPARSABLE:
         return False
 
 
