@@ -1,12 +1,14 @@
 """What the tests share besides fixtures (those are in conftest.py): where the test data
 lies, tiny random models built from a config (no download, fast, fp32), a small byte-level BPE
-tokenizer trained here with a ChatML template like Qwen's, drafters that know the answer, and a
-server started as a child process. Every test folder imports it (`from helpers import ...`:
-pyproject's pytest `pythonpath` puts tests/ on the path)."""
+tokenizer trained here with a ChatML template like Qwen's, drafters that know the answer, a
+server started as a child process, and the scripts of tools/ as modules. Every test folder
+imports it (`from helpers import ...`: pyproject's pytest `pythonpath` puts tests/ on the
+path)."""
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import inspect
 import json
 import socket
@@ -34,6 +36,15 @@ TESTS = Path(__file__).parent
 ROOT = TESTS.parent  # the checkout: examples/, tools/, pyproject.toml
 DATA = TESTS / "data"
 SNAPSHOTS = TESTS / "snapshots"
+
+
+def tool(name: str):
+    """tools/NAME.py as a module (tools/ is no package), for testing its parts."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
 
 # End-to-end tests run on the small bundled model, whatever the product's default is
 # (conftest.py sets SPECEDIT_MODEL to it).

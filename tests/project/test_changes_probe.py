@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
-from helpers import ROOT
+from helpers import tool
 
-spec = importlib.util.spec_from_file_location("changes_probe", ROOT / "tools/changes_probe.py")
-probe = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(probe)
+probe = tool("changes_probe")
 
 FILE = "def f(a):\n    x = a + 1\n\n    return x\n"
 
