@@ -1,8 +1,9 @@
-"""Does the model find a planted bug's line the least natural of its file? Each task's input is
-read once, file first as an edit's prompt reads it (no instruction), and each code line (not
-blank, not a comment, not a docstring) is scored by its most surprising token's -log p; the
-rank of the first line the task's expected answer changes is reported (docs/quality.md,
-"Where the input looks wrong to the model").
+"""Does the model find a planted bug's line the least natural of its file? Each task's fix
+prompt is built as an edit builds it (`editor.prepare`: the file first, the instruction after
+it) and read up to the file's end; each code line (not blank, not a comment, not a docstring)
+is scored by its most surprising token's -log p, and the rank of the first line the task's
+expected answer changes is reported (docs/quality.md, "Where the input looks wrong to the
+model").
 
     python tools/line_surprise.py ../shared/bench/humanevalfix.jsonl hef-lines.json
     python tools/line_surprise.py suite suite-lines.json   # the suite's planted bugs
@@ -23,12 +24,10 @@ from pathlib import Path
 import numpy as np
 
 from specedit.bench.tasks import load_tasks
-from specedit.models.bundled import gguf_file
+from specedit.editing.editor import EditRequest, prepare
+from specedit.models.load import load
 
-HEAD = (
-    "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful "
-    "assistant.<|im_end|>\n<|im_start|>user\n```python\n"
-)
+MODEL = "qwen2.5-coder-1.5b"
 
 
 def code_lines(source: str) -> list[int]:
@@ -62,16 +61,15 @@ def fixed_lines(source: str, expected: str) -> set[int]:
     return lines
 
 
-def line_scores(pieces: list[bytes], surprisal: list[float], source: bytes) -> list[float]:
-    """Each line's highest token surprisal, a token counting on the line where it starts."""
+def line_scores(spans: list[tuple[int, int]], surprisal: list[float], source: str) -> list[float]:
+    """Each line's highest token surprisal, a token (its character span in `source`) counting
+    on the line where it starts."""
     lengths = [len(line) for line in source.splitlines(keepends=True)]
     starts = list(itertools.accumulate(lengths, initial=0))[:-1]
     scores = [0.0] * len(starts)
-    offset = 0
-    for piece, value in zip(pieces, surprisal, strict=True):
-        line = bisect.bisect_right(starts, offset) - 1
+    for (start, _), value in zip(spans, surprisal, strict=True):
+        line = bisect.bisect_right(starts, start) - 1
         scores[line] = max(scores[line], value)
-        offset += len(piece)
     return scores
 
 
@@ -83,17 +81,14 @@ def rank_of_fix(scores: list[float], code: list[int], fixed: set[int]) -> int | 
     return min(places) if places else None
 
 
-def surprisals(llm, source: str) -> tuple[list[bytes], list[float]]:
-    """Each token of `source` after HEAD, and its -log p given what comes before it."""
-    head = llm.tokenize(HEAD.encode(), add_bos=False, special=True)
-    body = llm.tokenize(source.encode(), add_bos=False, special=False)
+def surprisals(llm, ids: list[int], first: int, last: int) -> list[float]:
+    """-log p of each of `ids[first:last]` given the tokens before it."""
     llm.reset()
-    llm.eval(head + body)
-    rows = np.asarray(llm.scores[len(head) - 1 : len(head) + len(body) - 1], dtype=np.float64)
+    llm.eval(ids[:last])
+    rows = np.asarray(llm.scores[first - 1 : last - 1], dtype=np.float64)
     top = rows.max(axis=1, keepdims=True)
     log_total = (top + np.log(np.exp(rows - top).sum(axis=1, keepdims=True)))[:, 0]
-    chosen = rows[np.arange(len(body)), body]
-    return [llm.detokenize([token]) for token in body], list(log_total - chosen)
+    return list(log_total - rows[np.arange(last - first), ids[first:last]])
 
 
 def main(source: str, out: str) -> None:
@@ -101,8 +96,9 @@ def main(source: str, out: str) -> None:
 
     tasks = load_tasks(None if source == "suite" else Path(source))
     tasks = [task for task in tasks if task.group == "bug" and task.expected]
+    model = load(MODEL, engine="llama.cpp")  # its tokenizer and chat template, and its file
     llm = Llama(
-        model_path=str(gguf_file("qwen2.5-coder-1.5b")),
+        model_path=str(model.model.path),
         n_ctx=8192,
         n_threads=2,
         n_threads_batch=2,
@@ -111,8 +107,10 @@ def main(source: str, out: str) -> None:
     )
     results = []
     for task in tasks:
-        pieces, values = surprisals(llm, task.input)
-        scores = line_scores(pieces, values, task.input.encode())
+        request = EditRequest(task.input, task.instruction, prompt="fix", language="python")
+        prompt = prepare(model, request).prompt
+        values = surprisals(llm, prompt.ids, prompt.input_start, prompt.input_end)
+        scores = line_scores(list(prompt.input_offsets), values, task.input)
         code = code_lines(task.input)
         rank = rank_of_fix(scores, code, fixed_lines(task.input, task.expected))
         results.append({"id": task.id, "rank": rank, "code_lines": len(code)})

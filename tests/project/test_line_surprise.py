@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from helpers import tool
 
 surprise = tool("line_surprise")
@@ -30,13 +32,15 @@ def test_the_fixed_lines_are_those_replaced_or_around_an_insertion():
 
 def test_a_line_scores_its_most_surprising_token_and_the_fix_is_ranked_among_code():
     pieces = [
-        b"def add(a, b):\n",
-        b'    """Their sum.\n\n    >>> add(1, 2)"""\n',
-        b"    # the sum\n",
+        "def add(a, b):\n",
+        '    """Their sum.\n\n    >>> add(1, 2)"""\n',
+        "    # the sum\n",
     ]
-    pieces += [b"    total = a", b" -", b" b\n", b"\n", b"    return total\n"]
+    pieces += ["    total = a", " -", " b\n", "\n", "    return total\n"]
+    ends = list(itertools.accumulate(map(len, pieces)))
+    spans = list(zip([0, *ends[:-1]], ends, strict=True))  # each token's characters
     surprisal = [1.0, 9.0, 8.0, 0.5, 4.0, 0.2, 0.0, 2.0]
-    scores = surprise.line_scores(pieces, surprisal, SOURCE.encode())
+    scores = surprise.line_scores(spans, surprisal, SOURCE)
     assert scores == [1.0, 9.0, 0.0, 0.0, 8.0, 4.0, 0.0, 2.0]
     code = surprise.code_lines(SOURCE)
     assert surprise.rank_of_fix(scores, code, {5}) == 0  # the docstring's 9.0 is not code
