@@ -60,7 +60,7 @@ def spec_prefix(source: str, name: str) -> str:
     target = function(source, name)
     end = target.body[0].lineno - 1
     for statement in target.body[:2]:  # a statement may come before the docstring
-        value = getattr(statement, "value", None)
+        value = statement.value if isinstance(statement, ast.Expr) else None
         if isinstance(value, ast.Constant) and isinstance(value.value, str):
             end = statement.end_lineno
             break

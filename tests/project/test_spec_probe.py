@@ -36,6 +36,7 @@ def test_the_prompt_holds_the_contract_and_what_comes_before_but_not_the_body():
     assert prefix.endswith('    3.14...\n    """\n')
     assert "math.pi * r" not in prefix and "after" not in prefix
     assert probe.spec_prefix("def f(a):\n    return a\n", "f") == "def f(a):\n"
+    assert probe.spec_prefix('def f(a):\n    x = "s"\n    return x\n', "f") == "def f(a):\n"
 
 
 def test_the_written_function_replaces_the_files_and_brings_its_imports():
