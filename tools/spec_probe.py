@@ -47,9 +47,9 @@ def named(instruction: str) -> str:
     return instruction.split()[-1].rstrip(".")
 
 
-def function(source: str, name: str) -> ast.FunctionDef | None:
+def function(tree: ast.Module, name: str) -> ast.FunctionDef | None:
     return next(
-        (n for n in ast.parse(source).body if isinstance(n, ast.FunctionDef) and n.name == name),
+        (n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name),
         None,
     )
 
@@ -57,7 +57,7 @@ def function(source: str, name: str) -> ast.FunctionDef | None:
 def spec_prefix(source: str, name: str) -> str:
     """`source` up to the end of function `name`'s docstring (its def line where it has none):
     what comes before the function and its contract, without its body."""
-    target = function(source, name)
+    target = function(ast.parse(source), name)
     end = target.body[0].lineno - 1
     for statement in target.body[:2]:  # a statement may come before the docstring
         value = statement.value if isinstance(statement, ast.Expr) else None
@@ -67,24 +67,26 @@ def spec_prefix(source: str, name: str) -> str:
     return "\n".join(source.split("\n")[:end]) + "\n"
 
 
-def code_of(answer: str) -> str:
+def code_block(answer: str) -> str | None:
+    """The answer's first code block; None where it has none."""
     match = CODE.search(answer)
-    return match.group(1) if match else answer
+    return match.group(1) if match else None
 
 
 def assemble(source: str, name: str, answer: str) -> str | None:
     """`source` with function `name` replaced by the answer's, and the answer's imports that
     `source` lacks put first; None where the answer has no such function or does not parse."""
-    code = code_of(answer)
+    code = code_block(answer) or answer
     try:
-        written, tree = function(code, name), ast.parse(code)
+        tree = ast.parse(code)
     except SyntaxError:
         return None
+    written = function(tree, name)
     if written is None:
         return None
     start = (written.decorator_list[0] if written.decorator_list else written).lineno
     new = code.split("\n")[start - 1 : written.end_lineno]
-    old, lines = function(source, name), source.split("\n")
+    old, lines = function(ast.parse(source), name), source.split("\n")
     result = "\n".join(lines[: old.lineno - 1] + new + lines[old.end_lineno :])
     imports = [
         ast.get_source_segment(code, node)
@@ -105,7 +107,8 @@ def hint_messages(task: Task, reference: str) -> list[dict[str, str]]:
     goes."""
     body = prompts.with_final_newline(task.input)
     fence = prompts.fence_for(body)
-    hint = HINT.format(name=named(task.instruction), fence=fence, code=code_of(reference))
+    code = code_block(reference) or reference
+    hint = HINT.format(name=named(task.instruction), fence=fence, code=code)
     instruction = f"{task.instruction}\n\n{hint}"
     template = prompts.load_template("fix")
     return prompts.chat_messages(template, body, instruction, task.language, fence)
@@ -146,10 +149,13 @@ def main(mode: str, tasks_file: str, out_file: str, spec_file: str = "") -> None
             if mode == "spec":
                 output = assemble(task.input, named(task.instruction), answer)
             else:
-                match = CODE.search(answer)
-                output = match.group(1) if match else None
-            ok = check_task(task, output).passed
-            tests_pass = output is not None and run_program(output + "\n" + task.tests).passed
+                output = code_block(answer)
+            check = check_task(task, output)
+            ok = check.passed
+            # check_task runs the tests unless the safety checks refuse the answer (the bench
+            # reads a refusal from its report the same way): only then are they run alone
+            refused = check.output.startswith("refused: ")
+            tests_pass = ok or (refused and run_program(output + "\n" + task.tests).passed)
             passed, tested = passed + ok, tested + tests_pass
             row = {
                 "id": task.id,
