@@ -446,6 +446,7 @@ def _run_samples(
     chosen = candidates.chosen
     row = _candidates_row(task, setup, drawn, time.perf_counter() - start, len(drawn), chosen)
     row.problems = candidates.problems
+    row.afresh = candidates.delivered.afresh if candidates.delivered else None
     text = whole(chosen.text) if chosen else None
     score_row(row, text, task, check_task(task, text))
     if chosen and task.checkable:

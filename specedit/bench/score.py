@@ -46,6 +46,7 @@ class Row:
     unchanged: bool | None = None  # output == input
     # What the candidates judged without tests (--samples) were refused for, in order.
     problems: list[str] = field(default_factory=list)
+    afresh: str | None = None  # the function the delivered candidate wrote afresh, if it did
     dropped: int | None = None  # input lines without a counterpart in the output
     identical: bool | None = None  # same tokens as `ar` on the same engine
     speedup: float | None = None  # tokens/s over `ar` on the same engine

@@ -309,6 +309,11 @@ def choose_candidate(
         warning(f"{name}: {chosen.verdict.problem}")
     if chosen.verdict and chosen.verdict.failed_examples:  # none passed them
         warning(f"{name}: no candidate passes the examples; delivering one as without them")
+    elif chosen.afresh and not quiet:
+        say(
+            f"{name}: {chosen.afresh}() written afresh from its signature and docstring passes "
+            "the examples; its body replaces the old one"
+        )
     if not quiet:
         say_what_was_mended(name, chosen.result)
     return chosen

@@ -31,8 +31,9 @@ if TYPE_CHECKING:
 # unchanged fix or edit, an unsafe answer) or is a fix to look at again, which wins on the suite
 # (docs/quality.md, "--samples").
 DEFAULT_SAMPLES = 2
-# ... and with --examples: two redraws where the first answer fails the examples.
-EXAMPLES_SAMPLES = 3
+# ... and with --examples: where the first answer fails the examples, its second look, the
+# function written afresh (a fix's), and one more redraw.
+EXAMPLES_SAMPLES = 4
 
 
 class WriteBack(Enum):

@@ -228,6 +228,8 @@ class Report:
             stats["finding"] = {"kind": finding.kind, "name": finding.name, "line": finding.line}
         if candidate.verdict and (examples := candidate.verdict.examples):
             stats["examples"] = examples.summary()
+        if candidate.afresh:
+            stats["afresh"] = candidate.afresh
         seconds = stats["seconds"]  # where the wall time went, from start-up to the last token
         stats["wall_seconds"] = {
             **{k: round(v, 4) for k, v in {**self.startup, **result.timings}.items()},

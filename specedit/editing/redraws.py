@@ -3,10 +3,11 @@ in turn by a `Drawing` (editing/selection.py) until one has its say.
 
 An answer that copied its prompt's own words is redrawn from just before them, one that writes
 what cannot run (a name nothing defines, a call or attribute that does not match) from the line
-that writes it, one that fails the examples from a branch point, an unchanged answer to
-a fix or an edit from the first candidate's next branch point, a fix that may be right gets its
-second look, and any other is sampled as the editing benchmarks sample and told why the last
-could not be right.
+that writes it, a fix whose first two candidates could not be right, where the examples judge
+it, written afresh from its function's docstring, one that fails the examples from a branch
+point, an unchanged answer to a fix or an edit from the first candidate's next branch point, a
+fix that may be right gets its second look, and any other is sampled as the editing benchmarks
+sample and told why the last could not be right.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
 from specedit.editing import examples as file_examples
+from specedit.editing.afresh import Afresh, function_to_write
 from specedit.editing.branches import check_start, leak_start
 from specedit.editing.editor import EditRequest
 from specedit.editing.verdicts import PROMPT_WORDS, UNCHANGED, UNCHANGED_EDIT, UNCHANGED_FIX
@@ -61,12 +63,14 @@ def redraw_feedback(problem: str) -> str:
 @dataclass(frozen=True)
 class Redraw:
     """A candidate to draw: its request (None: none is drawn), whether it is a fix's branch
-    redraw, delivered with its first change only (`first_change`), and whether it is the
-    second look, which is judged against the first answer's reach too."""
+    redraw, delivered with its first change only (`first_change`), whether it is the
+    second look, which is judged against the first answer's reach too, and the function it
+    writes afresh, whose body its answer gives (None: the answer is the text itself)."""
 
     request: EditRequest | None
     first_change_only: bool = False
     look: bool = False
+    afresh: Afresh | None = None
 
 
 class RedrawPolicy(Protocol):
@@ -126,6 +130,21 @@ class ExamplesRedraw:
         return Redraw(drawing.branched(start, look), first_change_only=look, look=look)
 
 
+class AfreshRedraw:
+    """A fix with examples to judge it whose first two candidates could not be right (a
+    third is drawn only then): the function the instruction names, written afresh from its
+    signature and docstring (editing/afresh.py), its body put in place of the old one."""
+
+    def redraw(self, drawing: Drawing, number: int, problem: str | None) -> Redraw | None:
+        if number != 2 or drawing.examples is None or drawing.unchanged != UNCHANGED_FIX:
+            return None
+        fix = drawing.request
+        found = function_to_write(fix.text, fix.instruction)
+        if found is None:
+            return None
+        return Redraw(found.request(fix), afresh=found)
+
+
 @dataclass(frozen=True)
 class BranchRedraw:
     """An unchanged answer to a fix or an edit, redrawn from the first candidate's next branch
@@ -159,14 +178,14 @@ class SecondLook:
 
 class SampledRedraw:
     """Sampled as the editing benchmarks sample (`sampled`), told why the last candidate
-    could not be right (`redraw_feedback`; the examples' report where it failed them): what
-    is left once no branch is."""
+    could not be right (`redraw_feedback`), or, where one failed the examples, their report
+    on the last that did, which says what the code must do: what is left once no branch is."""
 
     def redraw(self, drawing: Drawing, number: int, problem: str | None) -> Redraw:
         request = drawing.request
-        last = drawing.candidates[-1].verdict if drawing.candidates else None
-        if problem and last is not None and last.failed_examples:
-            feedback = file_examples.feedback(last.examples.output)
+        failed = [c.verdict for c in drawing.candidates if c.verdict.failed_examples]
+        if problem and failed:
+            feedback = file_examples.feedback(failed[-1].examples.output)
         else:
             feedback = redraw_feedback(problem) if problem else request.feedback
         return Redraw(
@@ -178,12 +197,13 @@ def redraw_policies(unchanged: str | None, vote: bool) -> list[RedrawPolicy]:
     """The policies for the candidates after the first, in the order they are asked: votes
     are independent samples; otherwise a first answer that copied its prompt's words is
     redrawn from just before them, one that writes what cannot run from the line that writes
-    it, one that fails the examples from a branch point, an unchanged answer to a fix
-    or an edit (`unchanged`: what is wrong with one) from a branch point, a fix that may be
-    right gets its second look, and any other is sampled."""
+    it, a fix with examples whose first two could not be right written afresh from its
+    docstring, one that fails the examples from a branch point, an unchanged answer to a fix or
+    an edit (`unchanged`: what is wrong with one) from a branch point, a fix that may be right
+    gets its second look, and any other is sampled."""
     if vote:
         return [SampledRedraw()]
-    policies: list[RedrawPolicy] = [LeakRedraw(), CheckRedraw(), ExamplesRedraw()]
+    policies: list[RedrawPolicy] = [LeakRedraw(), CheckRedraw(), AfreshRedraw(), ExamplesRedraw()]
     if unchanged is not None:
         policies.append(BranchRedraw(fix=unchanged == UNCHANGED_FIX))
     if unchanged == UNCHANGED_FIX:

@@ -99,13 +99,15 @@ class Candidate:
     """One candidate edit: the editor's result with the text it delivers (a fix's branch
     redraw: the first answer with the redraw's first change made), its number among those
     drawn (from 0), the attribution of its tokens where the caller made one (the CLI's, as the
-    dashboard showed them: editing knows no view), and its verdict once judged. Replaced,
+    dashboard showed them: editing knows no view), its verdict once judged, and the function
+    it wrote afresh where it is that candidate (editing/afresh.py). Replaced,
     never changed: each carries its own attribution to the delivery."""
 
     result: EditResult
     number: int = 0
     attribution: Any = None
     verdict: Verdict | None = None
+    afresh: str | None = None  # the function it wrote afresh from its docstring, if it did
 
     @property
     def text(self) -> str:
@@ -269,6 +271,15 @@ class Drawing:
         except EditError as exc:
             self.failures.append(exc)
             return None
+        if redraw.afresh is not None:  # the answer is the function: its body goes in the text
+            request = self.request  # a region's imports are the file's, out of its reach
+            text = redraw.afresh.put_in(request.text, made.text, request.surroundings is None)
+            if text is None:
+                name = redraw.afresh.name
+                self.failures.append(EditError(f"the answer written afresh has no {name}()"))
+                return None
+            result = replace(made.result, text=text, before_passes={})
+            made = replace(made, result=result, afresh=redraw.afresh.name)
         if redraw.first_change_only:  # its change where it branched, the first's text elsewhere
             text = first_change(self.first.text, made.text)
             before = {

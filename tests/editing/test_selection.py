@@ -228,18 +228,52 @@ def test_with_examples_a_call_the_instruction_gives_with_its_value_checks_each_c
 def test_with_examples_that_no_candidate_passes_what_a_draw_without_them_picks_is_delivered(
     tmp_path, tiny_model_dir, tokenizer, monkeypatch
 ):
-    """Three candidates by default: the first, its second look, then one sampled and shown
-    doctest's report; none passes, so the examples tell nothing and the second look is
+    """Four candidates by default: the first, its second look, the function written afresh
+    (here as it was: unchanged), then one sampled and shown doctest's report on the last that
+    failed the examples; none passes, so the examples tell nothing and the second look is
     delivered, as without them, with a warning."""
     file = tmp_path / "add.py"
     file.write_text(DOCUMENTED)
     answers = [DOCUMENTED.replace("a - b", f"a {op} b") for op in "*/%"]
-    calls = _answering(monkeypatch, answers, tokenizer)
+    calls = _answering(monkeypatch, [*answers[:2], DOCUMENTED, answers[2]], tokenizer)
     result = _run_fix(file, tiny_model_dir, "--examples")
     assert result.exit_code == 0, result.stderr
-    assert result.stdout == answers[1] and len(calls) == 3
-    assert "Failed example" in calls[2].request.feedback  # doctest's own report
+    assert result.stdout == answers[1] and len(calls) == 4
+    assert calls[2].request.prompt == "afresh"
+    assert "Failed example" in calls[3].request.feedback  # doctest's own report
     assert "no candidate passes the examples; delivering" in result.stderr
+
+
+def test_with_examples_a_fix_whose_first_two_fail_them_gets_its_function_written_afresh(
+    tmp_path, tiny_model_dir, tokenizer, monkeypatch
+):
+    """After the first answer and its second look fail the examples, the function the
+    instruction names is written from the file up to the end of its docstring (its body left
+    out); the answer's body takes the old one's place, indented as it was, and it passes and
+    is delivered with the file's docstring kept, the stats naming it. Without a function the
+    instruction names, the third candidate is the sampled redraw, as before."""
+    import json
+
+    file = tmp_path / "add.py"
+    file.write_text(DOCUMENTED)
+    wrong = [DOCUMENTED.replace("a - b", f"a {op} b") for op in "*/"]
+    written = 'def add(a, b):\n  """Add."""\n  total = a + b\n  return total\n'
+    calls = _answering(monkeypatch, [*wrong, written], tokenizer)
+    stats = tmp_path / "stats.json"
+    result = _run_fix(file, tiny_model_dir, "--examples", "--stats-file", str(stats))
+    assert result.exit_code == 0, result.stderr
+    fixed = DOCUMENTED.replace("    return a - b", "    total = a + b\n    return total")
+    assert result.stdout == fixed
+    assert "add() written afresh from its signature and docstring passes" in result.stderr
+    assert json.loads(stats.read_text())["afresh"] == "add"
+    asked = calls[2].request
+    assert (asked.prompt, asked.text) == ("afresh", DOCUMENTED.removesuffix("    return a - b\n"))
+    assert "`add`" in asked.instruction and "add subtracts" in asked.instruction
+    assert "number 3 delivered" in result.stderr
+
+    calls = _answering(monkeypatch, [*wrong, written], tokenizer)
+    result = _run_fix(file, tiny_model_dir, "--examples", instruction="the sum is wrong")
+    assert [c.request.prompt for c in calls] == ["fix", "fix", "fix"]
 
 
 def test_examples_are_run_only_where_the_file_has_some_and_never_on_stdin(
@@ -703,8 +737,9 @@ def test_a_default_fix_makes_two_generations_a_redraw_or_a_look_and_checks_each_
     assert written == times and stats["new_tokens"] == 1 and checks == 1
 
 
-def _bench_add(tiny_model_dir, tmp_path, **setup):
-    """The bench's row for one task: fix `add`, checked by its tests, on the tiny model."""
+def _bench_add(tiny_model_dir, tmp_path, source=SOURCE, **setup):
+    """The bench's row for one task: fix `add` (in `source`), checked by its tests, on the
+    tiny model."""
     import json
 
     from specedit.bench.runner import run_bench
@@ -714,7 +749,7 @@ def _bench_add(tiny_model_dir, tmp_path, **setup):
         "id": "add",
         "kind": "fix",
         "instruction": "add subtracts",
-        "input": SOURCE,
+        "input": source,
         "language": "python",
         "tests": "assert add(2, 3) == 5",
     }
@@ -735,6 +770,18 @@ def test_the_bench_runs_a_samples_setup_and_scores_the_chosen_candidate(
     row = _bench_add(tiny_model_dir, tmp_path, selections=["3"])
     assert row.method == "pld~s3" and row.passed and row.attempts == 2 and len(calls) == 2
     assert row.unchanged is False and calls[1].request.steering.forced  # redrawn where unsure
+
+
+def test_the_bench_row_names_the_function_its_delivered_candidate_wrote_afresh(
+    tiny_model_dir, tokenizer, tmp_path, monkeypatch
+):
+    wrong = [DOCUMENTED.replace("a - b", f"a {op} b") for op in "*/"]
+    written = 'def add(a, b):\n    """Add."""\n    return b + a\n'
+    calls = _answering(monkeypatch, [*wrong, written], tokenizer)
+    row = _bench_add(tiny_model_dir, tmp_path, DOCUMENTED, selections=["examples4"])
+    assert row.passed and row.afresh == "add" and calls[2].request.prompt == "afresh"
+    _answering(monkeypatch, [SOURCE, DOCUMENTED.replace("a - b", "a + b")], tokenizer)
+    assert _bench_add(tiny_model_dir, tmp_path, DOCUMENTED, selections=["3"]).afresh is None
 
 
 def test_the_bench_checks_the_delivered_answer_without_each_pass_that_changed_it(
