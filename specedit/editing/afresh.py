@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from specedit.editing import stated
 from specedit.editing.editor import UNSTEERED, EditRequest, Mode
 from specedit.editing.region import UNPARSABLE
+from specedit.editing.snippets import indentation
 
 TEMPLATE = "afresh"
 # Room for the function's body beyond its shown head (the answer's limit is sized by the input,
@@ -84,21 +85,22 @@ def graft(text: str, name: str, answer: str, imports: bool = True) -> str | None
     and, with `imports` (`text` is a whole file, not a region of one), the answer's imports of
     names `text` does not bind put after its own; None where the answer has no such function
     with a body of its own lines."""
-    old, new = _function(_parse(text), name), _function(_parse(answer), name)
+    written_tree = _parse(answer)
+    old, new = _function(_parse(text), name), _function(written_tree, name)
     if old is None or new is None:
         return None
     old_start, new_start = _body_start(old), _body_start(new)
     if not old_start or not new_start:
         return None
     lines, written = text.split("\n"), answer.split("\n")
-    indent, written_indent = _indent(lines[old_start - 1]), _indent(written[new_start - 1])
+    indent, written_indent = indentation(lines[old_start - 1]), indentation(written[new_start - 1])
     body = [
         indent + line.removeprefix(written_indent) if line.strip() else line
         for line in written[new_start - 1 : new.end_lineno]
     ]
     lines[old_start - 1 : old.end_lineno] = body
     grafted = "\n".join(lines)
-    return _with_imports(grafted, answer) if imports else grafted
+    return _with_imports(grafted, answer, written_tree) if imports else grafted
 
 
 def _parse(source: str) -> ast.Module | None:
@@ -117,27 +119,18 @@ def _body_start(function: ast.FunctionDef) -> int | None:
     """The line the function's body starts after its docstring; None where it has no
     docstring (nothing to write it from) or nothing after it."""
     first = function.body[0]
-    documented = (
-        isinstance(first, ast.Expr)
-        and isinstance(first.value, ast.Constant)
-        and isinstance(first.value.value, str)
-    )
-    if not documented or len(function.body) < 2 or function.body[1].lineno <= first.end_lineno:
+    if ast.get_docstring(function, clean=False) is None or len(function.body) < 2:
         return None
-    return first.end_lineno + 1
+    return first.end_lineno + 1 if function.body[1].lineno > first.end_lineno else None
 
 
-def _indent(line: str) -> str:
-    return line[: len(line) - len(line.lstrip())]
-
-
-def _with_imports(text: str, answer: str) -> str:
+def _with_imports(text: str, answer: str, written: ast.Module) -> str:
     """`text` with the answer's top-level imports of names it does not bind (an import never
     stands in for what the file defines: a copy of a standard module importing the real one),
     after its own last import (where it has none, before its first statement other than its
-    docstring)."""
-    tree, written = _parse(text), _parse(answer)
-    if tree is None or written is None:
+    docstring); `written` is the answer parsed."""
+    tree = _parse(text)
+    if tree is None:
         return text
     bound = stated.top_level_names(text) | {n for node in tree.body for n in _imported(node)}
     missing = [

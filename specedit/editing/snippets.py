@@ -46,7 +46,8 @@ def is_marker(line: str) -> bool:
     return MARKER.match(line) is not None
 
 
-def _indent(line: str) -> str:
+def indentation(line: str) -> str:
+    """The blanks that start `line`."""
     return line[: len(line) - len(line.lstrip())]
 
 
@@ -61,9 +62,9 @@ class Unit:
     @property
     def head(self) -> int:
         """Index of its first line that is not a decorator (nor a decorator's continuation)."""
-        base = len(_indent(self.lines[0]))
+        base = len(indentation(self.lines[0]))
         for i, line in enumerate(self.lines):
-            if len(_indent(line)) == base and not line.lstrip().startswith("@"):
+            if len(indentation(line)) == base and not line.lstrip().startswith("@"):
                 return i
         return 0
 
@@ -81,9 +82,9 @@ class Unit:
             end += 1
             if depth <= 0 or end == len(self.lines):
                 break
-        own = _indent(self.lines[0])
+        own = indentation(self.lines[0])
         footer_start = len(self.lines)
-        while footer_start > end and _indent(self.lines[footer_start - 1]) == own:
+        while footer_start > end and indentation(self.lines[footer_start - 1]) == own:
             footer_start -= 1
         return self.lines[:end], self.lines[end:footer_start], self.lines[footer_start:]
 
@@ -92,13 +93,13 @@ def split(lines: list[str]) -> tuple[list[Unit], list[str]]:
     """A block's lines as units at its indentation, and the blank lines after the last."""
     units: list[Unit] = []
     blank: list[str] = []
-    base = min((len(_indent(line)) for line in lines if line.strip()), default=0)
+    base = min((len(indentation(line)) for line in lines if line.strip()), default=0)
     decorated = False  # the last line at the base was a decorator: the next one joins it
     for line in lines:
         if not line.strip():
             blank.append(line)
             continue
-        at_base = len(_indent(line)) == base
+        at_base = len(indentation(line)) == base
         joins = (
             units
             and not units[-1].marker
@@ -128,7 +129,7 @@ def _shift(lines: list[str], old: str, new: str) -> list[str] | None:
 
 
 def _base(units: list[Unit]) -> str:
-    return _indent(units[0].lines[0]) if units else ""
+    return indentation(units[0].lines[0]) if units else ""
 
 
 class Doubt(Exception):
