@@ -239,8 +239,8 @@ class Drawer:
             with examples as check:
                 if self.samples.examples and check is None and not self.quiet:
                     say(
-                        f"{self.name}: no >>> examples and no call with its value in the "
-                        "instruction to run; --examples changes nothing here"
+                        f"{self.name}: no >>> examples and no call with its value in a "
+                        "docstring or the instruction to run; --examples changes nothing here"
                     )
                 chosen = choose_candidate(
                     self.run,

@@ -1,5 +1,6 @@
-"""`--examples`: a Python file's own `>>>` examples, and the calls its instruction says the
-value of (editing/stated.py), run on each candidate to prefer one that passes them.
+"""`--examples`: a Python file's own examples (`>>>`, and calls its docstrings give with their
+values outside doctest) and the calls its instruction says the value of (editing/stated.py),
+run on each candidate to prefer one that passes them.
 
 A docstring's examples say what its function must do (`>>> median([1, 3, 2])` then `2`), and a
 fix that breaks them, or leaves the bug they show, is wrong whatever else it does; so does a
@@ -32,8 +33,9 @@ FAILED = "it fails the examples"
 
 
 def has_examples(text: str, language: str | None, instruction: str = "") -> bool:
-    """Whether `text` is Python with at least one `>>>` example to run, or `instruction` one
-    call of it with the value it should give."""
+    """Whether `text` is Python with at least one example to run (`>>>`, or a call its
+    docstrings give with its value), or `instruction` one call of it with the value it should
+    give."""
     doctests, cases = _examples(text, language, instruction)
     return doctests or bool(cases)
 
@@ -47,17 +49,18 @@ def reported(instruction: str, mode: Mode | None) -> str:
 def _examples(
     text: str, language: str | None, instruction: str
 ) -> tuple[bool, list[stated.Stated]]:
-    """Whether `text` has `>>>` examples, and the instruction's calls to run on it: those whose
-    names the file binds at its top level or Python's builtins are (not a variable the
-    instruction speaks of, which the file does not have), and that read at least one of the
-    file's. Nothing for a language other than Python."""
+    """Whether `text` has `>>>` examples, and the calls its docstrings and the instruction give
+    with their values to run on it: those whose names the file binds at its top level or
+    Python's builtins are (not a variable the instruction speaks of, which the file does not
+    have), and that read at least one of the file's. Nothing for a language other than
+    Python."""
     if language != "python":
         return False, []
     names = stated.top_level_names(text)
     known = names | set(dir(builtins))
     cases = [
         case
-        for case in stated.stated_examples(instruction)
+        for case in [*stated.docstring_examples(text), *stated.stated_examples(instruction)]
         if case.names <= known and case.names & names
     ]
     return EXAMPLE.search(text) is not None, cases
@@ -68,8 +71,9 @@ def examples_check(
     path: Path, text: str, language: str | None, asked: bool, instruction: str = ""
 ) -> Iterator[Callable[[str], CheckResult] | None]:
     """Where `asked` and `text` (the file at `path`) has examples: `check(candidate)`, which
-    runs doctest and then the instruction's calls on the candidate by this interpreter, as a
-    `--test` command in a copy of the file's folder (`checks.command_check`); None otherwise."""
+    runs doctest and then the docstrings' and the instruction's calls on the candidate by this
+    interpreter, as a `--test` command in a copy of the file's folder (`checks.command_check`);
+    None otherwise."""
     doctests, cases = _examples(text, language, instruction) if asked else (False, [])
     if not (doctests or cases):
         yield None

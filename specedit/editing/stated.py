@@ -1,7 +1,8 @@
 """The examples an instruction states: a call and the value it should give, as a bug report
 writes them ("`median([1, 3, 5, 7])` gives 5.0, not 4.0", "`dirname('/usr')` returns ''
-instead of '/'", "`f(2)` should be 4"). With `--examples` they are run on each candidate
-beside the file's own `>>>` examples (editing/examples.py).
+instead of '/'", "`f(2)` should be 4"); and those a docstring gives outside doctest, a call and
+its value on one line ("search([4, 1, 2]) == 2", "eat(5, 6) -> [11, 4]"). With `--examples`
+they are run on each candidate beside the file's own `>>>` examples (editing/examples.py).
 
 Only what leaves no doubt is read: the call in backticks (or a bare `name(...)`), then in the
 same sentence "instead of", ", not", or "should/must be/return/give", then a Python literal that
@@ -41,6 +42,9 @@ VALUE_END = re.compile(
     r"\s*(?:$|[.,;:!?)](?!\w)|(?:and|but|when|whenever|which|while|since|because|so|instead)\b)",
     re.IGNORECASE,
 )
+# A docstring's example: a call that starts a line, then an arrow or `==` before its value.
+DOCSTRING_CALL = re.compile(r"^[ \t]*(?:[*\-•][ \t]+)?([^\W\d][\w.]*\()", re.MULTILINE)
+ARROW = re.compile(r"[ \t]*(?:#[ \t]*)?(?:==>|==|=>|->|➞|→|returns\b|gives\b)[ \t]*")
 VALUE_CHARS = 400  # the longest value read: each shorter start is parsed in turn
 SHOWN = reprlib.Repr()  # a returned value as the report shows it: cut, not megabytes
 SHOWN.maxstring = SHOWN.maxother = 200
@@ -51,6 +55,7 @@ SHOWN.maxlist = SHOWN.maxtuple = SHOWN.maxdict = 20
 class Stated:
     call: str  # Python source of the call
     want: str  # the value it should give, as the literal's source
+    said_by: str = "the instruction"  # who says so, as the report names it
 
     @cached_property
     def names(self) -> set[str]:
@@ -91,18 +96,20 @@ def _closing(text: str, start: int) -> int | None:
 
 def _literal(text: str) -> tuple[str, object] | None:
     """The longest start of `text` (up to VALUE_CHARS) that is a Python literal and ends its
-    clause, and its value; a tuple only in parentheses (`1,000` is not one)."""
+    clause, and its value; a tuple only in parentheses (`1,000` is not one), a comment after
+    it left out."""
     for end in range(min(len(text), VALUE_CHARS), 0, -1):
         piece = text[:end].strip()
         if not piece or piece.endswith(",") or not VALUE_END.match(text, end):
             continue
         try:
-            value = ast.literal_eval(piece)
+            tree = ast.parse(piece, mode="eval")
+            value = ast.literal_eval(tree)
         except (*UNPARSABLE, TypeError):
             continue
         if isinstance(value, tuple) and not piece.startswith("("):
             continue
-        return piece, value
+        return ast.get_source_segment(piece, tree.body, padded=True) or piece, value
     return None
 
 
@@ -141,6 +148,42 @@ def _case(call: str, clause: str) -> Stated | None:
     return Stated(call, value[0])
 
 
+def docstring_examples(text: str) -> list[Stated]:
+    """The calls a Python file's docstrings give with their values in the forms written
+    outside doctest: a call that starts a line (after a bullet, if any), then `==`, `->`, `=>`,
+    `==>`, `➞`, "returns" or "should be/return/give" (after a `#`, if any), then a literal that
+    ends the line ("search([4, 1, 2]) == 2", "* eat(5, 6, 10) -> [11, 4]", "f('a')  # returns
+    'b'"). A call may span lines; a `>>>` line is doctest's."""
+    try:
+        tree = ast.parse(text)
+    except UNPARSABLE:
+        return []
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, *DEFINITIONS)):
+            found += _docstring_cases(ast.get_docstring(node) or "")
+    return found
+
+
+def _docstring_cases(docstring: str) -> list[Stated]:
+    found, position = [], 0
+    while match := DOCSTRING_CALL.search(docstring, position):
+        end = _closing(docstring, match.end())
+        if end is None:
+            break
+        call, position = docstring[match.start(1) : end], end
+        line_end = docstring.find("\n", end)
+        rest = docstring[end : line_end if line_end >= 0 else len(docstring)]
+        if arrow := ARROW.match(rest):
+            value = _literal(rest[arrow.end() :])
+            case = Stated(call, value[0]) if value and _is_call(call) else None
+        else:
+            case = _case(call, rest)
+        if case is not None:
+            found.append(Stated(case.call, case.want, "the docstring"))
+    return found
+
+
 def _is_call(source: str) -> bool:
     try:
         return isinstance(ast.parse(source, mode="eval").body, ast.Call)
@@ -167,7 +210,8 @@ def same(got: object, want: object) -> bool:
 def encode(cases: list[Stated]) -> str:
     """The cases as the check's command line takes them: JSON, its braces escaped so that no
     `{file}` in an instruction reads as the command's placeholder."""
-    return json.dumps([[case.call, case.want] for case in cases]).replace("{", "\\u007b")
+    encoded = json.dumps([[case.call, case.want, case.said_by] for case in cases])
+    return encoded.replace("{", "\\u007b")
 
 
 def main(path: str, cases: str) -> int:
@@ -182,16 +226,16 @@ def main(path: str, cases: str) -> int:
         print(f"running the file raised {type(exc).__name__}: {exc}")
         return 1
     failed = 0
-    for call, want in json.loads(cases):
+    for call, want, said_by in json.loads(cases):
         try:
             got = eval(call, namespace)  # the user's own instruction, under --examples
             right = same(got, ast.literal_eval(want))
         except (Exception, SystemExit) as exc:  # what it raised is the report
-            print(f"{call} raised {type(exc).__name__}: {exc}; the instruction says {want}")
+            print(f"{call} raised {type(exc).__name__}: {exc}; {said_by} says {want}")
             failed += 1
             continue
         if not right:
-            print(f"{call} returned {SHOWN.repr(got)}; the instruction says {want}")
+            print(f"{call} returned {SHOWN.repr(got)}; {said_by} says {want}")
             failed += 1
     return 1 if failed else 0
 

@@ -285,7 +285,7 @@ def test_examples_are_run_only_where_the_file_has_some_and_never_on_stdin(
     _answering(monkeypatch, [fixed, SOURCE], tokenizer)
     result = _run_fix(file, tiny_model_dir, "--examples")
     assert result.exit_code == 0 and result.stdout == fixed, result.stderr
-    assert "no >>> examples and no call with its value in the instruction" in result.stderr
+    assert "no >>> examples and no call with its value in a docstring" in result.stderr
     for options, message in [
         (("--test", "true"), "--examples and --test both check candidates"),
         (("--samples", "1"), "--examples chooses among candidates"),

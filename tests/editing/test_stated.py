@@ -1,4 +1,5 @@
-"""The calls an instruction gives with the value each should give, and their check."""
+"""The calls an instruction or a docstring gives with the value each should give, and their
+check."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 
 from specedit.editing import stated
 from specedit.editing.examples import examples_check, has_examples
-from specedit.editing.stated import Stated, stated_examples
+from specedit.editing.stated import Stated, docstring_examples, stated_examples
 
 READ = [
     ("`median([1, 3, 5, 7])` gives 5.0, not 4.0.", [("median([1, 3, 5, 7])", "4.0")]),
@@ -42,6 +43,7 @@ READ = [
     ("`f(2)` returns 4, not 5", [("f(2)", "5")]),
     ("`is_even(2)` returns 1 instead of True", [("is_even(2)", "True")]),
     ("`f(2)` returns 4.0 instead of 4", []),  # the wrong value equals the right one
+    ("`f(2)` should be 4  # not 5", [("f(2)", "4")]),  # a comment is not the value's
     pytest.param("`f(1)`" + " " * 10_000 + "x", [], id="a-long-run-of-spaces"),
 ]
 
@@ -49,6 +51,57 @@ READ = [
 @pytest.mark.parametrize("instruction,cases", READ)
 def test_the_instruction_s_calls_and_values_are_read(instruction, cases):
     assert stated_examples(instruction) == [Stated(call, want) for call, want in cases]
+
+
+def _documented(docstring: str) -> str:
+    return f'def f(x):\n    """{docstring}"""\n    return x\n'
+
+
+DOCSTRINGS = [
+    (
+        "Examples:\n    search([4, 1, 2]) == 2\n    search([5, 5]) == -1\n",
+        [("search([4, 1, 2])", "2"), ("search([5, 5])", "-1")],
+    ),
+    # each arrow of the examples written outside doctest, bullets, a comment before or after
+    (
+        "* eat(5, 6, 10) -> [11, 4]\n- eat(1, 1, 1) → [2, 0]",
+        [("eat(5, 6, 10)", "[11, 4]"), ("eat(1, 1, 1)", "[2, 0]")],
+    ),
+    ('avg(1, 5) => "0b11"\navg(7, 5) ==> -1', [("avg(1, 5)", '"0b11"'), ("avg(7, 5)", "-1")]),
+    ("split('a b') ➞ ['a', 'b']", [("split('a b')", "['a', 'b']")]),
+    (
+        "count('aB')  # returns 1\ncheck('x.txt') # => 'Yes' (a letter first)",
+        [("count('aB')", "1")],
+    ),
+    ("enc('hi') returns 'lm'", [("enc('hi')", "'lm'")]),
+    ("odd(5) == [1, 5] # the sequence is 5, 16, 8, 4, 2, 1", [("odd(5)", "[1, 5]")]),
+    ("case({'a': 1}) should return True.", [("case({'a': 1})", "True")]),
+    (
+        "get([\n  [1, 2],\n  [3, 1]\n], 1) == [(0, 0), (1, 1)]",
+        [("get([\n  [1, 2],\n  [3, 1]\n], 1)", "[(0, 0), (1, 1)]")],
+    ),
+    # what leaves a doubt is not read: a value in words, a name, mid-line, doctest's own lines
+    ("simple(1, 4) => true\nhappy(a) => False", [("happy(a)", "False")]),
+    ("tri(n) = 1 + n / 2, if n is even.\nf(x) returns the sum of x", []),
+    ("for pick(7, 34) == 34", []),
+    (">>> f(1) == 2\nTrue", []),
+    ("f(1) == 2 and f(2) == 4", [("f(1)", "2")]),  # a call mid-line is prose's
+]
+
+
+@pytest.mark.parametrize("docstring,cases", DOCSTRINGS)
+def test_a_docstring_s_examples_written_outside_doctest_are_read(docstring, cases):
+    said = [Stated(call, want, "the docstring") for call, want in cases]
+    assert docstring_examples(_documented(docstring)) == said
+
+
+def test_every_docstring_of_the_file_is_read_and_nothing_else():
+    text = (
+        '"""Module.\n\ntop(1) == 1\n"""\n\nclass C:\n    """C.\n\n    c(2) -> 2\n    """\n\n'
+        '    def m(self):\n        """m(3) => 3"""\n\n# n(4) == 4\nx = """\ns(5) == 5\n"""\n'
+    )
+    assert [case.call for case in docstring_examples(text)] == ["top(1)", "c(2)", "m(3)"]
+    assert docstring_examples("def broken(:\n") == []
 
 
 FILE = (
@@ -82,6 +135,19 @@ def test_the_check_runs_each_call_on_the_candidate_and_says_what_it_gave(tmp_pat
     assert "add(2, 3) returned -1; the instruction says 5" in wrong.output
     assert "add(2, 3) raised ZeroDivisionError: division by zero" in raising.output
     assert path.read_text() == FILE  # the candidates ran in a copy
+
+
+def test_the_docstring_s_examples_are_run_and_said_to_be_its(tmp_path):
+    text = _documented("Examples:\n    f(2) -> 3\n    f(0) -> 0\n")
+    path = tmp_path / "f.py"
+    path.write_text(text)
+    assert has_examples(text, "python", "Fix bugs in f.")
+    with examples_check(path, text, "python", asked=True, instruction="Fix f.") as check:
+        wrong = check(text)
+        right = check(text.replace("return x", "return x + x // 2"))
+    assert right.passed, right.output
+    assert "f(2) returned 2; the docstring says 3" in wrong.output
+    assert "f(0)" not in wrong.output
 
 
 def test_braces_in_an_instruction_do_not_read_as_the_command_s_placeholder(tmp_path):
