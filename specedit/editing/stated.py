@@ -151,9 +151,9 @@ def _case(call: str, clause: str) -> Stated | None:
 def docstring_examples(text: str) -> list[Stated]:
     """The calls a Python file's docstrings give with their values in the forms written
     outside doctest: a call that starts a line (after a bullet, if any), then `==`, `->`, `=>`,
-    `==>`, `➞`, "returns" or "should be/return/give" (after a `#`, if any), then a literal that
-    ends the line ("search([4, 1, 2]) == 2", "* eat(5, 6, 10) -> [11, 4]", "f('a')  # returns
-    'b'"). A call may span lines; a `>>>` line is doctest's."""
+    `==>`, `➞`, "returns", "gives" or "should be/return/give" (after a `#`, if any), then a
+    literal that ends the line ("search([4, 1, 2]) == 2", "* eat(5, 6, 10) -> [11, 4]",
+    "f('a')  # returns 'b'"). A call may span lines; a `>>>` line is doctest's."""
     try:
         tree = ast.parse(text)
     except UNPARSABLE:
