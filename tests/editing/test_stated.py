@@ -80,7 +80,8 @@ DOCSTRINGS = [
         "get([\n  [1, 2],\n  [3, 1]\n], 1) == [(0, 0), (1, 1)]",
         [("get([\n  [1, 2],\n  [3, 1]\n], 1)", "[(0, 0), (1, 1)]")],
     ),
-    # what leaves a doubt is not read: a value in words, a name, mid-line, doctest's own lines
+    # what leaves a doubt is not read: a value in words, prose, a call mid-line, doctest's own
+    # lines (a call that reads a name the file does not bind is read, and not run: below)
     ("simple(1, 4) => true\nhappy(a) => False", [("happy(a)", "False")]),
     ("tri(n) = 1 + n / 2, if n is even.\nf(x) returns the sum of x", []),
     ("for pick(7, 34) == 34", []),
@@ -120,6 +121,8 @@ def test_only_calls_of_what_the_file_defines_are_run():
     assert not has_examples(FILE, "python", "`len('ab')` should be 2")  # nothing of the file
     assert not has_examples(FILE, "text", "`add(2, 3)` returns -1 instead of 5")
     assert not has_examples(FILE, "python", "add subtracts")
+    assert has_examples(_documented("f(1) -> 1"), "python")
+    assert not has_examples(_documented("f(a) -> 1"), "python")  # `a` is nothing of the file's
 
 
 def test_the_check_runs_each_call_on_the_candidate_and_says_what_it_gave(tmp_path):
