@@ -132,7 +132,7 @@ def _with_imports(text: str, answer: str, written: ast.Module) -> str:
     tree = _parse(text)
     if tree is None:
         return text
-    bound = stated.top_level_names(text) | {n for node in tree.body for n in _imported(node)}
+    bound = stated.bound_names(tree) | {n for node in tree.body for n in _imported(node)}
     missing = [
         ast.get_source_segment(answer, node)
         for node in written.body

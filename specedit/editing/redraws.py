@@ -183,9 +183,9 @@ class SampledRedraw:
 
     def redraw(self, drawing: Drawing, number: int, problem: str | None) -> Redraw:
         request = drawing.request
-        failed = [c.verdict for c in drawing.candidates if c.verdict.failed_examples]
-        if problem and failed:
-            feedback = file_examples.feedback(failed[-1].examples.output)
+        failed = (c.verdict for c in reversed(drawing.candidates) if c.verdict.failed_examples)
+        if problem and (last_failed := next(failed, None)) is not None:
+            feedback = file_examples.feedback(last_failed.examples.output)
         else:
             feedback = redraw_feedback(problem) if problem else request.feedback
         return Redraw(

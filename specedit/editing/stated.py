@@ -22,7 +22,7 @@ import re
 import reprlib
 import runpy
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
 
@@ -69,9 +69,13 @@ def top_level_names(text: str) -> set[str]:
     definitions, assignments and `from ... import` names (not a module it imports whole, whose
     calls give what they give whatever the edit)."""
     try:
-        tree = ast.parse(text)
+        return bound_names(ast.parse(text))
     except UNPARSABLE:
         return set()
+
+
+def bound_names(tree: ast.Module) -> set[str]:
+    """`top_level_names` of a file already parsed."""
     names = set()
     for node in tree.body:
         if isinstance(node, DEFINITIONS):
@@ -180,7 +184,7 @@ def _docstring_cases(docstring: str) -> list[Stated]:
         else:
             case = _case(call, rest)
         if case is not None:
-            found.append(Stated(case.call, case.want, "the docstring"))
+            found.append(replace(case, said_by="the docstring"))
     return found
 
 
