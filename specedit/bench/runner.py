@@ -56,7 +56,7 @@ from specedit.editing import prompts, selection, snippets
 from specedit.editing.attempts import Attempt, attempt_edits
 from specedit.editing.checks import CheckResult
 from specedit.editing.editor import EditRequest, EditResult, Mode, prepare
-from specedit.editing.examples import examples_check, has_examples, reported
+from specedit.editing.examples import examples_check, reported
 from specedit.editing.local import LocalEditor
 from specedit.editing.runaway import RUNAWAY
 from specedit.engine.cost import (
@@ -462,10 +462,10 @@ def _examples(
     """The check of a candidate's examples (`>>>`, the calls its instruction states) as
     --examples runs it, in a folder holding the task's input alone; None where they were not
     asked for or there are none."""
-    instruction = reported(task.instruction, Mode.of_template(task.kind))
-    if not (samples.examples and has_examples(task.input, task.language, instruction)):
+    if not samples.examples:
         yield None
         return
+    instruction = reported(task.instruction, Mode.of_template(task.kind))
     with tempfile.TemporaryDirectory(prefix="specedit-examples-") as folder:
         path = Path(folder) / "candidate.py"
         path.write_text(task.input, encoding="utf-8")

@@ -32,23 +32,13 @@ TIMEOUT = 30.0  # seconds a candidate's examples may take: a loop the fix left i
 FAILED = "it fails the examples"
 
 
-def has_examples(text: str, language: str | None, instruction: str = "") -> bool:
-    """Whether `text` is Python with at least one example to run (`>>>`, or a call its
-    docstrings give with its value), or `instruction` one call of it with the value it should
-    give."""
-    doctests, cases = _examples(text, language, instruction)
-    return doctests or bool(cases)
-
-
 def reported(instruction: str, mode: Mode | None) -> str:
     """What of an instruction may state calls and their values: all of it, but not an apply's,
     which is a snippet of code rather than a report of what calls give."""
     return "" if mode is Mode.APPLY else instruction
 
 
-def _examples(
-    text: str, language: str | None, instruction: str
-) -> tuple[bool, list[stated.Stated]]:
+def runnable(text: str, language: str | None, instruction: str) -> tuple[bool, list[stated.Stated]]:
     """Whether `text` has `>>>` examples, and the calls its docstrings and the instruction give
     with their values to run on it: those whose names the file binds at its top level or
     Python's builtins are (not a variable the instruction speaks of, which the file does not
@@ -74,7 +64,7 @@ def examples_check(
     runs doctest and then the docstrings' and the instruction's calls on the candidate by this
     interpreter, as a `--test` command in a copy of the file's folder (`checks.command_check`);
     None otherwise."""
-    doctests, cases = _examples(text, language, instruction) if asked else (False, [])
+    doctests, cases = runnable(text, language, instruction) if asked else (False, [])
     if not (doctests or cases):
         yield None
         return

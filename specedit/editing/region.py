@@ -27,6 +27,16 @@ NAME_IN_BACKTICKS = re.compile(r"`([^\W\d]\w*(?:\.[^\W\d]\w*)*)")
 UNPARSABLE = (SyntaxError, ValueError, RecursionError, MemoryError)
 
 
+def documented(tree: ast.AST) -> list[ast.AST]:
+    """The nodes of `tree` whose body opens with a docstring: the module, classes, functions."""
+    return [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Module, *DEFINITIONS))
+        and ast.get_docstring(node, clean=False) is not None
+    ]
+
+
 @dataclass(frozen=True)
 class Surroundings:
     """What lies around the region: shown to the model, put back around its answer."""

@@ -21,7 +21,7 @@ import re
 import tokenize
 
 from specedit.editing.proofread import Correction, applied
-from specedit.editing.region import UNPARSABLE, named_lines
+from specedit.editing.region import UNPARSABLE, documented, named_lines
 
 # "Rename `old` ... to `new`": the first name in backticks after "rename", and the first after
 # the "to" that follows it.
@@ -29,7 +29,6 @@ RENAME = re.compile(
     r"\brename\b[^`]*`(?P<old>[A-Za-z_]\w*)`.*?\bto\b[^`]*`(?P<new>[A-Za-z_]\w*)`",
     re.I | re.S,
 )
-DOCUMENTED = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
 
 
 def _tokens(source: str) -> list[tokenize.TokenInfo]:
@@ -42,11 +41,7 @@ def _tokens(source: str) -> list[tokenize.TokenInfo]:
 
 def _docstrings(source: str) -> set[int]:
     """The first lines (1-based) of `source`'s docstrings."""
-    starts = set()
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, DOCUMENTED) and ast.get_docstring(node, clean=False) is not None:
-            starts.add(node.body[0].lineno)
-    return starts
+    return {node.body[0].lineno for node in documented(ast.parse(source))}
 
 
 def finish_rename(original: str, text: str, instruction: str) -> tuple[str, list[Correction]]:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
 
-from specedit.editing.region import DEFINITIONS, UNPARSABLE
+from specedit.editing.region import DEFINITIONS, UNPARSABLE, documented
 
 CALL = re.compile(r"`([^`\n]+\))`|(?<![\w.`])([^\W\d][\w.]*\()")
 # The words before the right value; a lookbehind, so a long run of spaces is not scanned anew
@@ -162,11 +162,7 @@ def docstring_examples(text: str) -> list[Stated]:
         tree = ast.parse(text)
     except UNPARSABLE:
         return []
-    found = []
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Module, *DEFINITIONS)):
-            found += _docstring_cases(ast.get_docstring(node) or "")
-    return found
+    return [case for node in documented(tree) for case in _docstring_cases(ast.get_docstring(node))]
 
 
 def _docstring_cases(docstring: str) -> list[Stated]:

@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from specedit.editing import lint, safety
 from specedit.editing.checks import CheckResult
 from specedit.editing.editor import EditResult, Mode
-from specedit.editing.region import UNPARSABLE
+from specedit.editing.region import UNPARSABLE, documented
+from specedit.editing.snippets import indentation
 
 UNCHANGED_FIX = "unchanged, but a fix was asked for"
 UNCHANGED_EDIT = "unchanged, but a change was asked for"
@@ -110,15 +111,10 @@ def blanks_only(original: str, text: str) -> bool:
 
     def lines(of: str) -> list[str]:
         return [
-            line[: len(line) - len(line.lstrip())] + " ".join(line.split())
-            for line in of.splitlines()
-            if line.strip()
+            indentation(line) + " ".join(line.split()) for line in of.splitlines() if line.strip()
         ]
 
     return lines(original) == lines(text)
-
-
-_DOCUMENTED = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
 
 
 def same_code(original: str, text: str) -> bool:
@@ -130,9 +126,8 @@ def same_code(original: str, text: str) -> bool:
             tree = ast.parse(source)
         except UNPARSABLE:
             return False
-        for node in ast.walk(tree):
-            if isinstance(node, _DOCUMENTED) and ast.get_docstring(node, clean=False) is not None:
-                node.body = node.body[1:]
+        for node in documented(tree):
+            node.body = node.body[1:]
         trees.append(ast.dump(tree))
     return trees[0] == trees[1]
 

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from specedit.editing import stated
-from specedit.editing.examples import examples_check, has_examples
+from specedit.editing.examples import examples_check, runnable
 from specedit.editing.stated import Stated, docstring_examples, stated_examples
 
 READ = [
@@ -111,18 +111,24 @@ FILE = (
 )
 
 
+def _run(text: str, language: str, instruction: str = "") -> list[str]:
+    """The calls `runnable` would run on `text`."""
+    return [case.call for case in runnable(text, language, instruction)[1]]
+
+
 def test_only_calls_of_what_the_file_defines_are_run():
     assert stated.top_level_names(FILE) == {"pi", "add", "Box"}  # not a module imported whole
-    assert has_examples(FILE, "python", "`add(2, 3)` returns -1 instead of 5")
-    assert has_examples(FILE, "python", "`add(len('ab'), pi)` should be 5.14159")
-    assert not has_examples(FILE, "python", "with `r = Box()`, `r.get(1)` should be 2")
-    assert not has_examples(FILE, "python", "`add(x, 1)` should be 4 where x is 3")
-    assert not has_examples(FILE, "python", "`os.path.basename('/a/')` should be 'a'")
-    assert not has_examples(FILE, "python", "`len('ab')` should be 2")  # nothing of the file
-    assert not has_examples(FILE, "text", "`add(2, 3)` returns -1 instead of 5")
-    assert not has_examples(FILE, "python", "add subtracts")
-    assert has_examples(_documented("f(1) -> 1"), "python")
-    assert not has_examples(_documented("f(a) -> 1"), "python")  # `a` is nothing of the file's
+    assert _run(FILE, "python", "`add(2, 3)` returns -1 instead of 5") == ["add(2, 3)"]
+    assert _run(FILE, "python", "`add(len('ab'), pi)` should be 5.14159") == ["add(len('ab'), pi)"]
+    assert _run(FILE, "python", "with `r = Box()`, `r.get(1)` should be 2") == []
+    assert _run(FILE, "python", "`add(x, 1)` should be 4 where x is 3") == []
+    assert _run(FILE, "python", "`os.path.basename('/a/')` should be 'a'") == []
+    assert _run(FILE, "python", "`len('ab')` should be 2") == []  # nothing of the file
+    assert _run(FILE, "text", "`add(2, 3)` returns -1 instead of 5") == []
+    assert _run(FILE, "python", "add subtracts") == []
+    assert _run(_documented("f(1) -> 1"), "python") == ["f(1)"]
+    assert _run(_documented("f(a) -> 1"), "python") == []  # `a` is nothing of the file's
+    assert runnable(">>> add(1, 1)\n" + FILE, "python", "") == (True, [])
 
 
 def test_the_check_runs_each_call_on_the_candidate_and_says_what_it_gave(tmp_path):
@@ -144,7 +150,7 @@ def test_the_docstring_s_examples_are_run_and_said_to_be_its(tmp_path):
     text = _documented("Examples:\n    f(2) -> 3\n    f(0) -> 0\n")
     path = tmp_path / "f.py"
     path.write_text(text)
-    assert has_examples(text, "python", "Fix bugs in f.")
+    assert _run(text, "python", "Fix bugs in f.") == ["f(2)", "f(0)"]
     with examples_check(path, text, "python", asked=True, instruction="Fix f.") as check:
         wrong = check(text)
         right = check(text.replace("return x", "return x + x // 2"))
