@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from helpers import ChainsOnly, OracleDrafter, greedy_reference, repeating_prompt
 
-from specedit.drafting.copying.length import AdaptiveLength, AgreementLength
+from specedit.drafting.copying.length import JUMP_PRIOR, PRIOR, AdaptiveLength, AgreementLength
 from specedit.drafting.registry import make_drafter
 from specedit.engine import cost
 from specedit.engine.cost import PROBE_SIZES, ContextCost, PassCost, measure, measure_context, size
@@ -293,6 +293,29 @@ def test_copies_of_the_answer_learn_apart_from_copies_of_the_prompt():
     assert confidence.chances(memory, from_answer, 1)[0] < answer_before[0] / 2
     assert confidence.chances(memory, from_prompt, 4) == prompt_before
     assert confidence.inner.tested == AdaptiveLength().tested  # the prompt's buckets untouched
+
+
+def test_a_copy_that_jumps_elsewhere_in_the_input_is_read_from_buckets_of_its_own():
+    """Once a copy of the input has been accepted, a copy that barely agrees and starts
+    elsewhere than just after it (the model's new text meeting a word the input has somewhere
+    else) is read from the jumps' own, lower, prior and teaches only those buckets; one that goes
+    on near where the last copy ended is read as before."""
+    memory = Memory(list(range(100, 200)))
+    memory.extend([500, 501])  # the answer's own new tokens: every anchor agrees for 0
+    confidence = AgreementLength()
+    first = confidence.chances(memory, 60, 1)[0]  # nothing accepted yet: no jump
+    confidence.chances(memory, 50, 4)
+    confidence.observe(drafted=4, accepted=4)  # the answer left the input after position 54
+    near, far = confidence.chances(memory, 60, 1)[0], confidence.chances(memory, 10, 1)[0]
+    assert first == pytest.approx(PRIOR[0][0])
+    assert far == pytest.approx(JUMP_PRIOR[0][0]) and far < near / 2
+    inner = list(confidence.inner.tested)
+    for _ in range(5):
+        confidence.chances(memory, 10, 4)
+        confidence.observe(drafted=4, accepted=0)
+    assert confidence.inner.tested == inner
+    assert confidence.jumps.tested[0] == JUMP_PRIOR[0][1] + 5
+    assert confidence.chances(memory, 10, 1)[0] < far
 
 
 def test_a_copy_that_holds_grows_surer_token_by_token():

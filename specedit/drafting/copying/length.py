@@ -28,6 +28,13 @@ AGREEMENT_EDGES = (1, 2, 4, 8, 16)  # buckets: 0, 1, 2-3, 4-7, 8-15, 16+
 # How many of a token's own copies the agreement's estimate weighs as (AgreementLength).
 PAST_WEIGHT = 1.0
 PRIOR = ((0.70, 4), (0.80, 4), (0.88, 4), (0.93, 4), (0.96, 4), (0.98, 4))  # (mean, weight)
+# A copy of the input whose anchor agrees for at most JUMP_AGREEMENT tokens and does not lie
+# within NEAR tokens after where the last accepted copy of the input ended is a jump elsewhere
+# in the input; jumps are accepted far less often than copies that go on where the answer left
+# the input (docs/engines.md, "Copies that jump"), and learn from a prior of their own.
+JUMP_AGREEMENT = 1
+NEAR = 16
+JUMP_PRIOR = ((0.30, 4), (0.50, 4), *PRIOR[2:])
 
 
 def blockwise_length(survival: list[float], block: int, threshold: float, growth: float) -> int:
@@ -57,16 +64,23 @@ class AdaptiveLength:
     """Chooses how many tokens of a copy to draft, and learns from what was accepted."""
 
     def __init__(
-        self, block: int = 8, threshold: float = 0.2, growth: float = 1.03, max_length: int = 64
+        self,
+        block: int = 8,
+        threshold: float = 0.2,
+        growth: float = 1.03,
+        max_length: int = 64,
+        prior: tuple[tuple[float, int], ...] | None = None,
     ) -> None:
+        """`prior`: (mean, weight) per agreement bucket; PRIOR where None."""
         self.block, self.threshold, self.growth, self.max_length = (
             block,
             threshold,
             growth,
             max_length,
         )
-        self.accepted = [mean * weight for mean, weight in PRIOR]
-        self.tested = [float(weight) for _, weight in PRIOR]
+        prior = prior or PRIOR
+        self.accepted = [mean * weight for mean, weight in prior]
+        self.tested = [float(weight) for _, weight in prior]
 
     @staticmethod
     def bucket(agreement_length: int) -> int:
@@ -122,17 +136,23 @@ class AgreementLength:
 
     Copies of the answer's own earlier text (a docstring like the last one) hold or fail
     otherwise than copies of the input, so they learn in buckets of their own
-    (`from_answer`), from the same prior."""
+    (`from_answer`), from the same prior; so do jumps (`jumps`): copies of the input that barely
+    agree and start elsewhere than where the answer last left the input, which are mostly the
+    model's new text meeting a word the input has somewhere else."""
 
     def __init__(self, inner: AdaptiveLength | None = None) -> None:
         self.inner = inner or AdaptiveLength()  # copies of the prompt
         self.from_answer = AdaptiveLength()  # copies of the answer's own text (`chances`)
+        self.jumps = AdaptiveLength(max_length=self.inner.max_length, prior=JUMP_PRIOR)
         self._learner = self.inner  # the buckets the last draft was read from
         self._agreement = 0
+        self._anchor = 0
+        self._left_input: int | None = None  # the last input token a copy was accepted up to
         self._after: list[int] = []  # the token before each copied token of the last draft
         self.past: dict[int, list[float]] = {}  # token -> [copies accepted past it, tested]
 
     def _agree(self, memory: Memory, anchor: int) -> int:
+        self._anchor = anchor
         self._agreement = agreement(memory.tokens, anchor, len(memory) - 1)
         return self._agreement
 
@@ -142,13 +162,23 @@ class AgreementLength:
 
     def chances(self, memory: Memory, anchor: int, count: int) -> list[float]:
         self._after = memory.tokens[anchor : anchor + count]
-        self._learner = self.inner if anchor < memory.prompt_length else self.from_answer
+        agreement_length = self._agree(memory, anchor)
+        self._learner = self._learner_for(anchor, memory.prompt_length)
         return [
             self._past(token, chance)
             for token, chance in zip(
-                self._after, self._learner.chances(self._agree(memory, anchor), count), strict=True
+                self._after, self._learner.chances(agreement_length, count), strict=True
             )
         ]
+
+    def _learner_for(self, anchor: int, prompt_length: int) -> AdaptiveLength:
+        """The buckets a copy from `anchor` (its agreement read) is sized by and learns in."""
+        if anchor >= prompt_length:
+            return self.from_answer
+        left = self._left_input
+        if self._agreement <= JUMP_AGREEMENT and left is not None and not 0 < anchor - left <= NEAR:
+            return self.jumps
+        return self.inner
 
     def _past(self, token: int, chance: float) -> float:
         """`chance` or, if lower, the share of copies accepted past `token`, with `chance` as
@@ -158,6 +188,8 @@ class AgreementLength:
 
     def observe(self, drafted: int, accepted: int) -> None:
         self._learner.observe(self._agreement, drafted, accepted)
+        if accepted and self._learner is not self.from_answer:
+            self._left_input = self._anchor + accepted
         for i in range(min(accepted + 1, drafted, len(self._after))):
             counts = self.past.setdefault(self._after[i], [0.0, 0.0])
             counts[0] += i < accepted
