@@ -34,7 +34,7 @@ PRIOR = ((0.70, 4), (0.80, 4), (0.88, 4), (0.93, 4), (0.96, 4), (0.98, 4))  # (m
 # the input (docs/engines.md, "Copies that jump"), and learn from a prior of their own.
 JUMP_AGREEMENT = 1
 NEAR = 16
-JUMP_PRIOR = ((0.30, 4), (0.50, 4), *PRIOR[2:])
+JUMP_PRIOR = ((0.25, 4), (0.45, 4), *PRIOR[2:])
 
 
 def blockwise_length(survival: list[float], block: int, threshold: float, growth: float) -> int:
