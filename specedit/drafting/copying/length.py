@@ -135,10 +135,10 @@ class AgreementLength:
     past a token that copies have got through every time, the agreement's estimate stands.
 
     Copies of the answer's own earlier text (a docstring like the last one) hold or fail
-    otherwise than copies of the input, so they learn in buckets of their own
-    (`from_answer`), from the same prior; so do jumps (`jumps`): copies of the input that barely
-    agree and start elsewhere than where the answer last left the input, which are mostly the
-    model's new text meeting a word the input has somewhere else."""
+    otherwise than copies of the input, so they learn in buckets of their own (`from_answer`,
+    from the same prior), and so do jumps (`jumps`, from a lower one): copies of the input that
+    barely agree and start elsewhere than where the answer last left the input, which are
+    mostly the model's new text meeting a word the input has somewhere else."""
 
     def __init__(self, inner: AdaptiveLength | None = None) -> None:
         self.inner = inner or AdaptiveLength()  # copies of the prompt
@@ -147,7 +147,7 @@ class AgreementLength:
         self._learner = self.inner  # the buckets the last draft was read from
         self._agreement = 0
         self._anchor = 0
-        self._left_input: int | None = None  # the last input token a copy was accepted up to
+        self._left_input: int | None = None  # the last input token a copy got accepted up to
         self._after: list[int] = []  # the token before each copied token of the last draft
         self.past: dict[int, list[float]] = {}  # token -> [copies accepted past it, tested]
 
