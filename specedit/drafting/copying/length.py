@@ -143,7 +143,7 @@ class AgreementLength:
     def __init__(self, inner: AdaptiveLength | None = None) -> None:
         self.inner = inner or AdaptiveLength()  # copies of the prompt
         self.from_answer = AdaptiveLength()  # copies of the answer's own text (`chances`)
-        self.jumps = AdaptiveLength(max_length=self.inner.max_length, prior=JUMP_PRIOR)
+        self.jumps = AdaptiveLength(prior=JUMP_PRIOR)  # copies that jump (`chances`)
         self._learner = self.inner  # the buckets the last draft was read from
         self._agreement = 0
         self._anchor = 0
@@ -163,7 +163,7 @@ class AgreementLength:
     def chances(self, memory: Memory, anchor: int, count: int) -> list[float]:
         self._after = memory.tokens[anchor : anchor + count]
         agreement_length = self._agree(memory, anchor)
-        self._learner = self._learner_for(anchor, memory.prompt_length)
+        self._learner = self._learner_for(anchor, agreement_length, memory.prompt_length)
         return [
             self._past(token, chance)
             for token, chance in zip(
@@ -171,14 +171,17 @@ class AgreementLength:
             )
         ]
 
-    def _learner_for(self, anchor: int, prompt_length: int) -> AdaptiveLength:
-        """The buckets a copy from `anchor` (its agreement read) is sized by and learns in."""
+    def _learner_for(
+        self, anchor: int, agreement_length: int, prompt_length: int
+    ) -> AdaptiveLength:
+        """The buckets a copy from `anchor` that agrees for `agreement_length` tokens is sized
+        by and learns in."""
         if anchor >= prompt_length:
             return self.from_answer
         left = self._left_input
-        if self._agreement <= JUMP_AGREEMENT and left is not None and not 0 < anchor - left <= NEAR:
-            return self.jumps
-        return self.inner
+        if left is None or agreement_length > JUMP_AGREEMENT or 0 < anchor - left <= NEAR:
+            return self.inner
+        return self.jumps
 
     def _past(self, token: int, chance: float) -> float:
         """`chance` or, if lower, the share of copies accepted past `token`, with `chance` as
