@@ -50,10 +50,11 @@ def _run_edits(
     merged without the model, which then loads only if that leaves a doubt."""
     from rich.console import Console
 
-    from specedit.cli.deliver import CheckCommand, edit_file, merge_file
+    from specedit.cli.deliver import CheckCommand, edit_file, merge_file, narrowed
     from specedit.cli.output import Delivery
-    from specedit.editing.editor import EditorUnavailable, EditRequest, Mode, context_estimate
+    from specedit.editing.editor import EditorUnavailable, EditRequest, Mode, context_needed
     from specedit.editing.local import LocalEditor
+    from specedit.editing.prompts import language_for
     from specedit.editing.selection import Samples
     from specedit.files import InputError, read_input, read_text
 
@@ -110,8 +111,21 @@ def _run_edits(
                 error(str(exc))
                 raise typer.Exit(Exit.MODEL) from None
     else:
-        limit = options.max_new_tokens
-        context = max((context_estimate(s.text, limit) for s in texts.values()), default=1)
+        # sized for what the first edits read: a long file's region, not all of it
+        asked = [
+            EditRequest(
+                source.text,
+                instruction,
+                mode=Mode(mode),
+                language=language_for(file),
+                max_new_tokens=options.max_new_tokens,
+            )
+            for file, source in texts.items()
+        ]
+        context = max(
+            (context_needed(r, narrowed(r, region, not options.whole)[0]) for r in asked),
+            default=1,
+        )
         editor = LocalEditor(
             *load_model(
                 options.model,

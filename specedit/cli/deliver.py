@@ -153,10 +153,10 @@ def edit_file(
             source = read_input(path)
             text, read = source.text, source.fingerprint
         request = replace(template, text=text, language=language_for(path))
-        located = locate(request) if narrow and not region else None
+        region, located = narrowed(request, region, narrow)
         title = name
         if located:
-            region, title = located.region, f"{name}: {located.name}"
+            title = f"{name}: {located.name}"
             if not delivery.quiet:
                 say(f"{name}: editing {located.describe()}; --whole edits all of it")
         run = Watcher(editor, title, console, live)
@@ -201,6 +201,16 @@ def edit_file(
         path, name, text, drawn.whole(candidate.text), delivery, request, read, checked
     )
     return max(code, report.stats(candidate, code == Exit.UNSAFE))
+
+
+def narrowed(
+    request: EditRequest, region: Region | None, narrow: bool
+) -> tuple[Region | None, Located | None]:
+    """The region an edit of `request` rewrites: `region` where one is given (`--lines`), else
+    with `narrow` the function the instruction is about (`localize.locate`, which also says
+    why), else None: the whole text."""
+    located = locate(request) if narrow and not region else None
+    return (located.region if located else region), located
 
 
 class Drawn(NamedTuple):

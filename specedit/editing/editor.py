@@ -154,12 +154,34 @@ def default_token_limit(input_tokens: int) -> int:
     return int(input_tokens * 1.5) + 128
 
 
-def context_estimate(text: str, max_new_tokens: int | None = None) -> int:
-    """A generous guess of the tokens an edit of `text` needs (its prompt, its answer's limit,
-    a draft), made before any tokenizer has loaded: code and prose run 3-4 bytes a token here,
-    two are assumed, and 256 tokens for the system prompt and the instruction."""
+def context_estimate(
+    text: str, max_new_tokens: int | None = None, rewritten: str | None = None
+) -> int:
+    """A generous guess of the tokens an edit that shows `text` needs (its prompt, its answer's
+    limit, a draft), made before any tokenizer has loaded: code and prose run 3-4 bytes a token
+    here, two are assumed, and 256 tokens for the system prompt and the instruction. The answer
+    is sized by `rewritten` where only that part of `text` is written again (a region)."""
     tokens = len(text.encode()) // 2
-    return 256 + tokens + (max_new_tokens or default_token_limit(tokens)) + MAX_DRAFT + 1
+    written = tokens if rewritten is None else len(rewritten.encode()) // 2
+    return 256 + tokens + (max_new_tokens or default_token_limit(written)) + MAX_DRAFT + 1
+
+
+def context_needed(request: EditRequest, region: Region | None) -> int:
+    """`context_estimate` of what the edit of `request` shows the model: with `region`, the
+    region and the surroundings its prompt shows, the region written again. A context sized
+    for a long file's whole text takes seconds to open and gigabytes to hold where the edit
+    reads a function of it; one that turns out too small is opened again, larger, when a
+    generation needs it (the whole file edited after all). A region the text does not have is
+    reported by the edit itself: the whole text is estimated here."""
+    if region is not None:
+        try:
+            inside, surroundings = region.cut(request.text)
+        except ValueError:
+            pass
+        else:
+            before, after = surroundings.shown()
+            return context_estimate(before + inside + after, request.max_new_tokens, inside)
+    return context_estimate(request.text, request.max_new_tokens)
 
 
 @dataclass(frozen=True)

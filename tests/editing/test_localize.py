@@ -7,14 +7,18 @@ import json
 import textwrap
 
 import pytest
+import typer
 from helpers import ScriptedEditor
 from rich.console import Console
+from typer.testing import CliRunner
 
+from specedit.cli import app
 from specedit.cli.deliver import edit_file
 from specedit.cli.exits import Exit
 from specedit.cli.output import Delivery
-from specedit.editing.editor import EditRequest, cut_off
+from specedit.editing.editor import EditRequest, context_estimate, cut_off
 from specedit.editing.localize import CONTEXT_LINES, LONG_FILE_LINES, locate
+from specedit.editing.region import Region
 
 TOPICS = [
     ("parse_header", "header", "Split a mail header into its name and its value."),
@@ -238,3 +242,31 @@ def test_an_answer_that_goes_past_the_chosen_region_is_made_for_the_whole_file(t
     said = capsys.readouterr().err
     assert "editing read_config (lines" in said and "--whole edits all of it" in said
     assert "the answer went on past read_config; editing the whole file" in said
+
+
+def test_the_model_is_loaded_for_the_region_a_long_file_s_edit_reads(tmp_path, monkeypatch):
+    """The context is opened before the first edit, sized by a guess of its tokens; sized for
+    a long file's whole text it takes seconds and gigabytes more than the function the edit
+    reads (one too small is opened again, larger, if the whole file is edited after all)."""
+    contexts = []
+
+    def load_model(*args):
+        contexts.append(args[-1])
+        raise typer.Exit(Exit.MODEL)
+
+    monkeypatch.setattr("specedit.cli.commands.load_model", load_model)
+    path = tmp_path / "mail.py"
+    path.write_text(LONG)
+    for flags in ([], ["--whole"], ["--lines", "checksum", "--context", "5"]):
+        result = CliRunner().invoke(app, ["fix", str(path), "read_config() drops it", *flags])
+        assert result.exit_code == Exit.MODEL
+    narrowed, whole, given = contexts
+
+    def shown(region: Region) -> int:
+        inside, surroundings = region.cut(LONG)
+        before, after = surroundings.shown()
+        return context_estimate(before + inside + after, None, inside)
+
+    assert whole == context_estimate(LONG)
+    assert narrowed == shown(Region(*_lines_of("read_config"), context=CONTEXT_LINES)) < whole
+    assert given == shown(Region(*_lines_of("checksum"), context=5)) < narrowed
