@@ -50,10 +50,11 @@ def _run_edits(
     merged without the model, which then loads only if that leaves a doubt."""
     from rich.console import Console
 
-    from specedit.cli.deliver import CheckCommand, edit_file, merge_file, narrowed
+    from specedit.cli.deliver import CheckCommand, edit_file, merge_file
     from specedit.cli.output import Delivery
     from specedit.editing.editor import EditorUnavailable, EditRequest, Mode, context_needed
     from specedit.editing.local import LocalEditor
+    from specedit.editing.localize import narrowed
     from specedit.editing.prompts import language_for
     from specedit.editing.selection import Samples
     from specedit.files import InputError, read_input, read_text

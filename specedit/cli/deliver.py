@@ -38,7 +38,7 @@ from specedit.editing.editor import (
     in_region,
 )
 from specedit.editing.examples import examples_check, reported
-from specedit.editing.localize import Located, locate
+from specedit.editing.localize import Located, narrowed
 from specedit.editing.prompts import EditPrompt, PromptError, language_for
 from specedit.editing.region import Region
 from specedit.editing.selection import ONE, Candidate, Samples, draw_edits
@@ -201,16 +201,6 @@ def edit_file(
         path, name, text, drawn.whole(candidate.text), delivery, request, read, checked
     )
     return max(code, report.stats(candidate, code == Exit.UNSAFE))
-
-
-def narrowed(
-    request: EditRequest, region: Region | None, narrow: bool
-) -> tuple[Region | None, Located | None]:
-    """The region an edit of `request` rewrites: `region` where one is given (`--lines`), else
-    with `narrow` the function the instruction is about (`localize.locate`, which also says
-    why), else None: the whole text."""
-    located = locate(request) if narrow and not region else None
-    return (located.region if located else region), located
 
 
 class Drawn(NamedTuple):

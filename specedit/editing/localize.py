@@ -106,6 +106,16 @@ def locate(request: EditRequest) -> Located | None:
     return Located(Region(unit.first, unit.last, context=CONTEXT_LINES), unit.name, why)
 
 
+def narrowed(
+    request: EditRequest, region: Region | None, narrow: bool
+) -> tuple[Region | None, Located | None]:
+    """The region an edit of `request` rewrites: `region` where one is given (`--lines`), else
+    with `narrow` the function the instruction is about (`locate`, which also says why), else
+    None: the whole text."""
+    located = locate(request) if narrow and not region else None
+    return (located.region if located else region), located
+
+
 def _named(units: list[_Unit], instruction: str) -> list[_Unit]:
     """The units the instruction names as code (`name`, name(), obj.name, a_snake_name):
     by their dotted name where it is written so, else by their own."""
