@@ -16,6 +16,13 @@ name a framework injects, a fragment of a larger program, an attribute set where
 cannot see) is the user's business, not the edit's, and is set aside: only what the answer
 brought in counts.
 
+Most of pylint's time on a long file goes to inferring what every call in it refers to, which
+builds each module the file imports (a second or two for a thousand lines that import
+`decimal` and `collections`). Where an answer changed the bodies of some top-level functions
+and nothing else, not even their parameters, no line outside those bodies can call or read
+anything otherwise than before, so pylint reads both texts with the other functions' bodies
+set aside (`set_aside`): the changed functions, every class and the module's own statements.
+
 pylint reads no configuration but its own empty one and loads no plugin: a cloned project's
 `pylintrc` or `pyproject.toml` may name code to run (`init-hook`, `load-plugins`), and
 reading an answer is not asking for that.
@@ -25,6 +32,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import re
 import tempfile
 import warnings
 from collections.abc import Callable
@@ -33,6 +41,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from pyflakes import checker, messages
+
+from specedit.editing.region import UNPARSABLE
 
 if TYPE_CHECKING:
     from pylint.message import Message
@@ -162,13 +172,110 @@ def _written(lines: list[str], message: Message) -> str:
 
 def new_findings(original: str, edited: str) -> list[Finding]:
     """`edited`'s findings that `original` did not have (`Finding.key`): pyflakes' first, and
-    pylint's only where pyflakes found none new. The input is read by a checker only where the
-    answer has findings of it."""
+    pylint's only where pyflakes found none new, both texts read with the bodies of the
+    functions the answer left alone set aside where it changed functions alone (`set_aside`).
+    The input is read by a checker only where the answer has findings of it."""
     for read in (findings, inferred_findings):
-        found = read(edited)
-        if found and (new := [f for f in found if f.key not in _keys(original, read)]):
+        before, after = (original, edited) if read is findings else set_aside(original, edited)
+        found = read(after)
+        if found and (new := [f for f in found if f.key not in _keys(before, read)]):
             return new
     return []
+
+
+def set_aside(original: str, edited: str) -> tuple[str, str]:
+    """Both Python texts with the bodies of the top-level functions they share unchanged set
+    aside (each a `raise NotImplementedError` on its first line, blank lines for the rest, so
+    that every other line keeps its number), where all that differs between them is the code
+    of top-level functions that keep their names, parameters, decorators and return
+    annotations: what a caller can see of them is the same. The bodies of the functions the
+    changed ones use, directly or through others, are read, since what a call returns is
+    inferred from them (`helper().count` where `helper` returns a list), and so are those of
+    the functions that call a changed one, which may use what it now returns. Both texts as
+    they are otherwise (an
+    import, a class, a signature changed; a text that does not parse): then any line may be
+    what the change breaks."""
+    try:
+        old, new = (
+            ast.parse(original.removeprefix("\ufeff")),
+            ast.parse(edited.removeprefix("\ufeff")),
+        )
+    except UNPARSABLE:
+        return original, edited
+    if len(old.body) != len(new.body):
+        return original, edited
+    unchanged = {}  # name: (before, after) of each function the answer left alone
+    changed = []
+    for before, after in zip(old.body, new.body, strict=True):
+        same = ast.dump(before) == ast.dump(after)
+        if not isinstance(before, FUNCTIONS) or not isinstance(after, FUNCTIONS):
+            if not same:
+                return original, edited
+        elif same:
+            unchanged[before.name] = (before, after)
+        elif _signature(before) != _signature(after):
+            return original, edited
+        else:
+            changed += [before, after]
+    names = {function.name for function in changed}
+    callers = [name for name, (before, _) in unchanged.items() if _uses(before, names)]
+    for name in _reached(changed, unchanged) | set(callers):
+        del unchanged[name]
+    if not unchanged:
+        return original, edited
+    return (
+        _stubbed(original, [before for before, _ in unchanged.values()]),
+        _stubbed(edited, [after for _, after in unchanged.values()]),
+    )
+
+
+def _uses(function: ast.AST, names: set[str]) -> bool:
+    return any(isinstance(node, ast.Name) and node.id in names for node in ast.walk(function))
+
+
+def _reached(functions: list[ast.AST], among: dict[str, tuple[ast.AST, ast.AST]]) -> set[str]:
+    """The names in `among` that `functions` use, and those that these use, and so on."""
+    reached: set[str] = set()
+    reading = list(functions)
+    while reading:
+        for node in ast.walk(reading.pop()):
+            if isinstance(node, ast.Name) and node.id in among and node.id not in reached:
+                reached.add(node.id)
+                reading.append(among[node.id][0])
+    return reached
+
+
+FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+# A line as Python numbers them: ended by \r\n, \r or \n (not by a form feed, as for
+# `str.splitlines`), the last one perhaps by nothing.
+LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+
+
+def _signature(function: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[str, ...]:
+    """What a caller sees of a function: its kind, name, parameters, decorators and return
+    annotation."""
+    return (
+        type(function).__name__,
+        function.name,
+        ast.dump(function.args),
+        *(ast.dump(decorator) for decorator in function.decorator_list),
+        ast.dump(function.returns) if function.returns else "",
+    )
+
+
+def _stubbed(source: str, functions: list[ast.FunctionDef | ast.AsyncFunctionDef]) -> str:
+    """`source` with each of `functions`' bodies a `raise NotImplementedError` on its first
+    line and blank lines after it; a body that starts on a line its signature shares is kept."""
+    lines = LINE.findall(source)
+    for function in functions:
+        first, last = function.body[0].lineno, function.body[-1].end_lineno or 0
+        line = lines[first - 1]
+        indentation = line[: len(line) - len(line.lstrip())]
+        if len(indentation.encode()) != function.body[0].col_offset:  # a line shared
+            continue
+        lines[first - 1] = indentation + "raise NotImplementedError\n"
+        lines[first:last] = ["\n"] * (last - first)
+    return "".join(lines)
 
 
 @functools.lru_cache(maxsize=8)

@@ -107,6 +107,69 @@ def test_the_input_s_own_call_and_attribute_findings_are_set_aside():
     assert _inferred(broken, original=dynamic) == [("call", "counter.bump()", 13)]
 
 
+MODULE = (
+    "import fractions\n"
+    "\n"
+    "\n"
+    "def ratio(a, b):\n"
+    "    return fractions.Fraction(a, b)\n"
+    "\n"
+    "\n"
+    "def half(a):\n"
+    '    """Half of a."""\n'
+    "    return a / 2\n"
+    "\n"
+    "\n"
+    "def third(a): return ratio(a, 3)\n"
+    "\n"
+    "\n"
+    "def quarter(a):\n"
+    "    return ratio(a, 4)\n"
+)
+
+
+def test_functions_an_answer_left_alone_are_read_without_their_bodies():
+    """Where an answer changed function bodies alone, pylint reads neither text's other
+    bodies (inferring them builds every module the file imports); each line keeps its number."""
+    fixed = MODULE.replace("return a / 2", "return a * 0.5")
+    before, after = lint.set_aside(MODULE, fixed)
+    assert "fractions.Fraction" not in before and "fractions.Fraction" not in after
+    assert "return a * 0.5" in after and "return ratio(a, 3)" in after  # a one-line body stays
+    for text, read in ((MODULE, before), (fixed, after)):
+        assert len(read.splitlines()) == len(text.splitlines())
+        assert read.splitlines()[4] == "    raise NotImplementedError"
+    # a function the changed body calls is read whole: what it returns is inferred from it
+    calls = MODULE.replace("return a / 2", "return ratio(a, 2).numeratorr")
+    assert "fractions.Fraction" in lint.set_aside(MODULE, calls)[1]
+    assert _inferred(calls, MODULE) == [("member", "ratio(a, 2).numeratorr", 10)]
+    # so is a function that calls a changed one: it may use what that now returns
+    returns = MODULE.replace("return fractions.Fraction(a, b)", "return None")
+    after = lint.set_aside(MODULE, returns)[1]
+    assert "return ratio(a, 4)" in after and "return a / 2" not in after
+    # a call the changed body gets wrong still meets the signature it calls
+    assert _inferred(MODULE.replace("a / 2", "ratio(a)"), MODULE) == [("call", "ratio(a)", 10)]
+
+
+@pytest.mark.parametrize(
+    "edited",
+    [
+        MODULE.replace("def ratio(a, b):", "def ratio(a, b, c):"),  # its callers may not pass c
+        MODULE.replace("import fractions", "import fractions as f"),
+        MODULE.replace("def half(a):", "@staticmethod\ndef half(a):"),
+        MODULE + "x = half(1)\n",
+        MODULE.replace("def half", "async def half"),
+    ],
+)
+def test_every_line_is_read_where_more_than_function_bodies_changed(edited):
+    assert lint.set_aside(MODULE, edited) == (MODULE, edited)
+
+
+def test_a_changed_signature_is_read_at_its_callers():
+    """The callers' lines are the unchanged functions' bodies: they are read in full."""
+    new_parameter = MODULE.replace("def ratio(a, b):", "def ratio(a, b, c):")
+    assert [f.line for f in lint.new_findings(MODULE, new_parameter)] == [13, 17]
+
+
 SIGN = "def sign(x):\n    if x > 0:\n        s = 1\n    else:\n        s = -1\n    return s\n"
 
 
