@@ -192,9 +192,8 @@ def set_aside(original: str, edited: str) -> tuple[str, str]:
     changed ones use, directly or through others, are read, since what a call returns is
     inferred from them (`helper().count` where `helper` returns a list), and so are those of
     the functions that call a changed one, which may use what it now returns. Both texts as
-    they are otherwise (an
-    import, a class, a signature changed; a text that does not parse): then any line may be
-    what the change breaks."""
+    they are otherwise (an import, a class, a signature changed; a text that does not parse):
+    then any line may be what the change breaks."""
     try:
         old, new = (
             ast.parse(original.removeprefix("\ufeff")),
@@ -221,15 +220,19 @@ def set_aside(original: str, edited: str) -> tuple[str, str]:
     callers = [name for name, (before, _) in unchanged.items() if _uses(before, names)]
     for name in _reached(changed, unchanged) | set(callers):
         del unchanged[name]
-    if not unchanged:
+    old_lines, new_lines = LINE.findall(original), LINE.findall(edited)
+    pairs = [
+        (before, after)
+        for before, after in unchanged.values()
+        if _body_alone(old_lines, before) and _body_alone(new_lines, after)
+    ]
+    if not pairs:
         return original, edited
-    return (
-        _stubbed(original, [before for before, _ in unchanged.values()]),
-        _stubbed(edited, [after for _, after in unchanged.values()]),
-    )
+    return _stubbed(old_lines, [b for b, _ in pairs]), _stubbed(new_lines, [a for _, a in pairs])
 
 
 def _uses(function: ast.AST, names: set[str]) -> bool:
+    """Whether `function` uses any of `names`."""
     return any(isinstance(node, ast.Name) and node.id in names for node in ast.walk(function))
 
 
@@ -263,17 +266,22 @@ def _signature(function: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[str, .
     )
 
 
-def _stubbed(source: str, functions: list[ast.FunctionDef | ast.AsyncFunctionDef]) -> str:
-    """`source` with each of `functions`' bodies a `raise NotImplementedError` on its first
-    line and blank lines after it; a body that starts on a line its signature shares is kept."""
-    lines = LINE.findall(source)
+def _body_alone(lines: list[str], function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether `function`'s body starts a line of its own (not its signature's: `def f(): ...`),
+    so that its lines can be set aside. A function set aside in one text only would have its
+    findings counted in the other alone."""
+    line = lines[function.body[0].lineno - 1]
+    return len(line.encode()) - len(line.lstrip().encode()) == function.body[0].col_offset
+
+
+def _stubbed(lines: list[str], functions: list[ast.FunctionDef | ast.AsyncFunctionDef]) -> str:
+    """The text of `lines` with each of `functions`' bodies a `raise NotImplementedError` on
+    its first line and blank lines after it."""
+    lines = list(lines)
     for function in functions:
         first, last = function.body[0].lineno, function.body[-1].end_lineno or 0
         line = lines[first - 1]
-        indentation = line[: len(line) - len(line.lstrip())]
-        if len(indentation.encode()) != function.body[0].col_offset:  # a line shared
-            continue
-        lines[first - 1] = indentation + "raise NotImplementedError\n"
+        lines[first - 1] = line[: len(line) - len(line.lstrip())] + "raise NotImplementedError\n"
         lines[first:last] = ["\n"] * (last - first)
     return "".join(lines)
 

@@ -146,6 +146,10 @@ def test_functions_an_answer_left_alone_are_read_without_their_bodies():
     returns = MODULE.replace("return fractions.Fraction(a, b)", "return None")
     after = lint.set_aside(MODULE, returns)[1]
     assert "return ratio(a, 4)" in after and "return a / 2" not in after
+    # a function one text writes on one line is read whole in both
+    one_line = fixed.replace("def quarter(a):\n    return", "def quarter(a): return")
+    before, after = lint.set_aside(MODULE, one_line)
+    assert "    return ratio(a, 4)" in before and "def quarter(a): return ratio(a, 4)" in after
     # a call the changed body gets wrong still meets the signature it calls
     assert _inferred(MODULE.replace("a / 2", "ratio(a)"), MODULE) == [("call", "ratio(a)", 10)]
 
