@@ -19,9 +19,11 @@ brought in counts.
 Most of pylint's time on a long file goes to inferring what every call in it refers to, which
 builds each module the file imports (a second or two for a thousand lines that import
 `decimal` and `collections`). Where an answer changed the bodies of some top-level functions
-and nothing else, not even their parameters, no line outside those bodies can call or read
-anything otherwise than before, so pylint reads both texts with the other functions' bodies
-set aside (`set_aside`): the changed functions, every class and the module's own statements.
+and nothing else, not even their parameters, pylint reads it without the bodies that cannot
+bring in a finding (`set_aside`): functions the changed ones do not reach by any name, that
+use no changed function (nor what uses one), and that assign nothing others read. The
+input's own findings are still read from the whole input, once, and only where the answer
+has some.
 
 pylint reads no configuration but its own empty one and loads no plugin: a cloned project's
 `pylintrc` or `pyproject.toml` may name code to run (`init-hook`, `load-plugins`), and
@@ -172,86 +174,163 @@ def _written(lines: list[str], message: Message) -> str:
 
 def new_findings(original: str, edited: str) -> list[Finding]:
     """`edited`'s findings that `original` did not have (`Finding.key`): pyflakes' first, and
-    pylint's only where pyflakes found none new, both texts read with the bodies of the
-    functions the answer left alone set aside where it changed functions alone (`set_aside`).
-    The input is read by a checker only where the answer has findings of it."""
+    pylint's only where pyflakes found none new, the answer read without the bodies that
+    cannot bring in a finding (`set_aside`). The input is read, whole, by a checker only where
+    the answer has findings of it."""
     for read in (findings, inferred_findings):
-        before, after = (original, edited) if read is findings else set_aside(original, edited)
-        found = read(after)
-        if found and (new := [f for f in found if f.key not in _keys(before, read)]):
+        found = read(edited if read is findings else set_aside(original, edited))
+        if found and (new := [f for f in found if f.key not in _keys(original, read)]):
             return new
     return []
 
 
-def set_aside(original: str, edited: str) -> tuple[str, str]:
-    """Both Python texts with the bodies of the top-level functions they share unchanged set
-    aside (each a `raise NotImplementedError` on its first line, blank lines for the rest, so
-    that every other line keeps its number), where all that differs between them is the code
-    of top-level functions that keep their names, parameters, decorators and return
-    annotations: what a caller can see of them is the same. The bodies of the functions the
-    changed ones use, directly or through others, are read, since what a call returns is
-    inferred from them (`helper().count` where `helper` returns a list), and so are those of
-    the functions that call a changed one, which may use what it now returns. Both texts as
-    they are otherwise (an import, a class, a signature changed; a text that does not parse):
-    then any line may be what the change breaks."""
+def set_aside(original: str, edited: str) -> str:
+    """Python `edited` with the bodies of the top-level functions that cannot bring in a
+    finding set aside (each a `raise NotImplementedError` on its first line, blank lines for
+    the rest, so that every other line keeps its number), where all that differs from
+    `original` is the code of top-level functions that keep their names, parameters,
+    decorators and return annotations. A body is read where the changed functions' findings
+    may be inferred through it (what they use, directly or through classes, module
+    statements and other functions), where its own may differ (it uses a changed function,
+    or what uses one), and where it assigns what others read (an attribute, a global): pylint
+    finds a member or a name wherever it is assigned. `edited` as it is otherwise (an import,
+    a class, a signature changed; a text that does not parse)."""
     try:
         old, new = (
             ast.parse(original.removeprefix("\ufeff")),
             ast.parse(edited.removeprefix("\ufeff")),
         )
     except UNPARSABLE:
-        return original, edited
+        return edited
     if len(old.body) != len(new.body):
-        return original, edited
-    unchanged = {}  # name: (before, after) of each function the answer left alone
-    changed = []
-    for before, after in zip(old.body, new.body, strict=True):
-        same = ast.dump(before) == ast.dump(after)
-        if not isinstance(before, FUNCTIONS) or not isinstance(after, FUNCTIONS):
-            if not same:
-                return original, edited
-        elif same:
-            unchanged[before.name] = (before, after)
-        elif _signature(before) != _signature(after):
-            return original, edited
-        else:
-            changed += [before, after]
-    names = {function.name for function in changed}
-    callers = [name for name, (before, _) in unchanged.items() if _uses(before, names)]
-    for name in _reached(changed, unchanged) | set(callers):
-        del unchanged[name]
-    old_lines, new_lines = LINE.findall(original), LINE.findall(edited)
-    pairs = [
-        (before, after)
-        for before, after in unchanged.values()
-        if _body_alone(old_lines, before) and _body_alone(new_lines, after)
+        return edited
+    changed: set[int] = set()
+    for index, (before, after) in enumerate(zip(old.body, new.body, strict=True)):
+        if ast.dump(before) == ast.dump(after):
+            continue
+        if not (isinstance(before, FUNCTIONS) and isinstance(after, FUNCTIONS)):
+            return edited
+        if _signature(before) != _signature(after):
+            return edited
+        changed.add(index)
+    statements = [_Statement.of(node) for node in new.body]
+    read = _reached(statements, changed | _depending(statements, changed) | _assigning(statements))
+    lines = LINE.findall(edited)
+    aside = [
+        node
+        for index, node in enumerate(new.body)
+        if index not in read and isinstance(node, FUNCTIONS) and _body_alone(lines, node)
     ]
-    if not pairs:
-        return original, edited
-    return _stubbed(old_lines, [b for b, _ in pairs]), _stubbed(new_lines, [a for _, a in pairs])
-
-
-def _uses(function: ast.AST, names: set[str]) -> bool:
-    """Whether `function` uses any of `names`."""
-    return any(isinstance(node, ast.Name) and node.id in names for node in ast.walk(function))
-
-
-def _reached(functions: list[ast.AST], among: dict[str, tuple[ast.AST, ast.AST]]) -> set[str]:
-    """The names in `among` that `functions` use, and those that these use, and so on."""
-    reached: set[str] = set()
-    reading = list(functions)
-    while reading:
-        for node in ast.walk(reading.pop()):
-            if isinstance(node, ast.Name) and node.id in among and node.id not in reached:
-                reached.add(node.id)
-                reading.append(among[node.id][0])
-    return reached
+    return _stubbed(lines, aside) if aside else edited
 
 
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 # A line as Python numbers them: ended by \r\n, \r or \n (not by a form feed, as for
 # `str.splitlines`), the last one perhaps by nothing.
 LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+
+
+@dataclass(frozen=True)
+class _Statement:
+    """A top-level statement: the module-level names it binds and those it may read, and
+    whether it is a function that assigns what others may read (an attribute, a global name: a
+    class or a module statement is read whole anyway)."""
+
+    binds: frozenset[str]
+    reads: frozenset[str]
+    assigns: bool
+
+    @classmethod
+    def of(cls, node: ast.stmt) -> _Statement:
+        loaded = {
+            n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+        }
+        if isinstance(node, ast.ClassDef):
+            return cls(frozenset({node.name}), frozenset(loaded), False)
+        if not isinstance(node, FUNCTIONS):
+            return cls(frozenset(_bound([node])), frozenset(loaded), False)
+        assigns = any(
+            isinstance(n, ast.Global)
+            or (isinstance(n, ast.Attribute) and not isinstance(n.ctx, ast.Load))
+            for n in ast.walk(node)
+        )
+        arguments = node.args
+        parameters = {
+            a.arg
+            for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+            + [a for a in (arguments.vararg, arguments.kwarg) if a]
+        }
+        local = (parameters | _bound(node.body)) - _declared_global(node)
+        return cls(frozenset({node.name}), frozenset(loaded - local), assigns)
+
+
+# Where names are a scope's own: functions, classes, lambdas and comprehensions.
+SCOPES = (
+    *FUNCTIONS,
+    ast.ClassDef,
+    ast.Lambda,
+    ast.ListComp,
+    ast.SetComp,
+    ast.DictComp,
+    ast.GeneratorExp,
+)
+
+
+def _bound(body: list[ast.stmt]) -> set[str]:
+    """The names `body`'s statements bind in their own scope: assigned, imported, or defined
+    (not the names inside a nested function, class, lambda or comprehension)."""
+    names: set[str] = set()
+    reading: list[ast.AST] = list(body)
+    while reading:
+        node = reading.pop()
+        if isinstance(node, SCOPES):
+            if isinstance(node, (*FUNCTIONS, ast.ClassDef)):
+                names.add(node.name)
+            continue
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            names.add(node.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+        reading += ast.iter_child_nodes(node)
+    return names
+
+
+def _declared_global(function: ast.AST) -> set[str]:
+    """The names `function` (or a function inside it) declares global: not its locals."""
+    return {name for n in ast.walk(function) if isinstance(n, ast.Global) for name in n.names}
+
+
+def _depending(statements: list[_Statement], changed: set[int]) -> set[int]:
+    """The `changed` statements, those that read what these bind, those that read what those
+    bind, and so on."""
+    found, names = set(changed), set().union(*(statements[i].binds for i in changed))
+    while True:
+        more = {i for i, s in enumerate(statements) if i not in found and s.reads & names}
+        if not more:
+            return found
+        found |= more
+        names |= set().union(*(statements[i].binds for i in more))
+
+
+def _assigning(statements: list[_Statement]) -> set[int]:
+    """The functions that assign what others may read."""
+    return {i for i, statement in enumerate(statements) if statement.assigns}
+
+
+def _reached(statements: list[_Statement], start: set[int]) -> set[int]:
+    """`start` and the statements that bind what they read, and so on."""
+    binders: dict[str, list[int]] = {}
+    for i, statement in enumerate(statements):
+        for name in statement.binds:
+            binders.setdefault(name, []).append(i)
+    found, reading = set(start), list(start)
+    while reading:
+        for name in statements[reading.pop()].reads:
+            for i in binders.get(name, ()):
+                if i not in found:
+                    found.add(i)
+                    reading.append(i)
+    return found
 
 
 def _signature(function: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[str, ...]:
@@ -268,8 +347,7 @@ def _signature(function: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[str, .
 
 def _body_alone(lines: list[str], function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     """Whether `function`'s body starts a line of its own (not its signature's: `def f(): ...`),
-    so that its lines can be set aside. A function set aside in one text only would have its
-    findings counted in the other alone."""
+    so that its lines can be set aside."""
     line = lines[function.body[0].lineno - 1]
     return len(line.encode()) - len(line.lstrip().encode()) == function.body[0].col_offset
 
@@ -279,7 +357,7 @@ def _stubbed(lines: list[str], functions: list[ast.FunctionDef | ast.AsyncFuncti
     its first line and blank lines after it."""
     lines = list(lines)
     for function in functions:
-        first, last = function.body[0].lineno, function.body[-1].end_lineno or 0
+        first, last = function.body[0].lineno, function.body[-1].end_lineno
         line = lines[first - 1]
         lines[first - 1] = line[: len(line) - len(line.lstrip())] + "raise NotImplementedError\n"
         lines[first:last] = ["\n"] * (last - first)

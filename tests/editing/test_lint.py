@@ -128,28 +128,24 @@ MODULE = (
 )
 
 
-def test_functions_an_answer_left_alone_are_read_without_their_bodies():
-    """Where an answer changed function bodies alone, pylint reads neither text's other
-    bodies (inferring them builds every module the file imports); each line keeps its number."""
+def test_functions_that_cannot_bring_in_a_finding_are_read_without_their_bodies():
+    """Where an answer changed function bodies alone, pylint reads it without the bodies
+    nothing changed can be inferred through (inferring them builds every module the file
+    imports); each line keeps its number."""
     fixed = MODULE.replace("return a / 2", "return a * 0.5")
-    before, after = lint.set_aside(MODULE, fixed)
-    assert "fractions.Fraction" not in before and "fractions.Fraction" not in after
-    assert "return a * 0.5" in after and "return ratio(a, 3)" in after  # a one-line body stays
-    for text, read in ((MODULE, before), (fixed, after)):
-        assert len(read.splitlines()) == len(text.splitlines())
-        assert read.splitlines()[4] == "    raise NotImplementedError"
+    read = lint.set_aside(MODULE, fixed)
+    assert "fractions.Fraction" not in read and "return a * 0.5" in read
+    assert "return ratio(a, 3)" in read  # a one-line body stays
+    assert len(read.splitlines()) == len(fixed.splitlines())
+    assert read.splitlines()[4] == "    raise NotImplementedError"
     # a function the changed body calls is read whole: what it returns is inferred from it
     calls = MODULE.replace("return a / 2", "return ratio(a, 2).numeratorr")
-    assert "fractions.Fraction" in lint.set_aside(MODULE, calls)[1]
+    assert "fractions.Fraction" in lint.set_aside(MODULE, calls)
     assert _inferred(calls, MODULE) == [("member", "ratio(a, 2).numeratorr", 10)]
     # so is a function that calls a changed one: it may use what that now returns
     returns = MODULE.replace("return fractions.Fraction(a, b)", "return None")
-    after = lint.set_aside(MODULE, returns)[1]
-    assert "return ratio(a, 4)" in after and "return a / 2" not in after
-    # a function one text writes on one line is read whole in both
-    one_line = fixed.replace("def quarter(a):\n    return", "def quarter(a): return")
-    before, after = lint.set_aside(MODULE, one_line)
-    assert "    return ratio(a, 4)" in before and "def quarter(a): return ratio(a, 4)" in after
+    read = lint.set_aside(MODULE, returns)
+    assert "return ratio(a, 4)" in read and "return a / 2" not in read
     # a call the changed body gets wrong still meets the signature it calls
     assert _inferred(MODULE.replace("a / 2", "ratio(a)"), MODULE) == [("call", "ratio(a)", 10)]
 
@@ -165,13 +161,76 @@ def test_functions_an_answer_left_alone_are_read_without_their_bodies():
     ],
 )
 def test_every_line_is_read_where_more_than_function_bodies_changed(edited):
-    assert lint.set_aside(MODULE, edited) == (MODULE, edited)
+    assert lint.set_aside(MODULE, edited) == edited
 
 
 def test_a_changed_signature_is_read_at_its_callers():
     """The callers' lines are the unchanged functions' bodies: they are read in full."""
     new_parameter = MODULE.replace("def ratio(a, b):", "def ratio(a, b, c):")
     assert [f.line for f in lint.new_findings(MODULE, new_parameter)] == [13, 17]
+
+
+HELPER = "def helper():\n    return [1]\n\n\n"
+CONFIG = "class Config:\n    pass\n\n\ndef register():\n    Config.debug = True\n\n\n"
+OWN = "class Box:\n    pass\n\n\ndef report():\n    return Box().label\n\n\n"
+
+
+@pytest.mark.parametrize(
+    "original, edited",
+    [
+        # what the changed function uses through a class's method, or a module's statement
+        (
+            "class C:\n    def m(self):\n        return helper()\n\n\n"
+            + HELPER
+            + "def changed():\n    return C().m().count(1)\n",
+            "class C:\n    def m(self):\n        return helper()\n\n\n"
+            + HELPER
+            + "def changed():\n    return C().m().cnt(1)\n",
+        ),
+        (
+            HELPER + "X = helper()\n\n\ndef changed():\n    return X.count(1)\n",
+            HELPER + "X = helper()\n\n\ndef changed():\n    return X.cnt(1)\n",
+        ),
+        # a caller of a caller of the changed function: what it returns changed for both
+        (
+            "def a():\n    return [1]\n\n\ndef b():\n    return a()\n\n\n"
+            "def c():\n    return b().append(2)\n",
+            "def a():\n    return 1\n\n\ndef b():\n    return a()\n\n\n"
+            "def c():\n    return b().append(2)\n",
+        ),
+        # an attribute a left-alone function assigns, read by the changed one
+        (
+            CONFIG + "def show():\n    return 1\n",
+            CONFIG + "def show():\n    return Config.debug\n",
+        ),
+        # the input's own finding, in a function the answer left alone
+        (OWN + "def show():\n    return 1\n", OWN + "def show():\n    return Box().label\n"),
+        # a comprehension's own variable does not hide the module's name from the function
+        (
+            HELPER + "def changed():\n    return [helper for helper in (1,)], helper().count(1)\n",
+            HELPER + "def changed():\n    return [helper for helper in (1,)], helper().cnt(1)\n",
+        ),
+    ],
+    ids=[
+        "through a class",
+        "through a statement",
+        "a caller's caller",
+        "assigned",
+        "own",
+        "comprehension",
+    ],
+)
+def test_what_the_bodies_set_aside_would_find_is_found_without_them(original, edited):
+    """The findings are those of reading the whole answer, whatever is set aside."""
+
+    def keys(found: list[lint.Finding]) -> list[tuple[str, str, int]]:
+        return [(f.kind, f.name, f.line) for f in found]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(lint, "set_aside", lambda original, edited: edited)
+        whole = keys(lint.new_findings(original, edited))
+    lint._keys.cache_clear()
+    assert keys(lint.new_findings(original, edited)) == whole
 
 
 SIGN = "def sign(x):\n    if x > 0:\n        s = 1\n    else:\n        s = -1\n    return s\n"
