@@ -85,7 +85,7 @@ class Finding:
 
     def problem(self, source: str) -> str:
         """The finding as a candidate's problem: what it is, its line number and the line."""
-        text = source.splitlines()[self.line - 1].strip() if self.line else ""
+        text = python_lines(source)[self.line - 1].strip() if self.line else ""
         where = f"line {self.line}: {text[:80]}"
         if self.kind == "undefined":
             return f"it uses {self.name!r}, which nothing defines ({where})"
@@ -154,7 +154,7 @@ def inferred_findings(source: str) -> list[Finding]:
                 Run(arguments, reporter=reporter, exit=False)
             except (RecursionError, MemoryError):
                 return []
-    lines = source.splitlines()
+    lines = python_lines(source)
     found = [
         Finding(_written(lines, message), message.line, message.msg, PYLINT_KINDS[message.symbol])
         for message in reporter.messages
@@ -214,14 +214,21 @@ def set_aside(original: str, edited: str) -> str:
             return edited
         changed.add(index)
     statements = [_Statement.of(node) for node in new.body]
-    read = _reached(statements, changed | _depending(statements, changed) | _assigning(statements))
+    read = _reached(statements, _depending(statements, changed))
     lines = LINE.findall(edited)
     aside = [
         node
         for index, node in enumerate(new.body)
         if index not in read and isinstance(node, FUNCTIONS) and _body_alone(lines, node)
     ]
-    return _stubbed(lines, aside) if aside else edited
+    if not aside:
+        return edited
+    stubbed = _stubbed(lines, aside)
+    try:  # a body this cannot cut cleanly is read as it is
+        ast.parse(stubbed.removeprefix("\ufeff"))
+    except UNPARSABLE:
+        return edited
+    return stubbed
 
 
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -230,38 +237,68 @@ FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 
 
+def python_lines(source: str) -> list[str]:
+    """`source`'s lines as Python and pylint number them, without their ends."""
+    return [line.rstrip("\r\n") for line in LINE.findall(source)]
+
+
 @dataclass(frozen=True)
 class _Statement:
-    """A top-level statement: the module-level names it binds and those it may read, and
-    whether it is a function that assigns what others may read (an attribute, a global name: a
-    class or a module statement is read whole anyway)."""
+    """A top-level statement: the module-level names it binds and those it may read. A name
+    whose attribute it assigns (`Config.debug = ...`), or that it declares global, counts as
+    one it binds: pylint finds a member or a global wherever it is assigned."""
 
     binds: frozenset[str]
     reads: frozenset[str]
-    assigns: bool
 
     @classmethod
     def of(cls, node: ast.stmt) -> _Statement:
-        loaded = {
-            n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
-        }
-        if isinstance(node, ast.ClassDef):
-            return cls(frozenset({node.name}), frozenset(loaded), False)
-        if not isinstance(node, FUNCTIONS):
-            return cls(frozenset(_bound([node])), frozenset(loaded), False)
-        assigns = any(
-            isinstance(n, ast.Global)
-            or (isinstance(n, ast.Attribute) and not isinstance(n.ctx, ast.Load))
-            for n in ast.walk(node)
-        )
+        if not isinstance(node, FUNCTIONS):  # every name it stores, and more, is safe here
+            stored = {name for n in ast.walk(node) for name in _stores(n)}
+            return cls(frozenset(stored | _bound([node]) | _assigned(node)), _loaded([node]))
         arguments = node.args
-        parameters = {
-            a.arg
-            for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
-            + [a for a in (arguments.vararg, arguments.kwarg) if a]
-        }
-        local = (parameters | _bound(node.body)) - _declared_global(node)
-        return cls(frozenset({node.name}), frozenset(loaded - local), assigns)
+        parameters = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+        parameters += [a for a in (arguments.vararg, arguments.kwarg) if a]
+        local = ({a.arg for a in parameters} | _bound(node.body)) - _declared_global(node)
+        outside = [*node.decorator_list, *arguments.defaults, *arguments.kw_defaults]
+        outside += [a.annotation for a in parameters] + [node.returns]
+        reads = (_loaded(node.body) - local) | _loaded([n for n in outside if n])
+        return cls(frozenset({node.name} | _assigned(node)), frozenset(reads))
+
+
+def _stores(node: ast.AST) -> list[str]:
+    """The names `node` itself stores: an assigned name, an `except ... as` name, a pattern's
+    capture."""
+    if isinstance(node, ast.Name):
+        return [] if isinstance(node.ctx, ast.Load) else [node.id]
+    if isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)):
+        return [node.name] if node.name else []
+    if isinstance(node, ast.MatchMapping):
+        return [node.rest] if node.rest else []
+    return []
+
+
+def _loaded(nodes: list[ast.AST]) -> frozenset[str]:
+    """The names read anywhere in `nodes`."""
+    return frozenset(
+        n.id
+        for node in nodes
+        for n in ast.walk(node)
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+    )
+
+
+def _assigned(node: ast.AST) -> set[str]:
+    """The names `node` assigns an attribute of (the first name of `a.b.c = ...`) or declares
+    global."""
+    names = {name for n in ast.walk(node) if isinstance(n, ast.Global) for name in n.names}
+    for target in ast.walk(node):
+        if isinstance(target, ast.Attribute) and not isinstance(target.ctx, ast.Load):
+            while isinstance(target, (ast.Attribute, ast.Subscript)):
+                target = target.value
+            if isinstance(target, ast.Name):
+                names.add(target.id)
+    return names
 
 
 # Where names are a scope's own: functions, classes, lambdas and comprehensions.
@@ -312,11 +349,6 @@ def _depending(statements: list[_Statement], changed: set[int]) -> set[int]:
         names |= set().union(*(statements[i].binds for i in more))
 
 
-def _assigning(statements: list[_Statement]) -> set[int]:
-    """The functions that assign what others may read."""
-    return {i for i, statement in enumerate(statements) if statement.assigns}
-
-
 def _reached(statements: list[_Statement], start: set[int]) -> set[int]:
     """`start` and the statements that bind what they read, and so on."""
     binders: dict[str, list[int]] = {}
@@ -348,8 +380,14 @@ def _signature(function: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[str, .
 def _body_alone(lines: list[str], function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     """Whether `function`'s body starts a line of its own (not its signature's: `def f(): ...`),
     so that its lines can be set aside."""
-    line = lines[function.body[0].lineno - 1]
-    return len(line.encode()) - len(line.lstrip().encode()) == function.body[0].col_offset
+    first = function.body[0]
+    line = lines[_first_line(first) - 1]
+    return len(line.encode()) - len(line.lstrip().encode()) == first.col_offset
+
+
+def _first_line(statement: ast.stmt) -> int:
+    """A statement's first line: its first decorator's, where it has any."""
+    return min([statement.lineno] + [d.lineno for d in getattr(statement, "decorator_list", [])])
 
 
 def _stubbed(lines: list[str], functions: list[ast.FunctionDef | ast.AsyncFunctionDef]) -> str:
@@ -357,7 +395,7 @@ def _stubbed(lines: list[str], functions: list[ast.FunctionDef | ast.AsyncFuncti
     its first line and blank lines after it."""
     lines = list(lines)
     for function in functions:
-        first, last = function.body[0].lineno, function.body[-1].end_lineno
+        first, last = _first_line(function.body[0]), function.body[-1].end_lineno
         line = lines[first - 1]
         lines[first - 1] = line[: len(line) - len(line.lstrip())] + "raise NotImplementedError\n"
         lines[first:last] = ["\n"] * (last - first)

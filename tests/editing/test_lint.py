@@ -210,6 +210,43 @@ OWN = "class Box:\n    pass\n\n\ndef report():\n    return Box().label\n\n\n"
             HELPER + "def changed():\n    return [helper for helper in (1,)], helper().count(1)\n",
             HELPER + "def changed():\n    return [helper for helper in (1,)], helper().cnt(1)\n",
         ),
+        # an attribute a module statement assigns from a function, or from a changed one
+        (
+            "class Config:\n    pass\n\n\n" + HELPER + "Config.debug = helper()\n\n\n"
+            "def changed():\n    return Config.debug.count(1)\n",
+            "class Config:\n    pass\n\n\n" + HELPER + "Config.debug = helper()\n\n\n"
+            "def changed():\n    return Config.debug.cnt(1)\n",
+        ),
+        (
+            "X = 0\n\n\ndef changed():\n    global X\n    X = [1]\n\n\n"
+            "def user():\n    return X.append(2)\n",
+            "X = 0\n\n\ndef changed():\n    global X\n    X = 2\n\n\n"
+            "def user():\n    return X.append(2)\n",
+        ),
+        # a pattern's capture binds a module name
+        (
+            HELPER + "match helper():\n    case y:\n        pass\n\n\n"
+            "def changed():\n    return y.count(1)\n",
+            HELPER + "match helper():\n    case y:\n        pass\n\n\n"
+            "def changed():\n    return y.cnt(1)\n",
+        ),
+        # a body set aside that opens with a decorated function, or holds a line separator
+        (
+            "import functools\n\n\ndef deco(f):\n    @functools.wraps(f)\n"
+            "    def wrapper(*a):\n        return f(*a)\n    return wrapper\n\n\n"
+            + OWN.replace("def report", "def show")
+            + "def unrelated():\n    return 1\n",
+            "import functools\n\n\ndef deco(f):\n    @functools.wraps(f)\n"
+            "    def wrapper(*a):\n        return f(*a)\n    return wrapper\n\n\n"
+            + OWN.replace("def report", "def show")
+            + "def unrelated():\n    return Box().size\n",
+        ),
+        (
+            OWN.replace("return Box().label", "s = 'a\u2028b'\n    return s")
+            + "def show():\n    return Box().label\n",
+            OWN.replace("return Box().label", "s = 'a\u2028b'\n    return s")
+            + "def show():\n    return Box().label or 1\n",
+        ),
     ],
     ids=[
         "through a class",
@@ -218,6 +255,11 @@ OWN = "class Box:\n    pass\n\n\ndef report():\n    return Box().label\n\n\n"
         "assigned",
         "own",
         "comprehension",
+        "a statement assigns",
+        "a changed global",
+        "a capture",
+        "decorated",
+        "line separator",
     ],
 )
 def test_what_the_bodies_set_aside_would_find_is_found_without_them(original, edited):
