@@ -48,6 +48,8 @@ def _run_edits(
     """Validate, load the model once, edit each file in `mode` (the command's: fix, edit,
     rewrite, apply); exit with the worst file's code. With a `snippet` (apply) it is first
     merged without the model, which then loads only if that leaves a doubt."""
+    from dataclasses import replace
+
     from rich.console import Console
 
     from specedit.cli.deliver import CheckCommand, edit_file, merge_file
@@ -102,6 +104,16 @@ def _run_edits(
         if code is not None:
             raise typer.Exit(code)
 
+    template = EditRequest(  # its method is the editor's, once there is one
+        "",
+        instruction,
+        prompt=mode,  # the mode's own template
+        mode=Mode(mode),
+        max_new_tokens=options.max_new_tokens,
+        sampling=options.sampling(),
+        verification=options.verification(),
+        references=references,
+    )
     if options.server:
         from specedit.server.client import connect
 
@@ -113,16 +125,7 @@ def _run_edits(
                 raise typer.Exit(Exit.MODEL) from None
     else:
         # sized for what the first edits read: a long file's region, not all of it
-        asked = [
-            EditRequest(
-                source.text,
-                instruction,
-                mode=Mode(mode),
-                language=language_for(file),
-                max_new_tokens=options.max_new_tokens,
-            )
-            for file, source in texts.items()
-        ]
+        asked = [replace(template, text=t.text, language=language_for(f)) for f, t in texts.items()]
         context = max(
             (context_needed(r, narrowed(r, region, not options.whole)[0]) for r in asked),
             default=1,
@@ -138,17 +141,7 @@ def _run_edits(
                 context,
             )
         )
-    template = EditRequest(
-        "",
-        instruction,
-        prompt=mode,  # the mode's own template
-        mode=Mode(mode),
-        method=options.method or editor.default_method,
-        max_new_tokens=options.max_new_tokens,
-        sampling=options.sampling(),
-        verification=options.verification(),
-        references=references,
-    )
+    template = replace(template, method=options.method or editor.default_method)
     console = Console(stderr=True)
     code = Exit.INPUT if unreadable else Exit.OK
     with interruptible(written):

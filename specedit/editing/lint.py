@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pyflakes import checker, messages
 
-from specedit.editing.region import UNPARSABLE
+from specedit.editing.region import UNPARSABLE, first_line
 
 if TYPE_CHECKING:
     from pylint.message import Message
@@ -291,7 +291,7 @@ def _loaded(nodes: list[ast.AST]) -> frozenset[str]:
 def _assigned(node: ast.AST) -> set[str]:
     """The names `node` assigns an attribute of (the first name of `a.b.c = ...`) or declares
     global."""
-    names = {name for n in ast.walk(node) if isinstance(n, ast.Global) for name in n.names}
+    names = _declared_global(node)
     for target in ast.walk(node):
         if isinstance(target, ast.Attribute) and not isinstance(target.ctx, ast.Load):
             while isinstance(target, (ast.Attribute, ast.Subscript)):
@@ -332,9 +332,9 @@ def _bound(body: list[ast.stmt]) -> set[str]:
     return names
 
 
-def _declared_global(function: ast.AST) -> set[str]:
-    """The names `function` (or a function inside it) declares global: not its locals."""
-    return {name for n in ast.walk(function) if isinstance(n, ast.Global) for name in n.names}
+def _declared_global(node: ast.AST) -> set[str]:
+    """The names `node` (or a function inside it) declares global: not a function's locals."""
+    return {name for n in ast.walk(node) if isinstance(n, ast.Global) for name in n.names}
 
 
 def _depending(statements: list[_Statement], changed: set[int]) -> set[int]:
@@ -381,13 +381,8 @@ def _body_alone(lines: list[str], function: ast.FunctionDef | ast.AsyncFunctionD
     """Whether `function`'s body starts a line of its own (not its signature's: `def f(): ...`),
     so that its lines can be set aside."""
     first = function.body[0]
-    line = lines[_first_line(first) - 1]
+    line = lines[first_line(first) - 1]
     return len(line.encode()) - len(line.lstrip().encode()) == first.col_offset
-
-
-def _first_line(statement: ast.stmt) -> int:
-    """A statement's first line: its first decorator's, where it has any."""
-    return min([statement.lineno] + [d.lineno for d in getattr(statement, "decorator_list", [])])
 
 
 def _stubbed(lines: list[str], functions: list[ast.FunctionDef | ast.AsyncFunctionDef]) -> str:
@@ -395,7 +390,7 @@ def _stubbed(lines: list[str], functions: list[ast.FunctionDef | ast.AsyncFuncti
     its first line and blank lines after it."""
     lines = list(lines)
     for function in functions:
-        first, last = _first_line(function.body[0]), function.body[-1].end_lineno
+        first, last = first_line(function.body[0]), function.body[-1].end_lineno
         line = lines[first - 1]
         lines[first - 1] = line[: len(line) - len(line.lstrip())] + "raise NotImplementedError\n"
         lines[first:last] = ["\n"] * (last - first)

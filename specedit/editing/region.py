@@ -178,9 +178,9 @@ def parse_lines(text: str) -> ast.Module:
         ) from None
 
 
-def first_line(definition: ast.AST) -> int:
-    """A function's or class's first line: its first decorator's, where it has any."""
-    return min([definition.lineno] + [d.lineno for d in definition.decorator_list])
+def first_line(statement: ast.AST) -> int:
+    """A statement's first line: a function's or class's first decorator's, where it has any."""
+    return min([statement.lineno] + [d.lineno for d in getattr(statement, "decorator_list", ())])
 
 
 def named_lines(instruction: str, text: str) -> set[int]:
