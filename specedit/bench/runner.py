@@ -56,7 +56,7 @@ from specedit.editing import prompts, selection, snippets
 from specedit.editing.attempts import Attempt, attempt_edits
 from specedit.editing.checks import CheckResult
 from specedit.editing.editor import EditRequest, EditResult, Mode, prepare
-from specedit.editing.examples import examples_check, reported
+from specedit.editing.examples import Examples, examples_check, reported
 from specedit.editing.local import LocalEditor
 from specedit.editing.runaway import RUNAWAY
 from specedit.engine.cost import (
@@ -110,7 +110,7 @@ def run_bench(
     regions = regions or [AUTO]
     selections = selections or ["1"]
     if bad := [s for s in selections if parse_selection(s) is None]:
-        raise BenchError(f"unknown selection {bad[0]}: N (up to N candidates) or voteN")
+        raise BenchError(f"unknown selection {bad[0]}: N, voteN, examplesN, confinedN or default")
     if unknown := [r for r in regions if r not in REGIONS]:
         raise BenchError(f"unknown region {unknown[0]}: choose from {', '.join(REGIONS)}")
     try:
@@ -440,8 +440,10 @@ def _run_samples(
         drawn.append(editor.edit(request))
         return drawn[-1]
 
-    samples = selection.Samples(*parse_selection(setup.selection))
+    samples = parse_selection(setup.selection)
     with _examples(task, samples) as check:
+        if check:
+            samples = samples.judged_by_examples()
         candidates = selection.draw_edits(run, request, whole, samples, editor.decode, check)
     chosen = candidates.chosen
     row = _candidates_row(task, setup, drawn, time.perf_counter() - start, len(drawn), chosen)
@@ -459,10 +461,10 @@ def _run_samples(
 def _examples(
     task: Task, samples: selection.Samples
 ) -> Iterator[Callable[[str], CheckResult] | None]:
-    """The check of a candidate's examples (`>>>`, the calls its instruction states) as
-    --examples runs it, in a folder holding the task's input alone; None where they were not
-    asked for or there are none."""
-    if not samples.examples:
+    """The check of a candidate's examples (`>>>`, the calls its instruction states) as the
+    selection runs them (confined, or as --examples does in a folder holding the task's input
+    alone); None where they are not run or there are none."""
+    if samples.examples is Examples.OFF:
         yield None
         return
     instruction = reported(task.instruction, Mode.of_template(task.kind))
@@ -470,6 +472,6 @@ def _examples(
         path = Path(folder) / "candidate.py"
         path.write_text(task.input, encoding="utf-8")
         with examples_check(
-            path, task.input, task.language, asked=True, instruction=instruction
+            path, task.input, task.language, samples.examples, instruction
         ) as check:
             yield check

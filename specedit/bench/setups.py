@@ -14,8 +14,10 @@ from specedit.editing.editor import (
     EditRequest,
     in_region,
 )
+from specedit.editing.examples import Examples
 from specedit.editing.localize import locate
 from specedit.editing.region import NAME_IN_BACKTICKS, Region
+from specedit.editing.selection import DEFAULT_SAMPLES, EXAMPLES_SAMPLES, Samples
 from specedit.engine.options import STRICT, Verification
 
 BASELINES = {"ar": None, "hf-pld": 10}  # method -> transformers' prompt_lookup_num_tokens
@@ -66,7 +68,7 @@ class Setup:
     attempts: int = 1  # > 1: retry with the task's tests as the check (the --test loop)
     engine: str = "torch"  # where the engine's passes run: transformers or llama.cpp
     region: str = AUTO  # as the CLI edits; WHOLE: the whole input; NAMED: as `--lines NAME`
-    selection: str = "1"  # candidates per edit (--samples): N, voteN or examplesN
+    selection: str = "1"  # candidates per edit (--samples): `parse_selection`
 
     @property
     def label(self) -> str:
@@ -109,13 +111,17 @@ def reference(label: str) -> str:
     return "ar" + region + (label[label.index("/") :] if "/" in label else "")
 
 
-def parse_selection(spec: str) -> tuple[int, bool, bool] | None:
+def parse_selection(spec: str) -> Samples | None:
     """A bench selection: "N" draws up to N candidates while they are unacceptable, "voteN"
-    draws N and votes, "examplesN" draws up to N while they fail the task's own `>>>` examples
-    too (`selection.draw`, editing/examples.py); None when `spec` is none of them. As (count,
-    vote, examples)."""
-    kinds = {"vote": (True, False), "examples": (False, True)}
+    draws N and votes, "examplesN" draws up to N while they fail the task's own examples too,
+    run as `--examples` runs them, "confinedN" the same with the examples confined as the
+    default runs them, and "default" edits as the CLI does with no option (`selection.draw`,
+    editing/examples.py); None when `spec` is none of them."""
+    if spec == "default":
+        return Samples(DEFAULT_SAMPLES, examples=Examples.CONFINED, checked=EXAMPLES_SAMPLES)
+    kinds = {"vote": (True, Examples.OFF), "examples": (False, Examples.ASKED)}
+    kinds["confined"] = (False, Examples.CONFINED)
     prefix = next((p for p in kinds if spec.startswith(p)), "")
-    vote, examples = kinds.get(prefix, (False, False))
+    vote, examples = kinds.get(prefix, (False, Examples.OFF))
     count = spec.removeprefix(prefix)
-    return (int(count), vote, examples) if count.isdigit() and int(count) >= 1 else None
+    return Samples(int(count), vote, examples) if count.isdigit() and int(count) >= 1 else None

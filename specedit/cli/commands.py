@@ -89,7 +89,9 @@ def _run_edits(
     test = (
         CheckCommand(options.test, options.attempts, options.test_timeout) if options.test else None
     )
-    samples = Samples(options.candidates, options.vote, options.examples)
+    samples = Samples(
+        options.candidates, options.vote, options.examples_run, options.checked_candidates
+    )
     region = options.region()
     if snippet is not None and region is None:
         (file,) = files

@@ -37,7 +37,7 @@ from specedit.editing.editor import (
     Mode,
     in_region,
 )
-from specedit.editing.examples import examples_check, reported
+from specedit.editing.examples import Examples, examples_check, reported
 from specedit.editing.localize import Located, narrowed
 from specedit.editing.prompts import EditPrompt, PromptError, language_for
 from specedit.editing.region import Region
@@ -237,7 +237,7 @@ class Drawer:
                 self.path, original, request.language, self.samples.examples, stated
             )
             with examples as check:
-                if self.samples.examples and check is None and not self.quiet:
+                if self.samples.examples is Examples.ASKED and check is None and not self.quiet:
                     say(
                         f"{self.name}: no >>> examples and no call with its value in a "
                         "docstring or the instruction to run; --examples changes nothing here"
@@ -246,7 +246,7 @@ class Drawer:
                     self.run,
                     request,
                     written,
-                    self.samples,
+                    self.samples.judged_by_examples() if check else self.samples,
                     self.name,
                     self.quiet,
                     self.decode,

@@ -19,6 +19,8 @@ from specedit.drafting.registry import (
     METHODS,
     refusal,
 )
+from specedit.editing.examples import Examples
+from specedit.editing.selection import DEFAULT_SAMPLES, EXAMPLES_SAMPLES
 from specedit.engine.options import VERIFY_MODES
 from specedit.models.bundled import DEFAULT_MODEL
 from specedit.models.load import DTYPES, ENGINES
@@ -26,14 +28,6 @@ from specedit.models.load import DTYPES, ENGINES
 if TYPE_CHECKING:
     from specedit.editing.region import Region
     from specedit.engine.options import Sampling, Verification
-
-# Candidates an edit may draw unless told: a second one where the first cannot be right (an
-# unchanged fix or edit, an unsafe answer) or is a fix to look at again, which wins on the suite
-# (docs/quality.md, "--samples").
-DEFAULT_SAMPLES = 2
-# ... and with --examples: where the first answer fails the examples, its second look, the
-# function written afresh (a fix's), and one more redraw.
-EXAMPLES_SAMPLES = 4
 
 
 class WriteBack(Enum):
@@ -161,16 +155,18 @@ class EditOptions:
         ),
     ] = None
     examples: Annotated[
-        bool,
+        bool | None,
         opt(
-            "--examples",
+            "--examples/--no-examples",
             help="Run the >>> examples in the Python file's docstrings, and each call the "
             'instruction gives with its value ("`f(2)` returns 5 instead of 4"), on each '
-            "candidate (as your own code, in a temporary copy of its folder, as --test runs) "
-            f"and deliver one that passes them where one does. [--samples default: "
-            f"{EXAMPLES_SAMPLES}]",
+            "candidate as your own code (in a temporary copy of its folder, as --test runs) "
+            "and deliver one that passes them where one does. By default they run confined "
+            "to computing (no files, commands or network), where the system allows it; "
+            f"--no-examples: never. [--samples default where they run: {EXAMPLES_SAMPLES}]",
+            show_default=False,
         ),
-    ] = False
+    ] = None
     vote: Annotated[
         bool,
         opt(
@@ -299,6 +295,21 @@ class EditOptions:
         if self.test is not None:
             return 1
         return EXAMPLES_SAMPLES if self.examples else DEFAULT_SAMPLES
+
+    @property
+    def examples_run(self) -> Examples:
+        """How the file's examples judge its candidates: as your own code (--examples), not at
+        all (--no-examples; --test judges instead; a single candidate), else confined."""
+        if self.examples:
+            return Examples.ASKED
+        if self.examples is False or self.test is not None or self.checked_candidates < 2:
+            return Examples.OFF
+        return Examples.CONFINED
+
+    @property
+    def checked_candidates(self) -> int:
+        """--samples, or its default where the examples judge the candidates."""
+        return EXAMPLES_SAMPLES if self.samples is None else self.samples
 
     @property
     def engine_in_use(self) -> str:

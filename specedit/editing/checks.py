@@ -137,12 +137,18 @@ class _Tail:
 
 def run_program(source: str, timeout: float = 20.0) -> CheckResult:
     """Run a Python program (an edited module followed by its tests) in an isolated interpreter
-    (`-I`: no user site, no PYTHON* variables, no current folder on the path) in an empty
-    temporary folder."""
+    (`run_isolated`)."""
     with tempfile.TemporaryDirectory(prefix="specedit-check-") as folder:
         path = Path(folder) / "program.py"
         path.write_text(source, encoding="utf-8")
-        return _run([sys.executable, "-I", str(path)], Path(folder), timeout, shell=False)
+        return run_isolated([str(path)], timeout)
+
+
+def run_isolated(args: list[str], timeout: float) -> CheckResult:
+    """This interpreter with `args`, isolated (`-I`: no user site, no PYTHON* variables, no
+    current folder on the path), in an empty temporary folder of its own."""
+    with tempfile.TemporaryDirectory(prefix="specedit-run-") as folder:
+        return _run([sys.executable, "-I", *args], Path(folder), timeout, shell=False)
 
 
 PLACEHOLDER = "{file}"

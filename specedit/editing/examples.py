@@ -1,15 +1,16 @@
-"""`--examples`: a Python file's own examples (`>>>`, and calls its docstrings give with their
-values outside doctest) and the calls its instruction says the value of (editing/stated.py),
-run on each candidate to prefer one that passes them.
+"""A Python file's own examples (`>>>`, and calls its docstrings give with their values outside
+doctest) and the calls its instruction says the value of (editing/stated.py), run on each
+candidate to prefer one that passes them.
 
 A docstring's examples say what its function must do (`>>> median([1, 3, 2])` then `2`), and a
 fix that breaks them, or leaves the bug they show, is wrong whatever else it does; so does a
-call the user wrote with the value it should give. Running them
-runs the file, so it happens only where the user asked (`--examples`, never from a project's
-settings: a cloned repository's file is not the user's word), as `--test` runs a command: in a
-temporary copy of the file's folder, with a timeout (editing/checks.py). Where no candidate
-passes, the one delivered is the one the draw without the option would have delivered, with a
-warning: the examples may be wrong, or need what the copy lacks.
+call the user wrote with the value it should give. Running them runs the file's code, and a
+file is not the user's word (`git clone` makes every file yours): by default they run confined
+to computing (editing/sandbox.py), where that can be set up, and not at all elsewhere. Asked for
+(`--examples`, never from a project's settings), they run as the user's own code, as `--test`
+runs a command: in a temporary copy of the file's folder, with a timeout (editing/checks.py).
+Where no candidate passes, the one delivered is the one the draw without them would have
+delivered, with a warning: the examples may be wrong, or need what the copy lacks.
 """
 
 from __future__ import annotations
@@ -20,9 +21,10 @@ import shlex
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from enum import Enum
 from pathlib import Path
 
-from specedit.editing import stated
+from specedit.editing import sandbox, stated
 from specedit.editing.checks import CheckResult, command_check
 from specedit.editing.editor import Mode
 
@@ -30,6 +32,14 @@ EXAMPLE = re.compile(r"^[ \t]*>>> ", re.MULTILINE)
 FEEDBACK_CHARS = 1500  # of the examples' report, shown to the model on a sampled redraw
 TIMEOUT = 30.0  # seconds a candidate's examples may take: a loop the fix left is a failure
 FAILED = "it fails the examples"
+
+
+class Examples(Enum):
+    """Whether a Python file's examples judge its candidates, and how they run."""
+
+    OFF = "off"  # --no-examples; --test judges instead; a single candidate
+    CONFINED = "confined"  # the default: confined to computing, where that can be done
+    ASKED = "asked"  # --examples: as the user's own code, in a copy of the file's folder
 
 
 def reported(instruction: str, mode: Mode | None) -> str:
@@ -58,24 +68,34 @@ def runnable(text: str, language: str | None, instruction: str) -> tuple[bool, l
 
 @contextmanager
 def examples_check(
-    path: Path, text: str, language: str | None, asked: bool, instruction: str = ""
+    path: Path, text: str, language: str | None, examples: Examples, instruction: str = ""
 ) -> Iterator[Callable[[str], CheckResult] | None]:
-    """Where `asked` and `text` (the file at `path`) has examples: `check(candidate)`, which
-    runs doctest and then the docstrings' and the instruction's calls on the candidate by this
-    interpreter, as a `--test` command in a copy of the file's folder (`checks.command_check`);
-    None otherwise."""
-    doctests, cases = runnable(text, language, instruction) if asked else (False, [])
+    """Where `text` (the file at `path`) has examples and `examples` runs them:
+    `check(candidate)`, which runs doctest and then the docstrings' and the instruction's calls
+    on the candidate by this interpreter, confined (`sandbox.confined_check`) or, asked, as a
+    `--test` command in a copy of the file's folder (`checks.command_check`); None otherwise."""
+    wanted = examples is not Examples.OFF
+    doctests, cases = runnable(text, language, instruction) if wanted else (False, [])
     if not (doctests or cases):
         yield None
-        return
+    elif examples is Examples.CONFINED:
+        name = path.name if path.suffix == ".py" else "candidate.py"
+        with sandbox.confined_check(name, text, doctests, cases, TIMEOUT) as check:
+            yield check
+    else:
+        with command_check(_commands(doctests, cases), path, TIMEOUT) as check:
+            yield check
+
+
+def _commands(doctests: bool, cases: list[stated.Stated]) -> str:
+    """The shell command that runs the examples on `{file}` as --test runs a command."""
     python = shlex.quote(sys.executable)
     commands = [f"{python} -m doctest {{file}}"] if doctests else []
     if cases:
         encoded = shlex.quote(stated.encode(cases))
         # -P: the copy's folder (the cwd) is not searched first for the checker's own modules.
         commands.append(f"{python} -P -m specedit.editing.stated {{file}} {encoded}")
-    with command_check(" && ".join(commands), path, TIMEOUT) as check:
-        yield check
+    return " && ".join(commands)
 
 
 def feedback(output: str) -> str:

@@ -82,13 +82,29 @@ PROSE_WORDS = re.compile(r"\b(?:comments?|docstrings?|doc strings?|documentation
 LOOK_EXTRA_LINES = 2
 
 
+# Candidates an edit may draw unless told: a second one where the first cannot be right (an
+# unchanged fix or edit, an unsafe answer) or is a fix to look at again, which wins on the suite
+# (docs/quality.md, "--samples").
+DEFAULT_SAMPLES = 2
+# ... and where the file's examples judge them: where the first answer fails the examples, its
+# second look, the function written afresh (a fix's), and one more redraw.
+EXAMPLES_SAMPLES = 4
+
+
 @dataclass(frozen=True)
 class Samples:
     """`--samples N [--vote]`: how many candidates an edit may draw, and how one is chosen."""
 
     count: int = 1
     vote: bool = False  # draw all `count` and keep the one the others agree with
-    examples: bool = False  # run the file's `>>>` examples on each (editing/examples.py)
+    # Whether the file's examples judge each candidate, and how they run (editing/examples.py);
+    # where they do, up to `checked` candidates (0: `count`).
+    examples: file_examples.Examples = file_examples.Examples.OFF
+    checked: int = 0
+
+    def judged_by_examples(self) -> Samples:
+        """These samples where the examples judge the candidates: up to `checked` of them."""
+        return replace(self, count=self.checked or self.count)
 
 
 ONE = Samples()

@@ -225,10 +225,16 @@ def main(path: str, cases: str) -> int:
     except (Exception, SystemExit) as exc:
         print(f"running the file raised {type(exc).__name__}: {exc}")
         return 1
+    return 1 if run_calls(namespace, json.loads(cases)) else 0
+
+
+def run_calls(namespace: dict, cases: list[list[str]]) -> int:
+    """Run each [call, want, said_by] in `namespace`, printing what each that fails gave; how
+    many failed."""
     failed = 0
-    for call, want, said_by in json.loads(cases):
+    for call, want, said_by in cases:
         try:
-            got = eval(call, namespace)  # the user's own instruction, under --examples
+            got = eval(call, namespace)  # in a child process: a check's, or the sandbox's
             right = same(got, ast.literal_eval(want))
         except (Exception, SystemExit) as exc:  # what it raised is the report
             print(f"{call} raised {type(exc).__name__}: {exc}; {said_by} says {want}")
@@ -237,7 +243,7 @@ def main(path: str, cases: str) -> int:
         if not right:
             print(f"{call} returned {SHOWN.repr(got)}; {said_by} says {want}")
             failed += 1
-    return 1 if failed else 0
+    return failed
 
 
 if __name__ == "__main__":

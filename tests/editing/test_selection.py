@@ -14,7 +14,9 @@ from helpers import MEAN_WRONG as WRONG
 from specedit.bench.setups import parse_selection
 from specedit.editing import redraws, selection, verdicts
 from specedit.editing.editor import EditRequest, Mode
+from specedit.editing.examples import Examples
 from specedit.editing.second_look import first_change
+from specedit.editing.selection import Samples
 from specedit.engine.options import GREEDY, Sampling
 
 told: list[str | None] = []  # the problem each draw was told of, for the last `draw`
@@ -101,14 +103,23 @@ def test_the_fix_template_is_known_by_name_or_path():
 
 @pytest.mark.parametrize(
     ("spec", "parsed"),
-    [("1", (1, False, False)), ("3", (3, False, False)), ("vote5", (5, True, False))]
-    + [("examples3", (3, False, True))],
+    [("1", Samples(1)), ("3", Samples(3)), ("vote5", Samples(5, vote=True))]
+    + [("examples3", Samples(3, examples=Examples.ASKED))]
+    + [("confined3", Samples(3, examples=Examples.CONFINED))]
+    + [("default", Samples(2, examples=Examples.CONFINED, checked=4))],  # the CLI's, no option
 )
 def test_bench_selections_parse(spec, parsed):
     assert parse_selection(spec) == parsed
 
 
-@pytest.mark.parametrize("spec", ["0", "vote", "x3", "vote0", "-1", "examples", "votes3"])
+def test_where_the_examples_judge_the_candidates_up_to_checked_are_drawn():
+    assert parse_selection("default").judged_by_examples().count == 4
+    assert parse_selection("examples3").judged_by_examples().count == 3
+
+
+@pytest.mark.parametrize(
+    "spec", ["0", "vote", "x3", "vote0", "-1", "examples", "votes3", "confined", "default2"]
+)
 def test_bad_bench_selections_are_refused(spec):
     assert parse_selection(spec) is None
 
@@ -690,9 +701,9 @@ def _default_fix(tmp_path, monkeypatch, editor: CountingEditor) -> tuple[str, di
     from rich.console import Console
 
     from specedit.cli.deliver import edit_file
-    from specedit.cli.options import DEFAULT_SAMPLES
     from specedit.cli.output import Delivery
     from specedit.editing import safety
+    from specedit.editing.selection import DEFAULT_SAMPLES
 
     checks = []
     problems = safety.problems

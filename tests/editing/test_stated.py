@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from specedit.editing import stated
-from specedit.editing.examples import examples_check, runnable
+from specedit.editing import sandbox, stated
+from specedit.editing.examples import Examples, examples_check, runnable
 from specedit.editing.stated import Stated, docstring_examples, stated_examples
 
 READ = [
@@ -111,6 +111,19 @@ FILE = (
 )
 
 
+# The examples' two runs: as the user's own code (--examples) and confined (the default).
+RUNS = pytest.mark.parametrize(
+    "run",
+    [
+        Examples.ASKED,
+        pytest.param(
+            Examples.CONFINED,
+            marks=pytest.mark.skipif(not sandbox.available(), reason="no seccomp on this system"),
+        ),
+    ],
+)
+
+
 def _run(text: str, language: str, instruction: str = "") -> list[str]:
     """The calls `runnable` would run on `text`."""
     return [case.call for case in runnable(text, language, instruction)[1]]
@@ -131,11 +144,12 @@ def test_only_calls_of_what_the_file_defines_are_run():
     assert runnable(">>> add(1, 1)\n" + FILE, "python", "") == (True, [])
 
 
-def test_the_check_runs_each_call_on_the_candidate_and_says_what_it_gave(tmp_path):
+@RUNS
+def test_the_check_runs_each_call_on_the_candidate_and_says_what_it_gave(tmp_path, run):
     path = tmp_path / "add.py"
     path.write_text(FILE)
     instruction = "`add(2, 3)` returns -1 instead of 5, and `add(0.1, 0.2)` should be 0.3"
-    with examples_check(path, FILE, "python", asked=True, instruction=instruction) as check:
+    with examples_check(path, FILE, "python", run, instruction=instruction) as check:
         wrong = check(FILE)
         right = check(FILE.replace("a - b", "a + b"))  # 0.1 + 0.2 is 0.3 within rounding
         raising = check(FILE.replace("a - b", "a / 0"))
@@ -146,12 +160,13 @@ def test_the_check_runs_each_call_on_the_candidate_and_says_what_it_gave(tmp_pat
     assert path.read_text() == FILE  # the candidates ran in a copy
 
 
-def test_the_docstring_s_examples_are_run_and_said_to_be_its(tmp_path):
+@RUNS
+def test_the_docstring_s_examples_are_run_and_said_to_be_its(tmp_path, run):
     text = _documented("Examples:\n    f(2) -> 3\n    f(0) -> 0\n")
     path = tmp_path / "f.py"
     path.write_text(text)
     assert _run(text, "python", "Fix bugs in f.") == ["f(2)", "f(0)"]
-    with examples_check(path, text, "python", asked=True, instruction="Fix f.") as check:
+    with examples_check(path, text, "python", run, instruction="Fix f.") as check:
         wrong = check(text)
         right = check(text.replace("return x", "return x + x // 2"))
     assert right.passed, right.output
@@ -159,12 +174,13 @@ def test_the_docstring_s_examples_are_run_and_said_to_be_its(tmp_path):
     assert "f(0)" not in wrong.output
 
 
-def test_braces_in_an_instruction_do_not_read_as_the_command_s_placeholder(tmp_path):
+@RUNS
+def test_braces_in_an_instruction_do_not_read_as_the_command_s_placeholder(tmp_path, run):
     text = "def fill(s):\n    return s\n"
     path = tmp_path / "fill.py"
     path.write_text(text)
     instruction = "`fill('{file}')` should be 'x'"
-    with examples_check(path, text, "python", asked=True, instruction=instruction) as check:
+    with examples_check(path, text, "python", run, instruction=instruction) as check:
         ran = check(text)
     assert not ran.passed
     assert "fill('{file}') returned '{file}'; the instruction says 'x'" in ran.output
