@@ -56,7 +56,7 @@ from specedit.editing import prompts, selection, snippets
 from specedit.editing.attempts import Attempt, attempt_edits
 from specedit.editing.checks import CheckResult
 from specedit.editing.editor import EditRequest, EditResult, Mode, prepare
-from specedit.editing.examples import Examples, examples_check, reported
+from specedit.editing.examples import Examples, examples_check, judging, reported
 from specedit.editing.local import LocalEditor
 from specedit.editing.runaway import RUNAWAY
 from specedit.engine.cost import (
@@ -464,14 +464,14 @@ def _examples(
     """The check of a candidate's examples (`>>>`, the calls its instruction states) as the
     selection runs them (confined, or as --examples does in a folder holding the task's input
     alone); None where they are not run or there are none."""
-    if samples.examples is Examples.OFF:
+    mode = Mode.of_template(task.kind)
+    run = judging(samples.examples, mode)
+    if run is Examples.OFF:
         yield None
         return
-    instruction = reported(task.instruction, Mode.of_template(task.kind))
+    instruction = reported(task.instruction, mode)
     with tempfile.TemporaryDirectory(prefix="specedit-examples-") as folder:
         path = Path(folder) / "candidate.py"
         path.write_text(task.input, encoding="utf-8")
-        with examples_check(
-            path, task.input, task.language, samples.examples, instruction
-        ) as check:
+        with examples_check(path, task.input, task.language, run, instruction) as check:
             yield check

@@ -37,7 +37,7 @@ from specedit.editing.editor import (
     Mode,
     in_region,
 )
-from specedit.editing.examples import Examples, examples_check, reported
+from specedit.editing.examples import Examples, examples_check, judging, reported
 from specedit.editing.localize import Located, narrowed
 from specedit.editing.prompts import EditPrompt, PromptError, language_for
 from specedit.editing.region import Region
@@ -233,9 +233,8 @@ class Drawer:
         written = Written(original, whole)
         if self.test is None:
             stated = reported(request.instruction, request.mode)
-            examples = examples_check(
-                self.path, original, request.language, self.samples.examples, stated
-            )
+            run = judging(self.samples.examples, request.mode)
+            examples = examples_check(self.path, original, request.language, run, stated)
             with examples as check:
                 if self.samples.examples is Examples.ASKED and check is None and not self.quiet:
                     say(

@@ -42,6 +42,14 @@ class Examples(Enum):
     ASKED = "asked"  # --examples: as the user's own code, in a copy of the file's folder
 
 
+def judging(examples: Examples, mode: Mode | None) -> Examples:
+    """How the examples run on an edit of `mode`: confined (the default) on fixes and edits,
+    where they were measured (docs/quality.md), not on rewrites or merges; asked, on any."""
+    if examples is Examples.CONFINED and mode not in (Mode.FIX, Mode.EDIT):
+        return Examples.OFF
+    return examples
+
+
 def reported(instruction: str, mode: Mode | None) -> str:
     """What of an instruction may state calls and their values: all of it, but not an apply's,
     which is a snippet of code rather than a report of what calls give."""

@@ -12,7 +12,7 @@ from helpers import MEAN_RIGHT as RIGHT
 from helpers import MEAN_WRONG as WRONG
 
 from specedit.bench.setups import parse_selection
-from specedit.editing import redraws, selection, verdicts
+from specedit.editing import redraws, sandbox, selection, verdicts
 from specedit.editing.editor import EditRequest, Mode
 from specedit.editing.examples import Examples
 from specedit.editing.second_look import first_change
@@ -193,6 +193,7 @@ def test_an_unchanged_fix_draws_another_candidate(tmp_path, tiny_model_dir, toke
 
 
 DOCUMENTED = 'def add(a, b):\n    """\n    >>> add(2, 3)\n    5\n    """\n    return a - b\n'
+RIGHT_ADD = DOCUMENTED.replace("a - b", "a + b")
 
 
 def test_with_examples_a_fix_that_fails_them_is_redrawn_and_one_that_passes_delivered(
@@ -217,6 +218,35 @@ def test_with_examples_a_fix_that_fails_them_is_redrawn_and_one_that_passes_deli
     assert "number 2 delivered (refused: it fails the examples (failed" in result.stderr
     assert json.loads(stats.read_text())["examples"] == "passed"
     assert file.read_text() == DOCUMENTED  # the examples ran on a copy
+
+
+@pytest.mark.skipif(not sandbox.available(), reason="no seccomp on this system")
+def test_by_default_the_examples_judge_each_candidate_confined(
+    tmp_path, tiny_model_dir, tokenizer, monkeypatch
+):
+    """With no option the docstring's examples run confined (editing/sandbox.py): a first
+    answer whose code writes a file when its example calls it fails them, writing nothing, and
+    its second look, which passes, is delivered. --no-examples runs nothing."""
+    import json
+
+    file = tmp_path / "add.py"
+    file.write_text(DOCUMENTED)
+    planted = tmp_path / "planted"
+    writes = f"    open({str(planted)!r}, 'w').write('x')\n    return a + b"
+    hostile, fixed = DOCUMENTED.replace("    return a - b", writes), RIGHT_ADD
+    _answering(monkeypatch, [hostile, fixed], tokenizer)
+    stats = tmp_path / "stats.json"
+    result = _run_fix(file, tiny_model_dir, "--stats-file", str(stats))
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == fixed and not planted.exists()
+    assert "number 2 delivered (refused: it fails the examples (failed" in result.stderr
+    assert json.loads(stats.read_text())["examples"] == "passed"
+
+    _answering(monkeypatch, [hostile, fixed], tokenizer)
+    result = _run_fix(file, tiny_model_dir, "--no-examples", "--stats-file", str(stats))
+    assert result.exit_code == 0, result.stderr
+    assert "examples" not in json.loads(stats.read_text())
+    assert "fails the examples" not in result.stderr
 
 
 def test_with_examples_a_call_the_instruction_gives_with_its_value_checks_each_candidate(

@@ -9,7 +9,8 @@ import sys
 import pytest
 
 from specedit.editing import sandbox, stated
-from specedit.editing.examples import Examples, examples_check, runnable
+from specedit.editing.editor import Mode
+from specedit.editing.examples import Examples, examples_check, judging, runnable
 from specedit.editing.stated import Stated, docstring_examples, stated_examples
 
 READ = [
@@ -231,3 +232,11 @@ def test_a_candidate_that_exits_fails_the_check(tmp_path, source, report):
 )
 def test_values_compare_exactly_but_floats_within_rounding(got, want, equal):
     assert stated.same(got, want) is equal
+
+
+def test_by_default_the_examples_judge_fixes_and_edits_alone():
+    assert judging(Examples.CONFINED, Mode.FIX) is Examples.CONFINED
+    assert judging(Examples.CONFINED, Mode.EDIT) is Examples.CONFINED
+    assert judging(Examples.CONFINED, Mode.REWRITE) is Examples.OFF
+    assert judging(Examples.CONFINED, Mode.APPLY) is Examples.OFF
+    assert judging(Examples.ASKED, Mode.APPLY) is Examples.ASKED  # asked for: any edit
