@@ -61,14 +61,16 @@ def _run(
     timeout: float,
     shell: bool,
     extra: dict[str, str] | None = None,
+    inherit: bool = True,
 ) -> CheckResult:
     """Run in its own process group, so a timeout kills the whole tree the check started; the
-    environment is ours less SPECEDIT_* settings, plus `extra`.
+    environment is ours less SPECEDIT_* settings (none of it unless `inherit`), plus `extra`.
 
     Output is read as it comes and only its tail is kept, so a check that prints gigabytes
     costs no memory. Nothing here can hang: a process that left the group (`setsid`) and still
     holds the output pipe gets DRAIN_SECONDS after the check ends, then the pipe is closed."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SPECEDIT_")} | (extra or {})
+    ours = os.environ if inherit else {}
+    env = {k: v for k, v in ours.items() if not k.startswith("SPECEDIT_")} | (extra or {})
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     started = time.perf_counter()
     process = subprocess.Popen(
@@ -144,11 +146,16 @@ def run_program(source: str, timeout: float = 20.0) -> CheckResult:
         return run_isolated([str(path)], timeout)
 
 
-def run_isolated(args: list[str], timeout: float) -> CheckResult:
+def run_isolated(
+    args: list[str], timeout: float, environment: dict[str, str] | None = None
+) -> CheckResult:
     """This interpreter with `args`, isolated (`-I`: no user site, no PYTHON* variables, no
-    current folder on the path), in an empty temporary folder of its own."""
+    current folder on the path), in an empty temporary folder of its own; with `environment`,
+    that alone for its environment."""
+    inherit = environment is None
     with tempfile.TemporaryDirectory(prefix="specedit-run-") as folder:
-        return _run([sys.executable, "-I", *args], Path(folder), timeout, shell=False)
+        args = [sys.executable, "-I", *args]
+        return _run(args, Path(folder), timeout, shell=False, extra=environment, inherit=inherit)
 
 
 PLACEHOLDER = "{file}"

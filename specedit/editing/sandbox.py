@@ -4,16 +4,20 @@ A docstring's examples tell a right fix from a wrong one, but running them runs 
 code, and a file is not the user's word (`git clone` makes every file yours). So by default they
 run only in a child process that the kernel holds to computing: a seccomp filter
 (libseccomp, through pyseccomp) lets through the system calls of a computation (memory,
-time, signals, reading and writing the pipes it was given, ending) and answers every other
-with EPERM: no file is opened, listed or changed, no command or process started, no socket
-made, no signal sent, no limit raised. Memory, CPU time and output are bounded too. Where the
-filter cannot be set up (not Linux, no libseccomp), the examples are not run unless the user
-asks (`--examples`, editing/examples.py).
+time, its own signal handlers, reading and writing the descriptors it was given: /dev/null and
+its output pipe, ending) and answers every other with EPERM: no file is opened, stat'ed,
+listed or changed, no command or process started, no socket made, no signal sent (nor set to
+be sent by its pipe), no limit raised. Memory, CPU time and output are bounded too, and the
+child sees none of the user's environment. Where the filter cannot be set up (not Linux, no
+libseccomp), the examples are not run unless the user asks (`--examples`,
+editing/examples.py).
 
 The child reads the candidate and imports what it may need of Python's standard library
-(trusted code, not the file's) before the filter closes; a module imported later, a data file,
-a thread or a third-party package fails inside the sandbox. Where the input itself cannot run
-there, the examples cannot judge its candidates and are not used.
+(trusted code, not the file's) before the filter closes, itself under a first filter that
+starts, connects, signals and writes nothing, and never a module that acts when imported (a
+`__main__`, `antigravity`); a module imported later, a data file, a thread or a third-party
+package fails inside the sandbox. Where the input itself cannot run there, the examples cannot
+judge its candidates and are not used.
 
 Run as a module, this file is the child: `python -I -m specedit.editing.sandbox FILE SPEC`.
 """
@@ -27,7 +31,7 @@ import functools
 import importlib
 import json
 import linecache
-import resource
+import os
 import sys
 import tempfile
 import types
@@ -42,10 +46,12 @@ UNAVAILABLE = 86  # the child's exit code where the filter could not be set up
 CANNOT_RUN = 87  # ... where the file's own code raised before any example ran
 MEMORY_BYTES = 2 << 30  # address space the child may map
 PROBE_SECONDS = 10.0
+ENVIRONMENT = {"LC_ALL": "C.UTF-8"}  # all the child sees of ours: no key or token
 
 # What a computation needs of the kernel; every other system call fails with EPERM. Reading
 # and writing go only to descriptors the child already holds (its output pipe, /dev/null):
-# nothing that opens one is allowed.
+# nothing that opens one is allowed. `fcntl`, `madvise` and `prlimit64` are allowed only as
+# `confine` narrows them.
 ALLOWED = (
     "read",
     "write",
@@ -53,14 +59,12 @@ ALLOWED = (
     "writev",
     "close",
     "lseek",
-    "fcntl",
     "dup",
     "dup3",
     "mmap",
     "munmap",
     "mremap",
     "mprotect",
-    "madvise",
     "brk",
     "futex",
     "rt_sigaction",
@@ -87,20 +91,85 @@ ALLOWED = (
     "exit",
     "exit_group",
 )
-AT_EMPTY_PATH = 0x1000  # fstat(fd) is newfstatat(fd, "", buf, AT_EMPTY_PATH) in glibc
+MADV_HWPOISON = 100  # this advice and those above it act on the machine's memory, not ours
+# What the standard-library imports before the filter closes may not do either: start, connect,
+# signal, or change a file.
+PREPARING_DENIED = (
+    "execve",
+    "execveat",
+    "fork",
+    "vfork",
+    "clone",
+    "clone3",
+    "socket",
+    "connect",
+    "kill",
+    "tkill",
+    "tgkill",
+    "ptrace",
+    "process_vm_writev",
+    "io_uring_setup",
+    "openat2",  # its flags lie behind a pointer the filter cannot read
+    "creat",
+    "truncate",
+    "unlink",
+    "unlinkat",
+    "rename",
+    "renameat",
+    "renameat2",
+    "mkdir",
+    "mkdirat",
+    "rmdir",
+    "link",
+    "linkat",
+    "symlink",
+    "symlinkat",
+    "chmod",
+    "fchmodat",
+)
+# Standard-library modules that act when imported; never imported for a file.
+ACTING = {"antigravity", "this", "idlelib", "turtledemo", "test", "ensurepip", "venv", "lib2to3"}
 
 
 class Unavailable(RuntimeError):
     """The filter cannot be set up here."""
 
 
+def _seccomp():
+    try:
+        import pyseccomp  # loads libseccomp by ctypes
+
+        return pyseccomp
+    except (ImportError, OSError, RuntimeError) as exc:
+        raise Unavailable(f"no seccomp here ({exc})") from None
+
+
+def prepare() -> None:
+    """The first filter, for the standard-library imports before `confine`: every system call
+    but those that start, connect, signal or change a file (opened for writing too); Unavailable
+    where it cannot be set up."""
+    seccomp = _seccomp()
+    try:
+        rules = seccomp.SyscallFilter(seccomp.ALLOW)
+        for name in PREPARING_DENIED:
+            rules.add_rule(seccomp.ERRNO(errno.EPERM), name)
+        for flag in (os.O_WRONLY, os.O_RDWR, os.O_CREAT, os.O_TRUNC):
+            writing = seccomp.Arg(2, seccomp.MASKED_EQ, flag, flag)
+            rules.add_rule(seccomp.ERRNO(errno.EPERM), "openat", writing)
+            writing = seccomp.Arg(1, seccomp.MASKED_EQ, flag, flag)
+            rules.add_rule(seccomp.ERRNO(errno.EPERM), "open", writing)
+        rules.load()
+    except (OSError, RuntimeError, ValueError) as exc:
+        raise Unavailable(f"the seccomp filter did not load ({exc})") from None
+
+
 def confine(seconds: float) -> None:
     """Hold this process to computing from now on (see the module's docstring); Unavailable
     where it cannot be done."""
-    try:
-        import pyseccomp as seccomp  # loads libseccomp by ctypes
-    except (ImportError, OSError, RuntimeError) as exc:
-        raise Unavailable(f"no seccomp here ({exc})") from None
+    import fcntl
+    import resource  # Unix only: imported where a sandbox is set up
+
+    seccomp = _seccomp()
     limits = {
         resource.RLIMIT_AS: MEMORY_BYTES,
         resource.RLIMIT_CPU: int(seconds) + 1,
@@ -110,13 +179,20 @@ def confine(seconds: float) -> None:
         hard = resource.getrlimit(which)[1]
         bounded = value if hard == resource.RLIM_INFINITY else min(value, hard)
         resource.setrlimit(which, (bounded, bounded))
+    allow, arg = seccomp.ALLOW, seccomp.Arg
     try:
         rules = seccomp.SyscallFilter(seccomp.ERRNO(errno.EPERM))
         for name in ALLOWED:
-            rules.add_rule(seccomp.ALLOW, name)
-        empty_path = seccomp.Arg(3, seccomp.MASKED_EQ, AT_EMPTY_PATH, AT_EMPTY_PATH)
-        rules.add_rule(seccomp.ALLOW, "newfstatat", empty_path)
-        rules.add_rule(seccomp.ALLOW, "prlimit64", seccomp.Arg(2, seccomp.EQ, 0))  # reads only
+            rules.add_rule(allow, name)
+        # a descriptor's flags, but not its owner, signal or async I/O: a pipe set to signal
+        # its owner (F_SETOWN, O_ASYNC) signals any process each time the parent reads it
+        for command in (fcntl.F_GETFD, fcntl.F_SETFD, fcntl.F_GETFL, fcntl.F_DUPFD_CLOEXEC):
+            rules.add_rule(allow, "fcntl", arg(1, seccomp.EQ, command))
+        synchronous = arg(2, seccomp.MASKED_EQ, os.O_ASYNC, 0)
+        rules.add_rule(allow, "fcntl", arg(1, seccomp.EQ, fcntl.F_SETFL), synchronous)
+        rules.add_rule(allow, "madvise", arg(2, seccomp.LT, MADV_HWPOISON))
+        own_limits = (arg(0, seccomp.EQ, 0), arg(2, seccomp.EQ, 0))  # read, not set
+        rules.add_rule(allow, "prlimit64", *own_limits)
         rules.load()
     except (OSError, RuntimeError, ValueError) as exc:
         raise Unavailable(f"the seccomp filter did not load ({exc})") from None
@@ -178,32 +254,44 @@ def run_examples(path: str, source: str, doctests: bool, cases: list[list[str]])
 
 
 def main(path: str, spec: str) -> int:
-    """The child: read the candidate, import its standard-library modules, close the filter,
-    run its examples (`spec`: JSON {"doctests": bool, "cases": [[call, want, said_by], ...],
-    "seconds": float}); UNAVAILABLE where the filter cannot be set up."""
+    """The child: read the candidate, import its standard-library modules under the first
+    filter, close the second, prove it holds (the candidate's file cannot be read back), run
+    its examples (`spec`: JSON {"doctests": bool, "cases": [[call, want, said_by], ...],
+    "seconds": float}); UNAVAILABLE where the filters cannot be set up or do not hold."""
     source = Path(path).read_text(encoding="utf-8")
     wanted = json.loads(spec)
-    for module in ["doctest", *standard_imports(source)]:  # nothing is imported once confined
-        with contextlib.suppress(Exception):
-            importlib.import_module(module)
+    sys.argv[1:] = []  # a module that reads its arguments when imported reads none
     try:
+        prepare()
+        for module in ["doctest", *standard_imports(source)]:  # none is imported once confined
+            if module.partition(".")[0] not in ACTING and "__main__" not in module.split("."):
+                with contextlib.suppress(BaseException):
+                    importlib.import_module(module)
         confine(wanted["seconds"])
+        _holds(path)
     except Unavailable as exc:
         print(exc)
         return UNAVAILABLE
     return run_examples(path, source, wanted["doctests"], wanted["cases"])
 
 
+def _holds(path: str) -> None:
+    """Unavailable unless the filter holds: the candidate's own file cannot be read back."""
+    try:
+        open(path, "rb").close()
+    except PermissionError:
+        return
+    raise Unavailable("the seccomp filter does not hold")
+
+
 @functools.cache
 def available() -> bool:
-    """Whether the filter can be set up here: one child that sets it up and proves it holds
-    (its own file cannot be read back). Asked once a process."""
+    """Whether the sandbox can be set up here (a child that sets it up and proves it holds);
+    asked once a process."""
     if not sys.platform.startswith("linux"):
         return False
-    probe = "open(__file__).read()\n"
     with tempfile.TemporaryDirectory(prefix="specedit-probe-") as folder:
-        result = _child(Path(folder) / "probe.py", probe, False, [], PROBE_SECONDS)
-    return result.returncode == CANNOT_RUN and "PermissionError" in result.output
+        return _child(Path(folder) / "probe.py", "", False, [], PROBE_SECONDS).passed
 
 
 def _child(
@@ -211,7 +299,8 @@ def _child(
 ) -> CheckResult:
     path.write_text(text, encoding="utf-8")
     spec = json.dumps({"doctests": doctests, "cases": cases, "seconds": seconds})
-    return run_isolated(["-m", "specedit.editing.sandbox", str(path), spec], seconds)
+    args = ["-m", "specedit.editing.sandbox", str(path), spec]
+    return run_isolated(args, seconds, environment=ENVIRONMENT)
 
 
 @contextlib.contextmanager
@@ -223,7 +312,7 @@ def confined_check(
     the input `text` itself cannot run in it (a module it needs is not Python's own, or is
     imported late): the examples could not tell its candidates apart."""
     calls = [[case.call, case.want, case.said_by] for case in cases]
-    if not available():
+    if not sys.platform.startswith("linux"):
         yield None
         return
     with tempfile.TemporaryDirectory(prefix="specedit-examples-") as folder:

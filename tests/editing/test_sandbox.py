@@ -4,6 +4,7 @@ whatever else its code tries fails inside the child, with nothing done."""
 from __future__ import annotations
 
 import subprocess
+import time
 
 import pytest
 
@@ -57,21 +58,30 @@ ATTEMPTS = {
     "list a folder": "assert os.listdir({folder!r})",
     "open a socket": "socket.socket().close()",
     "signal another process": "os.kill({sleeper}, signal.SIGKILL)",
+    # its output pipe set to signal its owner each time the parent reads it
+    "have its pipe signal another process": "fcntl.fcntl(1, fcntl.F_SETOWN, {sleeper}); "
+    "fcntl.fcntl(1, 10, signal.SIGKILL); "  # F_SETSIG
+    "fcntl.fcntl(1, fcntl.F_SETFL, fcntl.fcntl(1, fcntl.F_GETFL) | os.O_ASYNC); print(0)",
+    "stat a file": "assert os.stat({secret!r}).st_size",
+    "read another process's limits": "resource.prlimit({sleeper}, resource.RLIMIT_AS)",
+    "read the user's environment": "assert os.environ['CANARY_TOKEN']",
     "lift its memory bound": "resource.setrlimit(resource.RLIMIT_AS, (-1, -1))",
 }
 
 
 @pytest.mark.parametrize("attempt", ATTEMPTS)
-def test_a_candidate_can_do_nothing_but_compute(attempt, tmp_path):
+def test_a_candidate_can_do_nothing_but_compute(attempt, tmp_path, monkeypatch):
+    monkeypatch.setenv("CANARY_TOKEN", "s3cr3t")
     planted, secret = tmp_path / "planted", tmp_path / "secret.txt"
     secret.write_text("the secret")
     with subprocess.Popen(["sleep", "60"]) as sleeper:
         code = ATTEMPTS[attempt].format(
             planted=str(planted), secret=str(secret), folder=str(tmp_path), sleeper=sleeper.pid
         )
-        imports = "    import ctypes, os, resource, signal, socket, subprocess\n"
+        imports = "    import ctypes, fcntl, os, resource, signal, socket, subprocess\n"
         hostile = ADD.replace("    return a + b\n", f"{imports}    {code}\n    return a + b\n")
         result = _checked(ADD, hostile)
+        time.sleep(0.1)  # a signal the parent's reads set off has arrived
         alive = sleeper.poll() is None
         sleeper.kill()
     assert not result.passed, result.output
@@ -85,6 +95,20 @@ def test_code_that_runs_when_the_file_is_loaded_is_confined_too(tmp_path):
     result = _checked(ADD, hostile)
     assert result.returncode == sandbox.CANNOT_RUN
     assert "PermissionError" in result.output and not planted.exists()
+
+
+@pytest.mark.parametrize(
+    "module",
+    ["antigravity", "unittest.__main__"],  # a browser; a test run of its arguments
+)
+def test_a_module_that_acts_when_imported_is_not_imported_for_a_file(module, tmp_path, monkeypatch):
+    """Python's own modules that the file names are imported before the filter closes, but
+    never one that acts as it loads; and what they would start is refused even there."""
+    planted = tmp_path / "planted"
+    monkeypatch.setenv("BROWSER", f"touch {planted} %s")
+    text = ADD.replace("    >>> add(2, 3)", f"    >>> import {module}\n    >>> add(2, 3)")
+    result = _checked(text, text)
+    assert not planted.exists() and "Ran 0 tests" not in result.output
 
 
 def test_a_candidate_that_loops_or_takes_all_memory_fails_in_bounded_time():
