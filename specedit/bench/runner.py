@@ -448,9 +448,11 @@ def _run_samples(
     chosen = candidates.chosen
     row = _candidates_row(task, setup, drawn, time.perf_counter() - start, len(drawn), chosen)
     row.problems = candidates.problems
-    row.afresh = candidates.delivered.afresh if candidates.delivered else None
+    delivered = candidates.delivered
+    row.afresh = delivered.afresh if delivered else None
     text = whole(chosen.text) if chosen else None
-    score_row(row, text, task, check_task(task, text))
+    known = delivered.verdict.checked if delivered and delivered.verdict else None
+    score_row(row, text, task, check_task(task, text, known))
     if chosen and task.checkable:
         for name, before in chosen.before_passes.items():
             row.without_pass[name] = check_task(task, whole(before)).passed

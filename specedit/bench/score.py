@@ -95,13 +95,16 @@ class Row:
         return self.seconds / self.copy_bound_seconds if self.copy_bound_seconds else None
 
 
-def check_task(task: Task, text: str | None) -> CheckResult | None:
+def check_task(
+    task: Task, text: str | None, known: safety.Checked | None = None
+) -> CheckResult | None:
     """Whether `text` is a right edit for `task`: the safety checks let it be written (as the
-    CLI does without --force), and its tests pass after it (in a child process), or, for a task
-    without tests, it equals the expected text. None: nothing to check against."""
+    CLI does without --force: read from `known`, the candidate's, where it answered the same),
+    and its tests pass after it (in a child process), or, for a task without tests, it equals
+    the expected text. None: nothing to check against."""
     if text is None:
         return CheckResult(False, 1, "no edited text (the answer was cut off)", 0.0)
-    refused = safety.problems(task.input, text, task.instruction, task.language)
+    refused = safety.problems_of(task.input, text, task.instruction, task.language, known)
     if refused and task.checkable:
         return CheckResult(False, 1, f"refused: {refused[0]}", 0.0)
     if task.tests is not None:

@@ -138,12 +138,15 @@ def asks_for_removal(instruction: str) -> bool:
     return REMOVAL_WORDS.search(instruction) is not None
 
 
-def problems(original: str, edited: str, instruction: str, language: str = "") -> list[str]:
+def problems(
+    original: str, edited: str, instruction: str, language: str = "", drops: bool = True
+) -> list[str]:
     """Why `edited` should not replace `original`, one line each; [] when it is safe.
 
     Syntax: the input parses as its language (from the file name; stdin is only sniffed for
-    JSON) and the edit does not. Deletion: the edit drops more than DROP_SHARE of the input's
-    non-blank lines (and at least DROP_MIN_LINES) while the instruction asks to remove nothing.
+    JSON) and the edit does not. Deletion (unless `drops` is False: another check stands for
+    it): the edit drops more than DROP_SHARE of the input's non-blank lines (and at least
+    DROP_MIN_LINES) while the instruction asks to remove nothing.
     """
     found = []
     language = language or sniff(original)
@@ -151,7 +154,7 @@ def problems(original: str, edited: str, instruction: str, language: str = "") -
         message = syntax_error(edited, language)
         if message is not None:
             found.append(f"the edit breaks its {PARSERS[language][0]} syntax: {message}")
-    if (dropped := drop_problem(original, edited, instruction)) is not None:
+    if drops and (dropped := drop_problem(original, edited, instruction)) is not None:
         found.append(dropped)
     return found
 
@@ -177,9 +180,11 @@ class Checked:
         )
 
 
-def check(original: str, edited: str, instruction: str, language: str = "") -> Checked:
-    """`problems`, kept with what it was asked."""
-    found = tuple(problems(original, edited, instruction, language))
+def check(
+    original: str, edited: str, instruction: str, language: str = "", drops: bool = True
+) -> Checked:
+    """`problems`, kept with what it was asked: the delivery reads it as the judgement made."""
+    found = tuple(problems(original, edited, instruction, language, drops))
     return Checked(original, edited, instruction, language, found)
 
 

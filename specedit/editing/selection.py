@@ -316,9 +316,11 @@ class Drawing:
         if answer != self.original and (sentence := self.leak_of(candidate)):
             return Verdict(answer, f"{PROMPT_WORDS} ({sentence!r})")
         request = self.request
-        verdict = judge(
-            self.original, answer, request.instruction, request.language, self.unchanged
-        )
+        asked = (self.original, answer, request.instruction, request.language, self.unchanged)
+        # A body written afresh replaces one function's body and keeps every other line, so
+        # lines it drops are not the answer losing its place: the examples judge it instead.
+        shorter = candidate.afresh is not None and self.examples is not None
+        verdict = judge(*asked, drops=not shorter)
         if look and verdict.acceptable:
             first = len(changed_lines(self.original, self.whole(self.first.text)))
             extra = len(changed_lines(self.original, answer)) - first
@@ -327,6 +329,8 @@ class Drawing:
                 return replace(verdict, problem=problem)
         if verdict.acceptable and self.examples is not None:
             ran = self.examples(answer)
+            if not ran.passed and shorter and not (strict := judge(*asked)).acceptable:
+                return strict  # shorter and failing them: refused, never delivered for want
             problem = None if ran.passed else f"{file_examples.FAILED} ({ran.summary()})"
             return replace(verdict, problem=problem, examples=ran)
         return verdict

@@ -73,7 +73,12 @@ class Verdict:
 
 
 def judge(
-    original: str, text: str, instruction: str, language: str, unchanged: str | None
+    original: str,
+    text: str,
+    instruction: str,
+    language: str,
+    unchanged: str | None,
+    drops: bool = True,
 ) -> Verdict:
     """What is wrong with `text` as an answer, knowable without tests; `unchanged` is what is
     wrong with an unchanged one (None: it may be right, as a clean document's rewrite). For a
@@ -85,7 +90,8 @@ def judge(
     quotes alone), unless the instruction speaks of the prose, the typos or the layout
     (`NO_CODE_WORDS`), which may ask for just that (trailing spaces removed). Python that
     writes what cannot run (a name nothing defines, a call or an attribute that does not match
-    its definition), where the input did not, is wrong too (editing/lint.py)."""
+    its definition), where the input did not, is wrong too (editing/lint.py). `drops`: whether
+    lines it drops count (`safety.problems`)."""
     if (
         text == original
         or (unchanged == UNCHANGED_FIX and blanks_only(original, text))
@@ -97,7 +103,7 @@ def judge(
         )
     ):
         return Verdict(text, unchanged)
-    checked = safety.check(original, text, instruction, language)
+    checked = safety.check(original, text, instruction, language, drops)
     if checked.problems:
         return Verdict(text, checked.problems[0], checked)
     if language == "python" and (finding := lint.first_new(original, text)):

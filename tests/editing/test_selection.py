@@ -317,6 +317,40 @@ def test_with_examples_a_fix_whose_first_two_fail_them_gets_its_function_written
     assert [c.request.prompt for c in calls] == ["fix", "fix", "fix"]
 
 
+LONG = (
+    'def add(a, b):\n    """\n    >>> add(2, 3)\n    5\n    """\n    total = 0\n'
+    "    for value in (a, b):\n        total -= value\n    result = total\n    return result\n"
+)
+
+
+@pytest.mark.skipif(not sandbox.available(), reason="no seccomp on this system")
+def test_a_body_written_afresh_may_be_shorter_where_it_passes_the_examples(
+    tmp_path, tiny_model_dir, tokenizer, monkeypatch
+):
+    """The function written afresh replaces its body alone, so the lines it drops are not an
+    answer losing its place: where it passes the examples it is delivered and written (the
+    delivery reading the same judgement); where it fails them it is refused for the lines it
+    drops, and not delivered in their stead."""
+    file = tmp_path / "add.py"
+    file.write_text(LONG)
+    wrong = [LONG.replace("total -= value", f"total {op}= value") for op in "*/"]
+    short = 'def add(a, b):\n    """Add."""\n    return a + b\n'
+    _answering(monkeypatch, [*wrong, short], tokenizer)
+    result = _run_fix(file, tiny_model_dir, "-i")  # no option: the examples run confined
+    assert result.exit_code == 0, result.stderr
+    head = LONG[: LONG.index("    total = 0")]
+    assert file.read_text() == head + "    return a + b\n"
+    assert "number 3 delivered" in result.stderr
+
+    file.write_text(LONG)
+    _answering(monkeypatch, [*wrong, short.replace("a + b", "a * b"), wrong[0]], tokenizer)
+    result = _run_fix(file, tiny_model_dir)
+    assert result.exit_code == 0, result.stderr
+    assert "the edit drops 4 of 10 non-blank lines" in result.stderr  # the third, refused
+    assert result.stdout == wrong[1]  # the second look, as the draw without them delivers
+    assert "no candidate passes the examples" in result.stderr
+
+
 def test_examples_are_run_only_where_the_file_has_some_and_never_on_stdin(
     tmp_path, tiny_model_dir, tokenizer, monkeypatch
 ):
