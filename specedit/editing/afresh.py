@@ -1,5 +1,6 @@
 """A fix's function written afresh from its signature and docstring, its body left out: the
-candidate `--examples` draws once the fixes of the body have failed the file's examples.
+candidate drawn where the file's examples judge a fix (editing/examples.py), once the fixes of
+the body have failed them.
 
 Shown a planted bug, a small model keeps it or changes another line; shown the signature and
 docstring alone, it writes the function about as often right as its published HumanEval figure
@@ -7,7 +8,8 @@ says (docs/quality.md, "Written from its docstring alone"). A function written a
 its body did that the docstring does not say, so it is drawn only where the examples judge it,
 after the fixes of the body failed them, and it is delivered only where it passes them and the
 safety checks. Only the body is replaced: the signature, the docstring and every other line of
-the file are kept.
+the file are kept, so the lines it drops are not counted against it (a body written anew is
+often shorter) where it passes the examples (editing/selection.py).
 """
 
 from __future__ import annotations
