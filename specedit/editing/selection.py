@@ -329,9 +329,10 @@ class Drawing:
                 return replace(verdict, problem=problem)
         if verdict.acceptable and self.examples is not None:
             ran = self.examples(answer)
-            if not ran.passed and shorter and not (strict := judge(*asked)).acceptable:
-                return strict  # shorter and failing them: refused, never delivered for want
             problem = None if ran.passed else f"{file_examples.FAILED} ({ran.summary()})"
+            if problem and shorter and not (strict := judge(*asked)).acceptable:
+                # shorter and failing them: refused, never delivered as the draw's fallback
+                return replace(strict, problem=f"{problem}, and {strict.problem}")
             return replace(verdict, problem=problem, examples=ran)
         return verdict
 

@@ -346,7 +346,9 @@ def test_a_body_written_afresh_may_be_shorter_where_it_passes_the_examples(
     _answering(monkeypatch, [*wrong, short.replace("a + b", "a * b"), wrong[0]], tokenizer)
     result = _run_fix(file, tiny_model_dir)
     assert result.exit_code == 0, result.stderr
-    assert "the edit drops 4 of 10 non-blank lines" in result.stderr  # the third, refused
+    # the third, refused for both
+    assert "fails the examples (failed (exit 1): " in result.stderr
+    assert "), and the edit drops 4 of 10 non-blank lines" in result.stderr
     assert result.stdout == wrong[1]  # the second look, as the draw without them delivers
     assert "no candidate passes the examples" in result.stderr
 
