@@ -442,8 +442,6 @@ def _run_samples(
 
     samples = parse_selection(setup.selection)
     with _examples(task, samples) as check:
-        if check:
-            samples = samples.judged_by_examples()
         candidates = selection.draw_edits(run, request, whole, samples, editor.decode, check)
     chosen = candidates.chosen
     row = _candidates_row(task, setup, drawn, time.perf_counter() - start, len(drawn), chosen)

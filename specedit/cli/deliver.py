@@ -245,7 +245,7 @@ class Drawer:
                     self.run,
                     request,
                     written,
-                    self.samples.judged_by_examples() if check else self.samples,
+                    self.samples,
                     self.name,
                     self.quiet,
                     self.decode,

@@ -47,6 +47,7 @@ CANNOT_RUN = 87  # ... where the file's own code raised before any example ran
 MEMORY_BYTES = 2 << 30  # address space the child may map
 PROBE_SECONDS = 10.0
 ENVIRONMENT = {"LC_ALL": "C.UTF-8"}  # all the child sees of ours: no key or token
+SECCOMP_PLATFORM = sys.platform.startswith("linux")  # elsewhere no child is started
 
 # What a computation needs of the kernel; every other system call fails with EPERM. Reading
 # and writing go only to descriptors the child already holds (its output pipe, /dev/null):
@@ -256,8 +257,8 @@ def run_examples(path: str, source: str, doctests: bool, cases: list[list[str]])
 def main(path: str, spec: str) -> int:
     """The child: read the candidate, import its standard-library modules under the first
     filter, close the second, prove it holds (the candidate's file cannot be read back), run
-    its examples (`spec`: JSON {"doctests": bool, "cases": [[call, want, said_by], ...],
-    "seconds": float}); UNAVAILABLE where the filters cannot be set up or do not hold."""
+    its examples (`spec`: JSON {"doctests": bool, "cases": `stated.encode`'s text, "seconds":
+    float}); UNAVAILABLE where the filters cannot be set up or do not hold."""
     source = Path(path).read_text(encoding="utf-8")
     wanted = json.loads(spec)
     sys.argv[1:] = []  # a module that reads its arguments when imported reads none
@@ -272,7 +273,7 @@ def main(path: str, spec: str) -> int:
     except Unavailable as exc:
         print(exc)
         return UNAVAILABLE
-    return run_examples(path, source, wanted["doctests"], wanted["cases"])
+    return run_examples(path, source, wanted["doctests"], json.loads(wanted["cases"]))
 
 
 def _holds(path: str) -> None:
@@ -288,15 +289,13 @@ def _holds(path: str) -> None:
 def available() -> bool:
     """Whether the sandbox can be set up here (a child that sets it up and proves it holds);
     asked once a process."""
-    if not sys.platform.startswith("linux"):
+    if not SECCOMP_PLATFORM:
         return False
     with tempfile.TemporaryDirectory(prefix="specedit-probe-") as folder:
-        return _child(Path(folder) / "probe.py", "", False, [], PROBE_SECONDS).passed
+        return _child(Path(folder) / "probe.py", "", False, stated.encode([]), PROBE_SECONDS).passed
 
 
-def _child(
-    path: Path, text: str, doctests: bool, cases: list[list[str]], seconds: float
-) -> CheckResult:
+def _child(path: Path, text: str, doctests: bool, cases: str, seconds: float) -> CheckResult:
     path.write_text(text, encoding="utf-8")
     spec = json.dumps({"doctests": doctests, "cases": cases, "seconds": seconds})
     args = ["-m", "specedit.editing.sandbox", str(path), spec]
@@ -311,10 +310,10 @@ def confined_check(
     named `name` in an empty folder); None where the sandbox cannot be set up here, or where
     the input `text` itself cannot run in it (a module it needs is not Python's own, or is
     imported late): the examples could not tell its candidates apart."""
-    calls = [[case.call, case.want, case.said_by] for case in cases]
-    if not sys.platform.startswith("linux"):
+    if not SECCOMP_PLATFORM:
         yield None
         return
+    calls = stated.encode(cases)
     with tempfile.TemporaryDirectory(prefix="specedit-examples-") as folder:
         path = Path(folder) / (Path(name).name or "candidate.py")
 

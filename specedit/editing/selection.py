@@ -371,15 +371,18 @@ def draw_edits(
     decode: Callable[[list[int]], str],
     examples: Callable[[str], CheckResult] | None = None,
 ) -> Drawn:
-    """Up to `samples.count` edits of `request` by `make`, one chosen (`draw`); `whole` turns an
-    answer into the whole text as it would be written (a region's answer into the file), which
-    `examples`, where given, checks (editing/examples.py). An
+    """Up to `samples.count` edits of `request` by `make` (`samples.checked` where `examples`
+    judges them), one chosen (`draw`); `whole` turns an answer into the whole text as it would
+    be written (a region's answer into the file), which `examples`, where given, checks
+    (editing/examples.py). An
     unchanged fix is redrawn from its branch points while it has any (`decode` reads them),
     else sampled and told why; an acceptable fix from its first branch point, its second look
     (none where it has no branch point). A rewrite's candidates are proofread
     (editing/proofread.py): its second look, word by word. An unchanged edit is redrawn from
     its branch points as an unchanged fix is, and an answer that copied its prompt's own words
     from just before them (`redraw_policies`)."""
+    if examples is not None:
+        samples = samples.judged_by_examples()
     drawing = Drawing(make, request, whole, samples, decode, examples)
     delivered, _ = draw(
         drawing.candidate,
