@@ -4,7 +4,7 @@ region, selection), the baselines, and which plain-decoding setup each is measur
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from specedit.bench.llamacpp import LLAMA_CPP_METHODS
@@ -17,7 +17,7 @@ from specedit.editing.editor import (
 from specedit.editing.examples import Examples
 from specedit.editing.localize import locate
 from specedit.editing.region import NAME_IN_BACKTICKS, Region
-from specedit.editing.selection import DEFAULT_SAMPLES, EXAMPLES_SAMPLES, Samples
+from specedit.editing.selection import DEFAULT_SAMPLES, EXAMPLES_SAMPLES, STEPS, Samples
 from specedit.engine.options import STRICT, Verification
 
 BASELINES = {"ar": None, "hf-pld": 10}  # method -> transformers' prompt_lookup_num_tokens
@@ -116,7 +116,18 @@ def parse_selection(spec: str) -> Samples | None:
     draws N and votes, "examplesN" draws up to N while they fail the task's own examples too,
     run as `--examples` runs them, "confinedN" the same with the examples confined as the
     default runs them, and "default" edits as the CLI does with no option (`selection.draw`,
-    editing/examples.py); None when `spec` is none of them."""
+    editing/examples.py); each may be followed by "-STEP" for a step of the draw left out
+    (`selection.STEPS`: "default-unchanged" is the default with an unchanged answer sampled,
+    not redrawn from its branch points). None when `spec` is none of them."""
+    spec, *left_out = spec.split("-")
+    if not set(left_out) <= set(STEPS) or len(set(left_out)) < len(left_out):
+        return None
+    samples = _samples(spec)
+    return replace(samples, without=frozenset(left_out)) if samples else None
+
+
+def _samples(spec: str) -> Samples | None:
+    """`parse_selection` with no step left out."""
     if spec == "default":
         return Samples(DEFAULT_SAMPLES, examples=Examples.CONFINED, checked=EXAMPLES_SAMPLES)
     kinds = {"vote": (True, Examples.OFF), "examples": (False, Examples.ASKED)}

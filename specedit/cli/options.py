@@ -149,8 +149,8 @@ class EditOptions:
         opt(
             "--samples",
             help="Candidates an edit may draw without --test: an unchanged or unsafe answer is "
-            "redrawn from where the model was least sure, a fix is looked at once more, a "
-            f"rewrite proofread (docs/options.md). [default: {DEFAULT_SAMPLES}; 1 with --test]",
+            "redrawn from where the model was least sure, a rewrite proofread "
+            f"(docs/options.md). [default: {DEFAULT_SAMPLES}; 1 with --test]",
             show_default=False,
         ),
     ] = None

@@ -108,7 +108,10 @@ def bench(
             help="Comma-separated candidate selections: N (up to N candidates, another drawn "
             "while the answer is unchanged for a fix or an edit, or unsafe), voteN (N drawn, the "
             "one the others agree with kept), examplesN (as N, and while the answer fails the "
-            "input's >>> examples, run unsandboxed: --examples); labelled method~sN."
+            "input's >>> examples, run unsandboxed: --examples), confinedN (the same, confined "
+            "as the default runs them), default (as the CLI edits with no option); each may end "
+            "in -unchanged: an unchanged answer sampled, not redrawn from its branch points "
+            "(the step's ablation); labelled method~sN."
         ),
     ] = "1",
     replay: Annotated[

@@ -81,7 +81,7 @@ class Steering:
     # typos alone changed beyond typos (editing/typos.py): a document's rewrite.
     proofread: bool = False
     # An earlier answer this one branched from, of which it will keep its first change only (a
-    # fix's redraw, editing/second_look.py): it stops once that change is made, and the
+    # fix's redraw, editing/first_change.py): it stops once that change is made, and the
     # earlier answer gives the rest.
     rejoin: str | None = None
 

@@ -6,7 +6,7 @@ may make something of it: an answer that left out part of the file made to go on
 (editing/resume.py), a document's rewrite proofread (editing/proofread.py) and kept to typos
 where only typos were asked for (editing/typos.py), a Python rename finished everywhere
 (editing/rename.py). A fix's redraw stops once its first change is made (`Rejoin`,
-editing/second_look.py).
+editing/first_change.py).
 """
 
 from __future__ import annotations
@@ -29,11 +29,11 @@ from specedit.editing.editor import (
     generate_edit,
     prepare,
 )
+from specedit.editing.first_change import REJOINED, Rejoin
 from specedit.editing.proofread import Correction, log_probabilities, proofread
 from specedit.editing.rename import finish_rename
 from specedit.editing.resume import RESUMES, resume
 from specedit.editing.runaway import RUNAWAY
-from specedit.editing.second_look import REJOINED, Rejoin
 from specedit.editing.typos import asks_for_typos_only, keep_to_typos
 from specedit.engine.events import Generation, Step, StopCondition
 from specedit.models.load import LoadedModel

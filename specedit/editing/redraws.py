@@ -5,9 +5,9 @@ An answer that copied its prompt's own words is redrawn from just before them, o
 what cannot run (a name nothing defines, a call or attribute that does not match) from the line
 that writes it, a fix whose first two candidates could not be right, where the examples judge
 it, written afresh from its function's docstring, one that fails the examples from a branch
-point, an unchanged answer to a fix or an edit from the first candidate's next branch point, a
-fix that may be right gets its second look, and any other is sampled as the editing benchmarks
-sample and told why the last could not be right.
+point, an unchanged answer to a fix or an edit from the first candidate's next branch point,
+and any other is sampled as the editing benchmarks sample and told why the last could not be
+right.
 """
 
 from __future__ import annotations
@@ -63,13 +63,11 @@ def redraw_feedback(problem: str) -> str:
 @dataclass(frozen=True)
 class Redraw:
     """A candidate to draw: its request (None: none is drawn), whether it is a fix's branch
-    redraw, delivered with its first change only (`first_change`), whether it is the
-    second look, which is judged against the first answer's reach too, and the function it
-    writes afresh, whose body its answer gives (None: the answer is the text itself)."""
+    redraw, delivered with its first change only (`first_change`), and the function it writes
+    afresh, whose body its answer gives (None: the answer is the text itself)."""
 
     request: EditRequest | None
     first_change_only: bool = False
-    look: bool = False
     afresh: Afresh | None = None
 
 
@@ -116,9 +114,8 @@ class CheckRedraw:
 
 class ExamplesRedraw:
     """An answer that fails the examples, redrawn from the first candidate's next branch
-    point while it has one. A fix's first redraw is its second look (its first change only,
-    judged against the first's reach), so that where no candidate passes the examples, the one
-    delivered is the one the draw without them would have delivered (`draw`)."""
+    point while it has one, and delivered whole: the examples, not the first answer, say
+    what the rest must be."""
 
     def redraw(self, drawing: Drawing, number: int, problem: str | None) -> Redraw | None:
         if not drawing.candidates or not drawing.candidates[-1].verdict.failed_examples:
@@ -126,8 +123,7 @@ class ExamplesRedraw:
         start = drawing.next_branch()
         if not start:
             return None
-        look = drawing.second_look and number == 1 and drawing.first.verdict.failed_examples
-        return Redraw(drawing.branched(start, look), first_change_only=look, look=look)
+        return Redraw(drawing.branched(start, False))
 
 
 class AfreshRedraw:
@@ -149,7 +145,7 @@ class AfreshRedraw:
 class BranchRedraw:
     """An unchanged answer to a fix or an edit, redrawn from the first candidate's next branch
     point while it has one. A fix's keeps its first change only, and so may stop once that is
-    made (editing/second_look.py); an edit's is delivered whole: a translation or a rename
+    made (editing/first_change.py); an edit's is delivered whole: a translation or a rename
     changes many places."""
 
     fix: bool
@@ -161,19 +157,6 @@ class BranchRedraw:
         if not start:
             return None
         return Redraw(drawing.branched(start, self.fix), first_change_only=self.fix)
-
-
-class SecondLook:
-    """A fix that may be right, redrawn once from its first branch point, its first change
-    only; none is drawn where it has no branch point."""
-
-    def redraw(self, drawing: Drawing, number: int, problem: str | None) -> Redraw | None:
-        if drawing.first is None or problem is not None:
-            return None
-        start = drawing.next_branch()
-        if not start:
-            return Redraw(None)
-        return Redraw(drawing.branched(start, True), first_change_only=True, look=True)
 
 
 class SampledRedraw:
@@ -193,19 +176,17 @@ class SampledRedraw:
         )
 
 
-def redraw_policies(unchanged: str | None, vote: bool) -> list[RedrawPolicy]:
+def redraw_policies(unchanged: str | None, vote: bool, branches: bool = True) -> list[RedrawPolicy]:
     """The policies for the candidates after the first, in the order they are asked: votes
     are independent samples; otherwise a first answer that copied its prompt's words is
     redrawn from just before them, one that writes what cannot run from the line that writes
     it, a fix with examples whose first two could not be right written afresh from its
     docstring, one that fails the examples from a branch point, an unchanged answer to a fix or
-    an edit (`unchanged`: what is wrong with one) from a branch point, a fix that may be right
-    gets its second look, and any other is sampled."""
+    an edit (`unchanged`: what is wrong with one) from a branch point (unless not `branches`),
+    and any other is sampled."""
     if vote:
         return [SampledRedraw()]
     policies: list[RedrawPolicy] = [LeakRedraw(), CheckRedraw(), AfreshRedraw(), ExamplesRedraw()]
-    if unchanged is not None:
+    if unchanged is not None and branches:
         policies.append(BranchRedraw(fix=unchanged == UNCHANGED_FIX))
-    if unchanged == UNCHANGED_FIX:
-        policies.append(SecondLook())
     return [*policies, SampledRedraw()]

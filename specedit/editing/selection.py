@@ -23,15 +23,11 @@ candidate, so an engine that keeps its cache (llama.cpp) computes only what foll
 branch. Sampling again rarely helps there: a model that copied the bug at temperature 0
 mostly copies it at 0.2 too.
 
-A fix that changed the file gets the same redraw once, its second look, delivered when it is
-acceptable too. Where the first answer's change is the fix, the model's closest doubt was
-whether to make it, and the redraw copies the bug back (an unchanged answer, refused): the
-first stands. Where its closest doubt lies elsewhere, the first answer is often wrong there:
-a second change it should not have made, the wrong one of two near-equal fixes, or a
-docstring edited where the code is at fault; the redraw makes the other choice
-(docs/quality.md, "A second look at a changed fix"). A fix's redraw is delivered with the
-change it made where it branched and no other (`first_change`), so it stops once that change
-is made and the first answer gives the rest (editing/second_look.py).
+A fix's redraw is delivered with the change it made where it branched and no other
+(`first_change`), so it stops once that change is made and the first answer gives the rest
+(editing/first_change.py). A fix that changed the file is delivered as it is: a second look
+redrawn from its first doubt gained on neither the suite nor HumanEvalFix once unchanged code
+counted as unchanged and the examples judged (docs/quality.md, "What each step gains").
 
 An answer that writes what cannot run where the input did not (editing/lint.py: a helper never
 written, `Dict` with no import, a variable or method renamed in one place only, a call its
@@ -59,14 +55,12 @@ from specedit.editing import safety
 from specedit.editing.branches import branch_points
 from specedit.editing.checks import CheckResult
 from specedit.editing.editor import EditError, EditRequest, EditResult, Mode
+from specedit.editing.first_change import first_change
 from specedit.editing.redraws import Redraw, redraw_policies
 from specedit.editing.region import named_lines
-from specedit.editing.second_look import first_change
 from specedit.editing.verdicts import (
     PROMPT_WORDS,
-    UNCHANGED_FIX,
     Verdict,
-    changed_lines,
     choose,
     copied_from_prompt,
     judge,
@@ -77,18 +71,17 @@ from specedit.editing.verdicts import (
 R = TypeVar("R")  # what one edit returns: a local result, a bench row
 # An instruction about a file's prose: where its change would start, a comment or a docstring.
 PROSE_WORDS = re.compile(r"\b(?:comments?|docstrings?|doc strings?|documentation)\b", re.I)
-# A second look that changes more input lines than this beyond the first answer's has rewritten
-# what followed its branch rather than corrected the first answer, which then stands.
-LOOK_EXTRA_LINES = 2
-
 
 # Candidates an edit may draw unless told: a second one where the first cannot be right (an
-# unchanged fix or edit, an unsafe answer) or is a fix to look at again, which wins on the suite
-# (docs/quality.md, "--samples").
+# unchanged fix or edit, an unsafe answer), which wins on the suite (docs/quality.md, "--samples").
 DEFAULT_SAMPLES = 2
-# ... and where the file's examples judge them: where the first answer fails the examples, its
-# second look, the function written afresh (a fix's), and one more redraw.
+# ... and where the file's examples judge them: where the first answer fails the examples, a
+# redraw from its first doubt, the function written afresh (a fix's), and one more redraw.
 EXAMPLES_SAMPLES = 4
+# The steps of a draw that `Samples.without` may leave out: the redraws of an unchanged answer
+# from its branch points (it is sampled and told so instead).
+UNCHANGED_REDRAWS = "unchanged"
+STEPS = (UNCHANGED_REDRAWS,)
 
 
 @dataclass(frozen=True)
@@ -101,6 +94,9 @@ class Samples:
     # where they do, up to `checked` candidates (0: `count`).
     examples: file_examples.Examples = file_examples.Examples.OFF
     checked: int = 0
+    # Steps of the draw left out (`STEPS`), so that the bench can set what each gains against
+    # the default (docs/quality.md, "What each step gains"); none where an edit runs.
+    without: frozenset[str] = frozenset()
 
     def judged_by_examples(self) -> Samples:
         """These samples where the examples judge the candidates: up to `checked` of them."""
@@ -169,46 +165,30 @@ def draw(
     original: str,
     samples: int,
     vote: bool,
-    second_look: bool = False,
 ) -> tuple[R | None, list[Verdict]]:
     """Draw up to `samples` candidates with `run(number, problem)` (None: that edit failed, e.g.
     cut off) and pick one. Without `vote`, drawing stops at the first acceptable candidate (an
     unchanged answer to a fix or an edit, or an unsafe one, draws another, told of the last
-    one's `problem`), or, with `second_look`, at the one after an acceptable first (`problem`
-    None), which is delivered if it is acceptable too; with `vote`, all are drawn independently
-    (`problem` None) and `choose` picks by agreement. Returns the chosen result (None if every
-    edit failed) and the verdicts of the candidates that produced a text, in order."""
+    one's `problem`); with `vote`, all are drawn independently (`problem` None) and `choose`
+    picks by agreement. Returns the chosen result (None if every edit failed) and the verdicts
+    of the candidates that produced a text, in order."""
     results: list[R] = []
     verdicts: list[Verdict] = []
-    looking = False  # the first was acceptable: one more, then no other
     for number in range(samples):
         last = verdicts[-1].problem if verdicts and not vote else None
         result = run(number, last)
         if result is not None:
             results.append(result)
             verdicts.append(verdict_of(result))
-        if vote:
-            continue
-        if looking:
-            break
-        if result is not None and verdicts[-1].acceptable:
-            looking = second_look and number == 0
-            if not looking:
-                break
+            if not vote and verdicts[-1].acceptable:
+                return result, verdicts
     if not results:
         return None, verdicts
     if vote:
         return results[choose(verdicts, original)], verdicts
-    # Drawing stopped at what it needed: the last acceptable candidate is the one to deliver.
-    acceptable = [i for i, verdict in enumerate(verdicts) if verdict.acceptable]
-    if acceptable:
-        return results[acceptable[-1]], verdicts
     # None passed the examples, which then tell nothing: the one delivered is the one the
-    # draw without them would have delivered, the first that failed them alone, or its second
-    # look (the next candidate) where that failed them alone too.
+    # draw without them would have delivered, the first that failed them alone.
     untested = [i for i, verdict in enumerate(verdicts) if verdict.failed_examples]
-    if second_look and untested[:2] == [0, 1]:
-        return results[1], verdicts
     return results[untested[0] if untested else 0], verdicts
 
 
@@ -233,7 +213,6 @@ class Drawing:
         self.unchanged = unchanged_problem(
             request.mode, request.language or safety.sniff(request.text)
         )
-        self.second_look = self.unchanged == UNCHANGED_FIX and not samples.vote
         if request.mode == Mode.REWRITE and not samples.vote:
             request = request.steered(proofread=True, choices=True)
         self.request = request
@@ -241,7 +220,9 @@ class Drawing:
         # The first keeps what its redraws may branch on: an unchanged answer branches.
         branches = self.unchanged is not None and not samples.vote
         self.opening = request.steered(choices=branches or request.steering.choices)
-        self.policies = redraw_policies(self.unchanged, samples.vote)
+        self.policies = redraw_policies(
+            self.unchanged, samples.vote, branches=UNCHANGED_REDRAWS not in samples.without
+        )
         self.candidates: list[Candidate] = []  # those that produced a text, judged
         self.failures: list[EditError] = []
         self.branches: list[tuple[int, ...]] | None = None
@@ -304,14 +285,13 @@ class Drawing:
                 if (kept := first_change(self.first.text, earlier)) != text
             }
             made = replace(made, result=replace(made.result, text=text, before_passes=before))
-        judged = replace(made, verdict=self.judge(made, redraw.look))
+        judged = replace(made, verdict=self.judge(made))
         self.candidates.append(judged)
         return judged
 
-    def judge(self, candidate: Candidate, look: bool) -> Verdict:
-        """`judge` on the whole text, after the check for the prompt's own words; a second
-        look that changes more than LOOK_EXTRA_LINES input lines beyond the first answer's
-        has rewritten what followed its branch."""
+    def judge(self, candidate: Candidate) -> Verdict:
+        """`judge` on the whole text, after the check for the prompt's own words, then the
+        examples where they judge."""
         answer = self.whole(candidate.text)
         if answer != self.original and (sentence := self.leak_of(candidate)):
             return Verdict(answer, f"{PROMPT_WORDS} ({sentence!r})")
@@ -321,12 +301,6 @@ class Drawing:
         # lines it drops are not the answer losing its place: the examples judge it instead.
         shorter = candidate.afresh is not None and self.examples is not None
         verdict = judge(*asked, drops=not shorter)
-        if look and verdict.acceptable:
-            first = len(changed_lines(self.original, self.whole(self.first.text)))
-            extra = len(changed_lines(self.original, answer)) - first
-            if extra > LOOK_EXTRA_LINES:
-                problem = f"the second look changes {extra} lines more than the first"
-                return replace(verdict, problem=problem)
         if verdict.acceptable and self.examples is not None:
             ran = self.examples(answer)
             problem = None if ran.passed else f"{file_examples.FAILED} ({ran.summary()})"
@@ -376,9 +350,8 @@ def draw_edits(
     be written (a region's answer into the file), which `examples`, where given, checks
     (editing/examples.py). An
     unchanged fix is redrawn from its branch points while it has any (`decode` reads them),
-    else sampled and told why; an acceptable fix from its first branch point, its second look
-    (none where it has no branch point). A rewrite's candidates are proofread
-    (editing/proofread.py): its second look, word by word. An unchanged edit is redrawn from
+    else sampled and told why. A rewrite's candidates are proofread (editing/proofread.py):
+    a second look, word by word. An unchanged edit is redrawn from
     its branch points as an unchanged fix is, and an answer that copied its prompt's own words
     from just before them (`redraw_policies`)."""
     if examples is not None:
@@ -390,6 +363,5 @@ def draw_edits(
         drawing.original,
         samples.count,
         samples.vote,
-        drawing.second_look,
     )
     return Drawn(delivered, tuple(drawing.candidates), tuple(drawing.failures))

@@ -62,7 +62,7 @@ class SteeringBody(BaseModel):
     statement: str | None = None  # the model's statement of the change, given (a redraw's)
     choices: bool = False  # the answer's probabilities and runners-up, for a redraw
     proofread: bool = False  # a document's rewrite: its copied doubts tried (editing/proofread.py)
-    rejoin: str | None = None  # a fix's redraw: the answer it branched from (second_look.py)
+    rejoin: str | None = None  # a fix's redraw: the answer it branched from (first_change.py)
 
 
 class EditBody(BaseModel):

@@ -343,8 +343,6 @@ def test_a_clean_edit_prints_only_the_stats_line_on_stderr(
     result = subprocess.run(command, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert result.stdout == fixed
-    # A fix that changed the file is looked at again (--samples): the CLI says which it kept.
     said = result.stderr.splitlines()
-    assert said[0] == f"specedit: {source}: 2 candidates drawn, number 2 delivered", said
-    assert said[1].startswith(f"specedit: {source}: 2 tokens in ") and len(said) == 2, said
+    assert said[0].startswith(f"specedit: {source}: 8 tokens in ") and len(said) == 1, said
     assert here("-q") == (fixed, "")

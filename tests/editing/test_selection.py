@@ -15,14 +15,14 @@ from specedit.bench.setups import parse_selection
 from specedit.editing import redraws, sandbox, selection, verdicts
 from specedit.editing.editor import EditRequest, Mode
 from specedit.editing.examples import Examples
-from specedit.editing.second_look import first_change
-from specedit.editing.selection import Samples
+from specedit.editing.first_change import first_change
+from specedit.editing.selection import STEPS, Samples
 from specedit.engine.options import GREEDY, Sampling
 
 told: list[str | None] = []  # the problem each draw was told of, for the last `draw`
 
 
-def draw(answers: list[str | None], samples: int, vote: bool, second_look: bool = False):
+def draw(answers: list[str | None], samples: int, vote: bool):
     told.clear()
     asked: list[int] = []
 
@@ -34,7 +34,7 @@ def draw(answers: list[str | None], samples: int, vote: bool, second_look: bool 
     def judge(text: str) -> verdicts.Verdict:
         return verdicts.judge(ORIGINAL, text, "mean() is wrong", "python", verdicts.UNCHANGED_FIX)
 
-    chosen, seen = selection.draw(run, judge, ORIGINAL, samples, vote, second_look)
+    chosen, seen = selection.draw(run, judge, ORIGINAL, samples, vote)
     return chosen, [v.text for v in seen], asked
 
 
@@ -49,30 +49,6 @@ def test_drawing_stops_at_the_first_acceptable_candidate():
 def test_without_an_acceptable_candidate_the_first_is_delivered():
     chosen, _, asked = draw([ORIGINAL, ORIGINAL, BROKEN], 3, vote=False)
     assert (chosen, asked) == (ORIGINAL, [0, 1, 2])
-
-
-def test_a_second_look_at_an_acceptable_fix_is_delivered_when_it_is_acceptable_too():
-    """The look is drawn once (told of no problem), after an acceptable first candidate only,
-    and only where the budget allows; an unacceptable look leaves the first delivered."""
-    assert draw([WRONG, RIGHT, REFORMATTED], 3, False, second_look=True) == (
-        RIGHT,
-        [WRONG, RIGHT],
-        [0, 1],
-    )
-    assert told == [None, None]
-    assert draw([RIGHT, ORIGINAL, WRONG], 3, False, second_look=True)[:2] == (
-        RIGHT,
-        [RIGHT, ORIGINAL],
-    )
-    assert draw([RIGHT, BROKEN], 2, False, second_look=True)[0] == RIGHT
-    assert draw([RIGHT, None], 2, False, second_look=True)[0] == RIGHT  # the look failed
-    assert draw([RIGHT, WRONG], 1, False, second_look=True) == (RIGHT, [RIGHT], [0])
-    # An unacceptable first is redrawn as without the look, up to the first acceptable one.
-    assert draw([ORIGINAL, WRONG, RIGHT], 3, False, second_look=True) == (
-        WRONG,
-        [ORIGINAL, WRONG],
-        [0, 1],
-    )
 
 
 def test_voting_draws_every_candidate_and_skips_failed_edits():
@@ -106,7 +82,9 @@ def test_the_fix_template_is_known_by_name_or_path():
     [("1", Samples(1)), ("3", Samples(3)), ("vote5", Samples(5, vote=True))]
     + [("examples3", Samples(3, examples=Examples.ASKED))]
     + [("confined3", Samples(3, examples=Examples.CONFINED))]
-    + [("default", Samples(2, examples=Examples.CONFINED, checked=4))],  # the CLI's, no option
+    + [("default", Samples(2, examples=Examples.CONFINED, checked=4))]  # the CLI's, no option
+    + [("2-unchanged", Samples(2, without=frozenset({"unchanged"})))]
+    + [("default-unchanged", Samples(2, False, Examples.CONFINED, 4, frozenset(STEPS)))],
 )
 def test_bench_selections_parse(spec, parsed):
     assert parse_selection(spec) == parsed
@@ -118,7 +96,9 @@ def test_where_the_examples_judge_the_candidates_up_to_checked_are_drawn():
 
 
 @pytest.mark.parametrize(
-    "spec", ["0", "vote", "x3", "vote0", "-1", "examples", "votes3", "confined", "default2"]
+    "spec",
+    ["0", "vote", "x3", "vote0", "-1", "examples", "votes3", "confined", "default2"]
+    + ["default-", "default-look", "2-unchanged-unchanged", "unchanged", "unchanged-2"],
 )
 def test_bad_bench_selections_are_refused(spec):
     assert parse_selection(spec) is None
@@ -200,8 +180,9 @@ def test_with_examples_a_fix_that_fails_them_is_redrawn_and_one_that_passes_deli
     tmp_path, tiny_model_dir, tokenizer, monkeypatch
 ):
     """--examples runs the docstring's `>>>` lines on each candidate: the first answer fails
-    them and is redrawn from where it was least sure (a fix's second look: its first change
-    only); the redraw passes and is delivered, its stats saying so."""
+    them and is redrawn from where it was least sure, whole (the examples, not the first
+    answer, say what the rest must be); the redraw passes and is delivered, its stats saying
+    so."""
     import json
 
     file = tmp_path / "add.py"
@@ -214,7 +195,7 @@ def test_with_examples_a_fix_that_fails_them_is_redrawn_and_one_that_passes_deli
     assert result.stdout == fixed
     x, z = (tokenizer.encode(letter, add_special_tokens=False)[0] for letter in "xz")
     assert [p.request.steering.forced for p in calls] == [(), (x, z)]
-    assert calls[1].request.steering.rejoin == wrong  # the second look: its first change
+    assert calls[1].request.steering.rejoin is None  # delivered whole, not its first change
     assert "number 2 delivered (refused: it fails the examples (failed" in result.stderr
     assert json.loads(stats.read_text())["examples"] == "passed"
     assert file.read_text() == DOCUMENTED  # the examples ran on a copy
@@ -226,7 +207,7 @@ def test_by_default_the_examples_judge_each_candidate_confined(
 ):
     """With no option the docstring's examples run confined (editing/sandbox.py): a first
     answer whose code writes a file when its example calls it fails them, writing nothing, and
-    its second look, which passes, is delivered. --no-examples runs nothing."""
+    its redraw, which passes, is delivered. --no-examples runs nothing."""
     import json
 
     file = tmp_path / "add.py"
@@ -269,17 +250,17 @@ def test_with_examples_a_call_the_instruction_gives_with_its_value_checks_each_c
 def test_with_examples_that_no_candidate_passes_what_a_draw_without_them_picks_is_delivered(
     tmp_path, tiny_model_dir, tokenizer, monkeypatch
 ):
-    """Four candidates by default: the first, its second look, the function written afresh
-    (here as it was: unchanged), then one sampled and shown doctest's report on the last that
-    failed the examples; none passes, so the examples tell nothing and the second look is
-    delivered, as without them, with a warning."""
+    """Four candidates by default: the first, a redraw from its first doubt, the function
+    written afresh (here as it was: unchanged), then one sampled and shown doctest's report on
+    the last that failed the examples; none passes, so the examples tell nothing and the first
+    is delivered, as without them, with a warning."""
     file = tmp_path / "add.py"
     file.write_text(DOCUMENTED)
     answers = [DOCUMENTED.replace("a - b", f"a {op} b") for op in "*/%"]
     calls = _answering(monkeypatch, [*answers[:2], DOCUMENTED, answers[2]], tokenizer)
     result = _run_fix(file, tiny_model_dir, "--examples")
     assert result.exit_code == 0, result.stderr
-    assert result.stdout == answers[1] and len(calls) == 4
+    assert result.stdout == answers[0] and len(calls) == 4
     assert calls[2].request.prompt == "afresh"
     assert "Failed example" in calls[3].request.feedback  # doctest's own report
     assert "no candidate passes the examples; delivering" in result.stderr
@@ -288,7 +269,7 @@ def test_with_examples_that_no_candidate_passes_what_a_draw_without_them_picks_i
 def test_with_examples_a_fix_whose_first_two_fail_them_gets_its_function_written_afresh(
     tmp_path, tiny_model_dir, tokenizer, monkeypatch
 ):
-    """After the first answer and its second look fail the examples, the function the
+    """After the first answer and its redraw fail the examples, the function the
     instruction names is written from the file up to the end of its docstring (its body left
     out); the answer's body takes the old one's place, indented as it was, and it passes and
     is delivered with the file's docstring kept, the stats naming it. Without a function the
@@ -349,7 +330,7 @@ def test_a_body_written_afresh_may_be_shorter_where_it_passes_the_examples(
     # the third, refused for both
     assert "fails the examples (failed (exit 1): " in result.stderr
     assert "), and the edit drops 4 of 10 non-blank lines" in result.stderr
-    assert result.stdout == wrong[1]  # the second look, as the draw without them delivers
+    assert result.stdout == wrong[0]  # the first, as the draw without them delivers
     assert "no candidate passes the examples" in result.stderr
 
 
@@ -413,62 +394,59 @@ def test_an_unchanged_edit_is_redrawn_from_where_it_was_least_sure(
     assert result.stdout == other and len(calls) == 1
 
 
-def test_a_changed_fix_is_looked_at_again_from_where_it_was_least_sure(
+def test_a_changed_fix_or_edit_is_delivered_with_no_other_candidate_drawn(
     tmp_path, tiny_model_dir, tokenizer, monkeypatch
 ):
-    """By default a fix that changed the file is redrawn once from its branch point, and the
-    redraw is delivered when it is acceptable too; one that comes back unchanged (the first
-    answer's change was the choice the model doubted) leaves the first delivered."""
-    first, other = SOURCE.replace("a - b", "a * b"), SOURCE.replace("a - b", "a + b")
-    x, z = (tokenizer.encode(letter, add_special_tokens=False)[0] for letter in "xz")
-    calls = _answering(monkeypatch, [first, other], tokenizer)
-    result, _ = _fix(tmp_path, tiny_model_dir)
-    assert result.exit_code == 0, result.stderr
-    assert result.stdout == other and [p.request.steering.forced for p in calls] == [(), (x, z)]
-    assert "2 candidates drawn, number 2 delivered" in result.stderr
-    calls = _answering(monkeypatch, [first, SOURCE], tokenizer)
-    result, _ = _fix(tmp_path, tiny_model_dir)
-    assert result.exit_code == 0 and result.stdout == first and len(calls) == 2
-    assert "2 candidates drawn, number 1 delivered" in result.stderr
-    calls = _answering(monkeypatch, [first, other], tokenizer)  # not for an edit
+    """By default a fix or an edit that changed the file, acceptably, is delivered as it is:
+    no second candidate is drawn."""
     from typer.testing import CliRunner
 
     from specedit.cli import app
 
+    first, other = SOURCE.replace("a - b", "a * b"), SOURCE.replace("a - b", "a + b")
+    calls = _answering(monkeypatch, [first, other], tokenizer)
+    result, _ = _fix(tmp_path, tiny_model_dir)
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == first and len(calls) == 1
+    assert "candidates drawn" not in result.stderr
+    calls = _answering(monkeypatch, [first, other], tokenizer)
     file = tmp_path / "add.py"
     tiny = ("--model", str(tiny_model_dir), "--dtype", "fp32", "--method", "pld")
     result = CliRunner().invoke(app, ["edit", str(file), "make add multiply", *tiny])
     assert result.exit_code == 0 and result.stdout == first and len(calls) == 1
 
 
-def test_a_second_look_that_rewrites_more_than_the_first_answer_leaves_the_first():
-    """The look may change up to LOOK_EXTRA_LINES input lines more than the first answer (a
-    near fix beside the first's change); one that rewrites beyond that went on wrongly after
-    its branch, and the first answer is delivered."""
+def test_a_changed_fix_is_delivered_alone_and_an_unchanged_one_redrawn_from_its_doubt():
+    """An acceptable first fix is delivered with no other candidate drawn; an unchanged one is
+    redrawn from its branch point, greedy, or, with that step left out (`Samples.without`,
+    the bench's ablation), sampled and told so."""
     from specedit.editing.editor import EditRequest, EditResult
     from specedit.editing.prompts import EditPrompt
     from specedit.engine.events import Generation, Stats
 
-    lines = [f"    x{i} = {i}\n" for i in range(8)]
-    original = "def f():\n" + "".join(lines) + "    return x0\n"
-    first = original.replace("return x0", "return x1")
+    original = "def f():\n    return 0\n"
+    fixed, other = original.replace("0", "1"), original.replace("0", "2")
 
-    def delivered(look: str) -> tuple[str, list[str]]:
-        answers = iter([first, look])
+    def drawn(answers: list[str], without: set[str]) -> tuple[str, list[EditRequest]]:
+        given, asked = iter(answers), []
 
         def run(request: EditRequest) -> EditResult:
+            asked.append(request)
             generation = Generation([0, 1], "eos", Stats(), [0.9, 0.4], [0, 2])
-            return EditResult(next(answers), generation, EditPrompt([], "```", original, 0, 0))
+            return EditResult(next(given), generation, EditPrompt([], "```", original, 0, 0))
 
         request = EditRequest(original, "f returns the wrong value", prompt="fix")
         decode = lambda tokens: "".join("abc"[t] for t in tokens)  # noqa: E731
-        drawn = selection.draw_edits(run, request, str, selection.Samples(2), decode)
-        return drawn.chosen.text, drawn.problems
+        samples = selection.Samples(2, without=frozenset(without))
+        return selection.draw_edits(run, request, str, samples, decode).chosen.text, asked
 
-    near = first.replace("x3 = 3", "x3 = 4").replace("x4 = 4", "x4 = 5")  # 2 lines more
-    assert delivered(near) == (near, [])
-    wide = near.replace("x5 = 5", "x5 = 6")  # 3 lines more
-    assert delivered(wide) == (first, ["the second look changes 3 lines more than the first"])
+    text, asked = drawn([fixed, other], set())
+    assert text == fixed and len(asked) == 1
+    text, asked = drawn([original, other], set())
+    assert text == other and asked[1].steering.forced and asked[1].sampling.greedy
+    text, asked = drawn([original, other], {selection.UNCHANGED_REDRAWS})
+    assert text == other and not asked[1].steering.forced and not asked[1].sampling.greedy
+    assert "returned the file unchanged" in asked[1].feedback
 
 
 def test_a_fix_s_branch_redraw_keeps_its_first_change_only():
@@ -499,7 +477,7 @@ def test_a_fix_s_branch_redraw_keeps_its_first_change_only():
 
     asked: list[EditRequest] = []
     assert delivered("fix") == redraw.replace("x9 = 90", "x9 = 9")
-    # the fix's redraw may stop once its first change is made (editing/second_look.py)
+    # the fix's redraw may stop once its first change is made (editing/first_change.py)
     assert [r.steering.rejoin for r in asked] == [None, original] and asked[1].steering.forced
     assert delivered("edit") == redraw
     assert [r.steering.rejoin for r in asked] == [None, None] and asked[1].steering.forced
@@ -784,14 +762,12 @@ def _default_fix(tmp_path, monkeypatch, editor: CountingEditor) -> tuple[str, di
     return file.read_text(), json.loads(stats.read_text()), len(checks)
 
 
-def test_a_default_fix_makes_two_generations_a_redraw_or_a_look_and_checks_each_once(
-    tmp_path, monkeypatch
-):
+def test_a_default_fix_makes_two_generations_at_most_and_checks_each_once(tmp_path, monkeypatch):
     """By default a fix makes two generations at most: the first answer, asked for its
-    choices, then one from its branch point (`c` for its `b`) that keeps its first change only
-    (`rejoin`): the redraw of an unchanged answer, or the second look at a changed one. A first
-    answer without a branch point is the only generation. The safety checks run once per
-    changed candidate: the delivery reads the delivered one's verdict."""
+    choices, then, where it is unchanged, one from its branch point (`c` for its `b`) that keeps
+    its first change only (`rejoin`), or sampled where it has none. A changed first answer is the
+    only generation. The safety
+    checks run once per changed candidate: the delivery reads the delivered one's verdict."""
     plus, times = SOURCE.replace("a - b", "a + b"), SOURCE.replace("a - b", "a * b")
     unchanged = CountingEditor(SOURCE, plus)
     written, stats, checks = _default_fix(tmp_path, monkeypatch, unchanged)
@@ -803,15 +779,14 @@ def test_a_default_fix_makes_two_generations_a_redraw_or_a_look_and_checks_each_
 
     changed = CountingEditor(times, plus)
     written, stats, checks = _default_fix(tmp_path, monkeypatch, changed)
-    assert [r.steering.forced for r in changed.requests] == [(), (0, 2)]
-    assert [r.steering.rejoin for r in changed.requests] == [None, times]  # the look at the 1st
-    assert not any(r.feedback for r in changed.requests)
-    assert written == plus and stats["new_tokens"] == 2 and checks == 2
-
-    sure = CountingEditor(times, plus, sure=True)
-    written, stats, checks = _default_fix(tmp_path, monkeypatch, sure)
-    assert len(sure.requests) == 1 and sure.requests[0].steering.choices
+    assert len(changed.requests) == 1 and changed.requests[0].steering.choices
     assert written == times and stats["new_tokens"] == 1 and checks == 1
+
+    sure = CountingEditor(SOURCE, plus, sure=True)  # unchanged, and no branch point: sampled
+    written, stats, checks = _default_fix(tmp_path, monkeypatch, sure)
+    assert [r.steering.forced for r in sure.requests] == [(), ()]
+    assert sure.requests[1].sampling.temperature > 0 and sure.requests[1].feedback
+    assert written == plus and stats["new_tokens"] == 2
 
 
 def _bench_add(tiny_model_dir, tmp_path, source=SOURCE, **setup):

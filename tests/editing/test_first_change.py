@@ -1,11 +1,11 @@
 """A fix's branch redraw keeps its first change only, so it stops once that change is made and
-the first answer gives the rest (editing/second_look.py)."""
+the first answer gives the rest (editing/first_change.py)."""
 
 from __future__ import annotations
 
 import random
 
-from specedit.editing.second_look import CHANGE_GAP, REJOINED, Rejoin, first_change
+from specedit.editing.first_change import CHANGE_GAP, REJOINED, Rejoin, first_change
 
 EARLIER = "".join(f"x{i} = {i}\n" for i in range(14))
 

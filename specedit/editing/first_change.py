@@ -1,10 +1,11 @@
 """A fix's branch redraw keeps its first change only, and so it can stop once that is made.
 
-A fix's redraw goes on from a branch point of its first answer (editing/selection.py, the
-second look and the redraw of an unchanged fix). From its branch the model is in the middle of
-changing the file and often changes more (the same call elsewhere, the definition it calls
-renamed to match), while a fix changes "the line or lines that cause it": what is delivered is
-the first answer with the redraw's first change made, and no other (`first_change`).
+A fix's redraw goes on from a branch point of its first answer (editing/selection.py: the
+redraw of an unchanged fix, or of one that writes what cannot run). From its branch the model
+is in the middle of changing the file and often changes more (the same call elsewhere, the
+definition it calls renamed to match), while a fix changes "the line or lines that cause it":
+what is delivered is the first answer with the redraw's first change made, and no other
+(`first_change`).
 
 Whatever the redraw writes once that change is over is thrown away, and on a long file that
 is most of it: the rest of the file, copied again. `Rejoin` stops it there: once the answer
