@@ -62,11 +62,11 @@ def redraw_feedback(problem: str) -> str:
 
 @dataclass(frozen=True)
 class Redraw:
-    """A candidate to draw: its request (None: none is drawn), whether it is a fix's branch
-    redraw, delivered with its first change only (`first_change`), and the function it writes
-    afresh, whose body its answer gives (None: the answer is the text itself)."""
+    """A candidate to draw: its request, whether it is a fix's branch redraw, delivered with
+    its first change only (`first_change`), and the function it writes afresh, whose body its
+    answer gives (None: the answer is the text itself)."""
 
-    request: EditRequest | None
+    request: EditRequest
     first_change_only: bool = False
     afresh: Afresh | None = None
 

@@ -251,8 +251,8 @@ class Drawing:
         )
 
     def candidate(self, number: int, problem: str | None) -> Candidate | None:
-        """Candidate `number`, judged, as the first policy with a say draws it (None: none was
-        drawn, or its edit failed)."""
+        """Candidate `number`, judged, as the first policy with a say draws it (None: its edit
+        failed)."""
         if number == 0:
             redraw = Redraw(self.opening)
         else:
@@ -261,8 +261,6 @@ class Drawing:
                 for policy in self.policies
                 if (found := policy.redraw(self, number, problem)) is not None
             )
-        if redraw.request is None:
-            return None
         try:
             made = as_candidate(self.make(redraw.request), number)
         except EditError as exc:
