@@ -62,13 +62,17 @@ def redraw_feedback(problem: str) -> str:
 
 @dataclass(frozen=True)
 class Redraw:
-    """A candidate to draw: its request, whether it is a fix's branch redraw, delivered with
-    its first change only (`first_change`), and the function it writes afresh, whose body its
+    """A candidate to draw: its request, and the function it writes afresh, whose body its
     answer gives (None: the answer is the text itself)."""
 
     request: EditRequest
-    first_change_only: bool = False
     afresh: Afresh | None = None
+
+    @property
+    def first_change_only(self) -> bool:
+        """Whether it is a fix's branch redraw, delivered with its first change only
+        (`first_change`): the one that may rejoin the first answer once that change is made."""
+        return self.request.steering.rejoin is not None
 
 
 class RedrawPolicy(Protocol):
@@ -109,7 +113,7 @@ class CheckRedraw:
         if not start:
             return None
         fix = drawing.unchanged == UNCHANGED_FIX
-        return Redraw(drawing.branched(start, fix), first_change_only=fix)
+        return Redraw(drawing.branched(start, fix))
 
 
 class ExamplesRedraw:
@@ -156,7 +160,7 @@ class BranchRedraw:
         start = drawing.next_branch()
         if not start:
             return None
-        return Redraw(drawing.branched(start, self.fix), first_change_only=self.fix)
+        return Redraw(drawing.branched(start, self.fix))
 
 
 class SampledRedraw:

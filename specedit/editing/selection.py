@@ -242,7 +242,8 @@ class Drawing:
 
     def branched(self, start: tuple[int, ...], rejoin: bool) -> EditRequest:
         """The request of a redraw of the first candidate from `start`: it goes on from the
-        first one's statement, and with `rejoin` may stop once its first change is made."""
+        first one's statement, and with `rejoin` is delivered with its first change only and
+        may stop once that is made (`Redraw.first_change_only`)."""
         first = self.first
         return self.request.steered(
             forced=start,
@@ -346,11 +347,10 @@ def draw_edits(
     """Up to `samples.count` edits of `request` by `make` (`samples.checked` where `examples`
     judges them), one chosen (`draw`); `whole` turns an answer into the whole text as it would
     be written (a region's answer into the file), which `examples`, where given, checks
-    (editing/examples.py). An
-    unchanged fix is redrawn from its branch points while it has any (`decode` reads them),
-    else sampled and told why. A rewrite's candidates are proofread (editing/proofread.py):
-    a second look, word by word. An unchanged edit is redrawn from
-    its branch points as an unchanged fix is, and an answer that copied its prompt's own words
+    (editing/examples.py). An unchanged fix is redrawn from its branch points while it has any
+    (`decode` reads them), else sampled and told why. A rewrite's candidates are proofread
+    (editing/proofread.py): a second look, word by word. An unchanged edit is redrawn from its
+    branch points as an unchanged fix is, and an answer that copied its prompt's own words
     from just before them (`redraw_policies`)."""
     if examples is not None:
         samples = samples.judged_by_examples()
