@@ -84,6 +84,10 @@ class Steering:
     # fix's redraw, editing/first_change.py): it stops once that change is made, and the
     # earlier answer gives the rest.
     rejoin: str | None = None
+    # A fix's first answer: it stops once it has changed the code and then written the input's
+    # lines again, and the input gives the rest (editing/first_change.py); its changes of
+    # docstrings, comments and blanks before that do not stop it.
+    rejoin_input: bool = False
 
 
 UNSTEERED = Steering()

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable
+from enum import Enum
 
 from specedit.editing.prompts import Lines
 
@@ -25,6 +26,16 @@ from specedit.editing.prompts import Lines
 # (an even number: the diff's context on either side of a change is half of it).
 CHANGE_GAP = 4
 REJOINED = "rejoined"  # the stop reason of an answer that `Rejoin` ended
+
+
+class Change(Enum):
+    """What a change the answer completed is, for the stop of a fix's first answer."""
+
+    MADE = "made"  # a change of what the code does: the stop ends the answer there
+    NONE = "none"  # nothing the request counts (a docstring, a comment): the stop goes on
+    # The answer lost its place (it dropped lines, broke the file): the stop lets it run to
+    # its end, as without it, where what follows can put it right (editing/resume.py).
+    ASTRAY = "astray"
 
 
 def first_change(first: str, redraw: str) -> str:
@@ -52,8 +63,19 @@ class Rejoin:
     `earlier`'s after the ones it rejoined. It reads the answer from its first token, forced
     ones included."""
 
-    def __init__(self, earlier: str, decode_token: Callable[[int], str]) -> None:
+    def __init__(
+        self,
+        earlier: str,
+        decode_token: Callable[[int], str],
+        weigh: Callable[[str], Change] | None = None,
+    ) -> None:
         self.earlier = earlier.split("\n")
+        # What the text the answer has come to makes of its change (a fix's first answer that
+        # changed a docstring goes on: its change of code is still to come); None: every
+        # change is MADE.
+        self.weigh = weigh
+        self.shift = 0  # `earlier`'s line number less the answer's, where they agree
+        self.astray = False  # the answer lost its place: no stop
         self.starts: dict[str, list[int]] = {}  # each line of `earlier`: where it stands
         for at, line in enumerate(self.earlier):
             self.starts.setdefault(line, []).append(at)
@@ -63,16 +85,29 @@ class Rejoin:
         self.rest: int | None = None  # where `earlier` goes on once rejoined
 
     def __call__(self, token: int) -> str | None:
+        if self.astray:
+            return None
         for line in self.reader.feed(token):
             self.lines.append(line)
             at = len(self.lines) - 1
             if self.changed is None:
-                if at >= len(self.earlier) or line != self.earlier[at]:
+                there = at + self.shift
+                if there >= len(self.earlier) or line != self.earlier[there]:
                     self.changed = at
             elif (rest := self._rejoined()) is not None:
-                self.rest = rest
-                return REJOINED
+                change = self.weigh(self._joined(rest)) if self.weigh else Change.MADE
+                if change is Change.MADE:
+                    self.rest = rest
+                    return REJOINED
+                if change is Change.ASTRAY:
+                    self.astray = True
+                    return None
+                self.changed, self.shift = None, rest - len(self.lines)
         return None
+
+    def _joined(self, rest: int) -> str:
+        """The answer's lines so far, and `earlier`'s from `rest` on."""
+        return "\n".join(self.lines + self.earlier[rest:])
 
     def _rejoined(self) -> int | None:
         """Where `earlier` goes on after the answer's last CHANGE_GAP + 1 lines, if they start
@@ -83,7 +118,7 @@ class Rejoin:
             return None
         window = self.lines[-run:]
         for start in self.starts.get(window[0], ()):
-            if start >= self.changed and self.earlier[start : start + run] == window:
+            if start >= self.changed + self.shift and self.earlier[start : start + run] == window:
                 return start + run
         return None
 
@@ -91,5 +126,4 @@ class Rejoin:
         """The whole answer's text, given the `answer` decoded where this stop ended it."""
         if self.rest is None:
             raise ValueError("the answer has not rejoined the earlier one")
-        lines = answer.split("\n")[: len(self.lines)]
-        return "\n".join(lines + self.earlier[self.rest :])
+        return "\n".join(answer.split("\n")[: len(self.lines)] + self.earlier[self.rest :])

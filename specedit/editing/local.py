@@ -5,8 +5,8 @@ After the model wrote its answer, one named post-processing pass after another (
 may make something of it: an answer that left out part of the file made to go on there
 (editing/resume.py), a document's rewrite proofread (editing/proofread.py) and kept to typos
 where only typos were asked for (editing/typos.py), a Python rename finished everywhere
-(editing/rename.py). A fix's redraw stops once its first change is made (`Rejoin`,
-editing/first_change.py).
+(editing/rename.py). A fix's first answer and its redraws stop once their first change is
+made (`rejoining`, editing/first_change.py).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 from specedit.drafting.registry import method_for
-from specedit.editing import prompts
+from specedit.editing import prompts, safety
 from specedit.editing.editor import (
     EditError,
     EditRequest,
@@ -29,12 +29,13 @@ from specedit.editing.editor import (
     generate_edit,
     prepare,
 )
-from specedit.editing.first_change import REJOINED, Rejoin
+from specedit.editing.first_change import REJOINED, Change, Rejoin
 from specedit.editing.proofread import Correction, log_probabilities, proofread
 from specedit.editing.rename import finish_rename
 from specedit.editing.resume import RESUMES, resume
 from specedit.editing.runaway import RUNAWAY
 from specedit.editing.typos import asks_for_typos_only, keep_to_typos
+from specedit.editing.verdicts import counts_unchanged, unchanged_problem
 from specedit.engine.events import Generation, Step, StopCondition
 from specedit.models.load import LoadedModel
 
@@ -48,6 +49,32 @@ def either(*stops: StopCondition | None) -> StopCondition | None:
     return lambda token: next((said for stop in conditions if (said := stop(token))), None)
 
 
+def rejoining(request: EditRequest, decode_token: Callable[[int], str]) -> Rejoin | None:
+    """The stop of an answer that keeps to its first change (editing/first_change.py): a fix's
+    redraw rejoins the answer it branched from, a fix's first answer the input once it has
+    changed the code (a change after which it would still count as unchanged goes on; one
+    the safety checks refuse, such as lines dropped, lets it run to its end)."""
+    steering = request.steering
+    if steering.rejoin is not None:
+        return Rejoin(steering.rejoin, decode_token)
+    if not steering.rejoin_input:
+        return None
+    around = request.surroundings
+    original = around.around(request.text) if around else request.text
+    language = request.language or safety.sniff(request.text)
+    unchanged = unchanged_problem(request.mode, language)
+
+    def weigh(text: str) -> Change:
+        whole = around.around(text) if around else text
+        if counts_unchanged(original, whole, request.instruction, language, unchanged):
+            return Change.NONE
+        if safety.problems(original, whole, request.instruction, language):
+            return Change.ASTRAY
+        return Change.MADE
+
+    return Rejoin(request.text, decode_token, weigh)
+
+
 def execute(
     lm: LoadedModel,
     prepared: PreparedEdit,
@@ -56,11 +83,9 @@ def execute(
 ) -> EditResult:
     """Generate the edit; raises EditError when the answer was cut off (nothing to write)."""
     timings = {"prompt": prepared.seconds}
-    rejoin = None
-    steering = prepared.request.steering
-    if steering.rejoin is not None:
-        rejoin = Rejoin(steering.rejoin, lambda token: lm.tokenizer.decode([token]))
-        for token in steering.forced:
+    rejoin = rejoining(prepared.request, lambda token: lm.tokenizer.decode([token]))
+    if rejoin is not None:
+        for token in prepared.request.steering.forced:
             rejoin(token)
     generation = generate_edit(lm, prepared, on_step, either(stop, rejoin), timings)
     if generation.stop_reason == RUNAWAY:

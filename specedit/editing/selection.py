@@ -60,6 +60,7 @@ from specedit.editing.redraws import Redraw, redraw_policies
 from specedit.editing.region import named_lines
 from specedit.editing.verdicts import (
     PROMPT_WORDS,
+    UNCHANGED_FIX,
     Verdict,
     choose,
     copied_from_prompt,
@@ -79,9 +80,11 @@ DEFAULT_SAMPLES = 2
 # redraw from its first doubt, the function written afresh (a fix's), and one more redraw.
 EXAMPLES_SAMPLES = 4
 # The steps of a draw that `Samples.without` may leave out: the redraws of an unchanged answer
-# from its branch points (it is sampled and told so instead).
+# from its branch points (it is sampled and told so instead), and a fix's first answer
+# stopping once its change is made (it is written to its end instead).
 UNCHANGED_REDRAWS = "unchanged"
-STEPS = (UNCHANGED_REDRAWS,)
+FIRST_STOP = "stop"
+STEPS = (UNCHANGED_REDRAWS, FIRST_STOP)
 
 
 @dataclass(frozen=True)
@@ -217,9 +220,15 @@ class Drawing:
             request = request.steered(proofread=True, choices=True)
         self.request = request
         self.original = whole(request.text)
-        # The first keeps what its redraws may branch on: an unchanged answer branches.
+        # The first keeps what its redraws may branch on: an unchanged answer branches. A fix's
+        # first stops once its change is made: a fix changes the line or lines that cause the
+        # bug, and the rest of the file is the input's.
         branches = self.unchanged is not None and not samples.vote
-        self.opening = request.steered(choices=branches or request.steering.choices)
+        stops = self.unchanged == UNCHANGED_FIX and not samples.vote
+        self.opening = request.steered(
+            choices=branches or request.steering.choices,
+            rejoin_input=stops and FIRST_STOP not in samples.without,
+        )
         self.policies = redraw_policies(
             self.unchanged, samples.vote, branches=UNCHANGED_REDRAWS not in samples.without
         )

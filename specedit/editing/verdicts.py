@@ -92,7 +92,22 @@ def judge(
     writes what cannot run (a name nothing defines, a call or an attribute that does not match
     its definition), where the input did not, is wrong too (editing/lint.py). `drops`: whether
     lines it drops count (`safety.problems`)."""
-    if (
+    if counts_unchanged(original, text, instruction, language, unchanged):
+        return Verdict(text, unchanged)
+    checked = safety.check(original, text, instruction, language, drops)
+    if checked.problems:
+        return Verdict(text, checked.problems[0], checked)
+    if language == "python" and (finding := lint.first_new(original, text)):
+        return Verdict(text, finding.problem(text), checked, finding)
+    return Verdict(text, None, checked)
+
+
+def counts_unchanged(
+    original: str, text: str, instruction: str, language: str, unchanged: str | None
+) -> bool:
+    """Whether `text` is as unchanged as `original` itself for a request whose unchanged
+    answer is `unchanged`'s problem (`judge`'s first test)."""
+    return (
         text == original
         or (unchanged == UNCHANGED_FIX and blanks_only(original, text))
         or (
@@ -101,14 +116,7 @@ def judge(
             and not NO_CODE_WORDS.search(instruction)
             and same_code(original, text)
         )
-    ):
-        return Verdict(text, unchanged)
-    checked = safety.check(original, text, instruction, language, drops)
-    if checked.problems:
-        return Verdict(text, checked.problems[0], checked)
-    if language == "python" and (finding := lint.first_new(original, text)):
-        return Verdict(text, finding.problem(text), checked, finding)
-    return Verdict(text, None, checked)
+    )
 
 
 def blanks_only(original: str, text: str) -> bool:

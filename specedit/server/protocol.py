@@ -63,6 +63,7 @@ class SteeringBody(BaseModel):
     choices: bool = False  # the answer's probabilities and runners-up, for a redraw
     proofread: bool = False  # a document's rewrite: its copied doubts tried (editing/proofread.py)
     rejoin: str | None = None  # a fix's redraw: the answer it branched from (first_change.py)
+    rejoin_input: bool = False  # a fix's first answer: it stops once its change is made
 
 
 class EditBody(BaseModel):

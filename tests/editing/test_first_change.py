@@ -155,3 +155,112 @@ def test_an_edit_that_rejoins_stops_there_and_the_earlier_answer_gives_the_rest(
     assert rejoined.text == EARLIER.replace("x1 = 1", "x1 = 10") == first_change(EARLIER, redraw)
     stopped_at = lm.tokenizer.decode(rejoined.generation.tokens)
     assert stopped_at.count("\n") == 2 + CHANGE_GAP + 1 and "x12" not in stopped_at
+
+
+DOCUMENTED = '''def f(x):
+    """Return x doubled.
+
+    It raises for None.
+
+    >>> f(1)
+    2
+    >>> f(2)
+    4
+    """
+    if x is None:
+        raise TypeError("no x")
+    y = x * 3
+    a = 1
+    b = 2
+    c = 3
+    d = 4
+    e = 5
+    g = 6
+    h = 7
+    return y
+'''
+
+
+def fed_to(stop: Rejoin, pieces: list[str]) -> tuple[str | None, str]:
+    """`pieces` fed to `stop` one token each; the stop's reason and what had been fed."""
+    for token in range(len(pieces)):
+        if said := stop(token):
+            return said, "".join(pieces[: token + 1])
+    return None, "".join(pieces)
+
+
+def lines_of(answer: str) -> list[str]:
+    return [piece for line in answer.splitlines(keepends=True) for piece in (line[:-1], "\n")]
+
+
+def test_a_fix_s_first_answer_goes_on_past_its_docstring_and_stops_after_its_code_change():
+    """A fix's first answer (`Steering.rejoin_input`) stops once it changed the code and wrote
+    the input's lines again, and the input gives the rest; a change after which it would still
+    count as unchanged (a docstring, a comment) does not stop it, and is kept."""
+    from specedit.editing.editor import EditRequest
+    from specedit.editing.local import rejoining
+
+    answer = (
+        DOCUMENTED.replace("It raises for None.", "It returns 0 for None.")
+        .replace('raise TypeError("no x")', "return 0")
+        .replace("y = x * 3", "y = x * 2")
+        .replace("h = 7", "h = 70")  # a second change after the gap, which the stop never reads
+    )
+    pieces = lines_of(answer)
+    request = EditRequest(DOCUMENTED, "f(None) should return 0", prompt="fix", language="python")
+    stop = rejoining(request.steered(rejoin_input=True), lambda token: pieces[token])
+    said, fed = fed_to(stop, pieces)
+    assert said == REJOINED and "h = 70" not in fed
+    delivered = stop.text(fed)
+    assert delivered == answer.replace("h = 70", "h = 7")  # the docstring's change kept
+    assert rejoining(request, lambda token: pieces[token]) is None  # not steered: no stop
+    # the same change where the instruction speaks of the docstring: that change ends it
+    prose = EditRequest(DOCUMENTED, "the docstring is wrong", prompt="fix", language="python")
+    stop = rejoining(prose.steered(rejoin_input=True), lambda token: pieces[token])
+    said, fed = fed_to(stop, pieces)
+    assert said == REJOINED and stop.text(fed) == DOCUMENTED.replace("raises", "returns 0")
+    assert "return 0\n" not in fed
+
+
+def test_a_region_s_first_answer_is_judged_unchanged_in_its_file():
+    """In a region edit (a method, indented) the text the stop weighs is the whole file: its
+    docstring's change goes on, its code's change stops."""
+    from specedit.editing.editor import EditRequest
+    from specedit.editing.local import rejoining
+    from specedit.editing.region import Region
+
+    method = "".join(
+        "    " + line if line.strip() else line for line in DOCUMENTED.splitlines(True)
+    )
+    file = f"class K:\n{method}\n\ndef g():\n    return 1\n"
+    region, surroundings = Region(symbol="K.f").cut(file)
+    answer = region.replace("raises for None", "returns 0 for None").replace("x * 3", "x * 2")
+    pieces = lines_of(answer)
+    request = EditRequest(
+        region, "K.f(None) fails", prompt="fix", language="python", surroundings=surroundings
+    )
+    stop = rejoining(request.steered(rejoin_input=True), lambda token: pieces[token])
+    said, fed = fed_to(stop, pieces)
+    assert said == REJOINED and "x * 2" in fed and stop.text(fed) == answer
+
+
+def test_a_fix_s_first_answer_that_loses_its_place_is_not_stopped():
+    """A first answer that skips a stretch of the file and copies on from further down has not
+    made a change to stop at (the safety checks would refuse it for the lines dropped): it
+    runs to its end, as without the stop, where what follows it may put it right."""
+    from specedit.editing.editor import EditRequest
+    from specedit.editing.local import rejoining
+
+    text = "".join(f"def f{i}(x):\n    return x + {i}\n\n\n" for i in range(12))
+    skipped = text.replace(
+        "".join(f"def f{i}(x):\n    return x + {i}\n\n\n" for i in (2, 3, 4, 5, 6)), ""
+    )
+    pieces = lines_of(skipped)
+    request = EditRequest(text, "f1 is wrong", prompt="fix", language="python")
+    stop = rejoining(request.steered(rejoin_input=True), lambda token: pieces[token])
+    assert fed_to(stop, pieces)[0] is None and stop.astray
+    changed = text.replace("x + 1\n", "x - 1\n")  # the same answer with a change made instead
+    pieces = lines_of(changed)
+    stop = rejoining(request.steered(rejoin_input=True), lambda token: pieces[token])
+    said, fed = fed_to(stop, pieces)
+    assert said == REJOINED and stop.text(fed) == changed and not stop.astray

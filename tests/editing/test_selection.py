@@ -84,7 +84,8 @@ def test_the_fix_template_is_known_by_name_or_path():
     + [("confined3", Samples(3, examples=Examples.CONFINED))]
     + [("default", Samples(2, examples=Examples.CONFINED, checked=4))]  # the CLI's, no option
     + [("2-unchanged", Samples(2, without=frozenset({"unchanged"})))]
-    + [("default-unchanged", Samples(2, False, Examples.CONFINED, 4, frozenset(STEPS)))],
+    + [("default-unchanged", Samples(2, False, Examples.CONFINED, 4, frozenset({"unchanged"})))]
+    + [("default-unchanged-stop", Samples(2, False, Examples.CONFINED, 4, frozenset(STEPS)))],
 )
 def test_bench_selections_parse(spec, parsed):
     assert parse_selection(spec) == parsed
@@ -385,7 +386,7 @@ def test_an_unchanged_edit_is_redrawn_from_where_it_was_least_sure(
     assert result.stdout == other
     x, z = (tokenizer.encode(letter, add_special_tokens=False)[0] for letter in "xz")
     assert [p.request.steering.forced for p in calls] == [(), (x, z), ()]
-    assert calls[0].request.steering.choices
+    assert calls[0].request.steering.choices and not calls[0].request.steering.rejoin_input
     assert all(p.request.mode is Mode.EDIT for p in calls)
     assert "the instruction above asks for a change" in calls[2].request.feedback
     assert "(refused: unchanged, but a change was asked for" in result.stderr
@@ -442,7 +443,10 @@ def test_a_changed_fix_is_delivered_alone_and_an_unchanged_one_redrawn_from_its_
 
     text, asked = drawn([fixed, other], set())
     assert text == fixed and len(asked) == 1
+    assert asked[0].steering.rejoin_input  # a fix's first stops once its change is made
+    assert not drawn([fixed], {selection.FIRST_STOP})[1][0].steering.rejoin_input
     text, asked = drawn([original, other], set())
+    assert not asked[1].steering.rejoin_input  # a redraw rejoins the first answer instead
     assert text == other and asked[1].steering.forced and asked[1].sampling.greedy
     text, asked = drawn([original, other], {selection.UNCHANGED_REDRAWS})
     assert text == other and not asked[1].steering.forced and not asked[1].sampling.greedy

@@ -31,6 +31,7 @@ EVERYTHING = EditRequest(
         choices=True,
         proofread=True,
         rejoin="def f():\n    return 3\n",
+        rejoin_input=True,
     ),
 )
 
