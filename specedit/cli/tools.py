@@ -110,8 +110,9 @@ def bench(
             "one the others agree with kept), examplesN (as N, and while the answer fails the "
             "input's >>> examples, run unsandboxed: --examples), confinedN (the same, confined "
             "as the default runs them), default (as the CLI edits with no option); each may end "
-            "in -unchanged: an unchanged answer sampled, not redrawn from its branch points "
-            "(the step's ablation); labelled method~sN."
+            "in -unchanged (an unchanged answer sampled, not redrawn from its branch points) "
+            "and -stop (a fix's first answer written to its end, not stopped once its change "
+            "is made): the step's ablation; labelled method~sN."
         ),
     ] = "1",
     replay: Annotated[

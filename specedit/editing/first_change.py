@@ -12,6 +12,11 @@ is most of it: the rest of the file, copied again. `Rejoin` stops it there: once
 has changed a line of the first answer and then written more than CHANGE_GAP of its lines in
 a row again, its first change is complete, and the first answer's lines that follow are what
 `first_change` would deliver after it.
+
+A fix's first answer stops the same way against the input, once its change is one of code
+(`Change`): changes to docstrings, comments and blanks before it are kept and do not stop it,
+and an answer that lost its place (it skipped lines) is written to its end, as without the
+stop.
 """
 
 from __future__ import annotations
@@ -61,7 +66,8 @@ class Rejoin:
     answer's line there on, has written CHANGE_GAP + 1 lines that follow one another in
     `earlier`, from that line on. `text` then gives the answer's text: its lines so far and
     `earlier`'s after the ones it rejoined. It reads the answer from its first token, forced
-    ones included."""
+    ones included. Where `weigh` is given (a fix's first answer, `Steering.rejoin_input`), it
+    says what each change so completed is: only a MADE one ends the answer."""
 
     def __init__(
         self,

@@ -25,7 +25,8 @@ mostly copies it at 0.2 too.
 
 A fix's redraw is delivered with the change it made where it branched and no other
 (`first_change`), so it stops once that change is made and the first answer gives the rest
-(editing/first_change.py). A fix that changed the file is delivered as it is: a second look
+(editing/first_change.py); a fix's first answer stops once it has changed the code, and the
+input gives the rest. A fix that changed the file is delivered as it is: a second look
 redrawn from its first doubt gained on neither the suite nor HumanEvalFix once unchanged code
 counted as unchanged and the examples judged (docs/quality.md, "What each step gains").
 
