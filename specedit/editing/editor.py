@@ -86,7 +86,7 @@ class Steering:
     rejoin: str | None = None
     # A fix's first answer: it stops once it has changed the code and then written the input's
     # lines again, and the input gives the rest (editing/first_change.py); its changes of
-    # docstrings, comments and blanks before that do not stop it.
+    # docstrings, comments, blanks and imports before that do not stop it.
     rejoin_input: bool = False
 
 

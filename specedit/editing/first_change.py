@@ -14,9 +14,9 @@ a row again, its first change is complete, and the first answer's lines that fol
 `first_change` would deliver after it.
 
 A fix's first answer stops the same way against the input, once its change is one of code
-(`Change`): changes to docstrings, comments and blanks before it are kept and do not stop it,
-and an answer that lost its place (it skipped lines) is written to its end, as without the
-stop.
+(`Change`): changes to docstrings, comments, blanks and imports before it are kept and do
+not stop it, and an answer that lost its place (it skipped lines) is written to its end, as
+without the stop.
 """
 
 from __future__ import annotations

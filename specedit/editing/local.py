@@ -52,8 +52,9 @@ def either(*stops: StopCondition | None) -> StopCondition | None:
 def rejoining(request: EditRequest, decode_token: Callable[[int], str]) -> Rejoin | None:
     """The stop of an answer that keeps to its first change (editing/first_change.py): a fix's
     redraw rejoins the answer it branched from, a fix's first answer the input once it has
-    changed the code (a change after which it would still count as unchanged goes on; one
-    the safety checks refuse, such as lines dropped, lets it run to its end)."""
+    changed the code (a change after which it would still count as unchanged, or that adds
+    or changes imports alone, goes on; one the safety checks refuse, such as lines dropped,
+    lets it run to its end)."""
     steering = request.steering
     if steering.rejoin is not None:
         return Rejoin(steering.rejoin, decode_token)
@@ -66,7 +67,8 @@ def rejoining(request: EditRequest, decode_token: Callable[[int], str]) -> Rejoi
 
     def weigh(text: str) -> Change:
         whole = around.around(text) if around else text
-        if counts_unchanged(original, whole, request.instruction, language, unchanged):
+        # an import alone counts as none either: the code that uses it is still to come
+        if counts_unchanged(original, whole, request.instruction, language, unchanged, True):
             return Change.NONE
         if safety.problems(original, whole, request.instruction, language):
             return Change.ASTRAY

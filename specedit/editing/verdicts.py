@@ -103,10 +103,16 @@ def judge(
 
 
 def counts_unchanged(
-    original: str, text: str, instruction: str, language: str, unchanged: str | None
+    original: str,
+    text: str,
+    instruction: str,
+    language: str,
+    unchanged: str | None,
+    imports: bool = False,
 ) -> bool:
     """Whether `text` is as unchanged as `original` itself for a request whose unchanged
-    answer is `unchanged`'s problem (`judge`'s first test)."""
+    answer is `unchanged`'s problem (`judge`'s first test); with `imports`, its imports set
+    aside too (`same_code`)."""
     return (
         text == original
         or (unchanged == UNCHANGED_FIX and blanks_only(original, text))
@@ -114,7 +120,7 @@ def counts_unchanged(
             unchanged is not None
             and language == "python"
             and not NO_CODE_WORDS.search(instruction)
-            and same_code(original, text)
+            and same_code(original, text, imports)
         )
     )
 
@@ -131,9 +137,11 @@ def blanks_only(original: str, text: str) -> bool:
     return lines(original) == lines(text)
 
 
-def same_code(original: str, text: str) -> bool:
+def same_code(original: str, text: str, imports: bool = False) -> bool:
     """Whether Python `text` does what `original` does: the same syntax tree once docstrings
-    are set aside (comments and layout are not in it). False where either does not parse."""
+    are set aside (comments and layout are not in it). With `imports`, import statements are
+    set aside too: an import alone changes nothing the code does until code uses it. False
+    where either does not parse."""
     trees = []
     for source in (original, text):
         try:
@@ -142,6 +150,10 @@ def same_code(original: str, text: str) -> bool:
             return False
         for node in documented(tree):
             node.body = node.body[1:]
+        if imports:
+            for node in ast.walk(tree):
+                if isinstance(body := getattr(node, "body", None), list):
+                    node.body = [s for s in body if not isinstance(s, (ast.Import, ast.ImportFrom))]
         trees.append(ast.dump(tree))
     return trees[0] == trees[1]
 

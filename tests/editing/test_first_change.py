@@ -222,6 +222,20 @@ def test_a_fix_s_first_answer_goes_on_past_its_docstring_and_stops_after_its_cod
     assert "return 0\n" not in fed
 
 
+def test_a_fix_s_first_answer_that_adds_an_import_goes_on_to_the_code_that_uses_it():
+    """An import added first is not yet the fix (the code that uses it comes later): the
+    answer goes on, keeps it, and stops after the change of code."""
+    from specedit.editing.editor import EditRequest
+    from specedit.editing.local import rejoining
+
+    answer = "import math\n" + DOCUMENTED.replace("y = x * 3", "y = math.prod((x, 2))")
+    pieces = lines_of(answer.replace("h = 7", "h = 70"))
+    request = EditRequest(DOCUMENTED, "f doubles wrongly", prompt="fix", language="python")
+    stop = rejoining(request.steered(rejoin_input=True), lambda token: pieces[token])
+    said, fed = fed_to(stop, pieces)
+    assert said == REJOINED and "math.prod" in fed and stop.text(fed) == answer
+
+
 def test_a_region_s_first_answer_is_judged_unchanged_in_its_file():
     """In a region edit (a method, indented) the text the stop weighs is the whole file: its
     docstring's change goes on, its code's change stops."""

@@ -51,6 +51,10 @@ def test_python_whose_code_is_unchanged_is_unchanged_unless_the_prose_was_asked_
     assert not verdicts.same_code(documented, documented.replace("*", "/"))
     assert not verdicts.same_code(documented, BROKEN)
     assert not verdicts.same_code(documented, "x = a" + "[0]" * 100_000 + "\n")  # too deep
+    imported = "import math\n" + documented.replace('"""Mean."""\n', '"""Mean."""\n    import os\n')
+    assert not verdicts.same_code(documented, imported)  # an import is code
+    assert verdicts.same_code(documented, imported, imports=True)  # ... set aside
+    assert not verdicts.same_code(documented, imported.replace("*", "/"), imports=True)
 
 
 def test_an_answer_the_safety_checks_refuse_is_not_acceptable():
