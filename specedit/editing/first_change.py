@@ -37,7 +37,7 @@ class Change(Enum):
     """What a change the answer completed is, for the stop of a fix's first answer."""
 
     MADE = "made"  # a change of what the code does: the stop ends the answer there
-    NONE = "none"  # nothing the request counts (a docstring, a comment): the stop goes on
+    NONE = "none"  # nothing the request counts (a docstring, a comment, an import): goes on
     # The answer lost its place (it dropped lines, broke the file): the stop lets it run to
     # its end, as without it, where what follows can put it right (editing/resume.py).
     ASTRAY = "astray"

@@ -67,8 +67,9 @@ def rejoining(request: EditRequest, decode_token: Callable[[int], str]) -> Rejoi
 
     def weigh(text: str) -> Change:
         whole = around.around(text) if around else text
-        # an import alone counts as none either: the code that uses it is still to come
-        if counts_unchanged(original, whole, request.instruction, language, unchanged, True):
+        # imports set aside: one added alone is not the fix yet, the code that uses it is
+        asked = (original, whole, request.instruction, language, unchanged)
+        if counts_unchanged(*asked, imports=True):
             return Change.NONE
         if safety.problems(original, whole, request.instruction, language):
             return Change.ASTRAY
