@@ -35,7 +35,7 @@ from specedit.editing.rename import finish_rename
 from specedit.editing.resume import RESUMES, resume
 from specedit.editing.runaway import RUNAWAY
 from specedit.editing.typos import asks_for_typos_only, keep_to_typos
-from specedit.editing.verdicts import counts_unchanged, unchanged_problem
+from specedit.editing.verdicts import counts_unchanged, judged_language, unchanged_problem
 from specedit.engine.events import Generation, Step, StopCondition
 from specedit.models.load import LoadedModel
 
@@ -62,7 +62,7 @@ def rejoining(request: EditRequest, decode_token: Callable[[int], str]) -> Rejoi
         return None
     around = request.surroundings
     original = around.around(request.text) if around else request.text
-    language = request.language or safety.sniff(request.text)
+    language = judged_language(request)
     unchanged = unchanged_problem(request.mode, language)
 
     def weigh(text: str) -> Change:

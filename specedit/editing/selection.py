@@ -52,7 +52,6 @@ from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from specedit.editing import examples as file_examples
-from specedit.editing import safety
 from specedit.editing.branches import branch_points
 from specedit.editing.checks import CheckResult
 from specedit.editing.editor import EditError, EditRequest, EditResult, Mode
@@ -66,6 +65,7 @@ from specedit.editing.verdicts import (
     choose,
     copied_from_prompt,
     judge,
+    judged_language,
     prompt_words,
     unchanged_problem,
 )
@@ -214,9 +214,7 @@ class Drawing:
         self.decode = decode
         self.examples = examples
         self.branch_limit = samples.count - 1
-        self.unchanged = unchanged_problem(
-            request.mode, request.language or safety.sniff(request.text)
-        )
+        self.unchanged = unchanged_problem(request.mode, judged_language(request))
         if request.mode == Mode.REWRITE and not samples.vote:
             request = request.steered(proofread=True, choices=True)
         self.request = request

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from specedit.editing import lint, safety
 from specedit.editing.checks import CheckResult
-from specedit.editing.editor import EditResult, Mode
+from specedit.editing.editor import EditRequest, EditResult, Mode
 from specedit.editing.region import UNPARSABLE, documented
 from specedit.editing.snippets import indentation
 
@@ -226,6 +226,12 @@ def copied_from_prompt(answer: str, original: str, words: str) -> str | None:
         if len(sentence) >= LEAK_CHARS and sentence in words and sentence not in original:
             return sentence
     return None
+
+
+def judged_language(request: EditRequest) -> str:
+    """The language a request's answers are judged in: the one it gives, else the one its
+    text shows (`safety.sniff`)."""
+    return request.language or safety.sniff(request.text)
 
 
 def unchanged_problem(mode: Mode | None, language: str) -> str | None:
