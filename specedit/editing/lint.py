@@ -25,9 +25,9 @@ use no changed function (nor what uses one), and that assign nothing others read
 input's own findings are still read from the whole input, once, and only where the answer
 has some.
 
-pylint reads no configuration but its own empty one and loads no plugin: a cloned project's
-`pylintrc` or `pyproject.toml` may name code to run (`init-hook`, `load-plugins`), and
-reading an answer is not asking for that.
+pylint reads no configuration and loads no plugin (its linter is built with two checkers
+and nothing else): a cloned project's `pylintrc` or `pyproject.toml` may name code to run
+(`init-hook`, `load-plugins`), and reading an answer is not asking for that.
 """
 
 from __future__ import annotations
@@ -129,29 +129,29 @@ def inferred_findings(source: str) -> list[Finding]:
     """pylint's PYLINT_KINDS findings in Python `source`, in line order: calls and attributes
     that inference says cannot work, variables read before an assignment. The file is read
     from a private temporary folder, so that no module beside the user's file is resolved (an
-    unknown import infers nothing, and finds nothing)."""
-    from pylint.lint import Run  # imported where needed: most runs never read an answer
+    unknown import infers nothing, and finds nothing). The linter is built here with the two
+    checkers that find those and no configuration: building pylint's whole command line
+    (every checker, its options, a configuration file to look for) costs more than reading
+    most answers."""
+    from pylint.checkers import typecheck, variables  # imported where needed: most runs
+    from pylint.lint import PyLinter  # never read an answer
     from pylint.reporters import CollectingReporter
 
     source = source.removeprefix("\ufeff")
     reporter = CollectingReporter()
+    linter = PyLinter(reporter=reporter)
+    typecheck.register(linter)
+    variables.register(linter)
+    linter.disable("all")
+    for symbol in PYLINT_KINDS:
+        linter.enable(symbol)
     with tempfile.TemporaryDirectory(prefix="specedit-lint-") as folder:
-        path, rcfile = Path(folder) / "edited.py", Path(folder) / "pylintrc"
+        path = Path(folder) / "edited.py"
         path.write_text(source, encoding="utf-8")
-        rcfile.write_text("")
-        arguments = [
-            str(path),
-            f"--rcfile={rcfile}",
-            "--disable=all",
-            f"--enable={','.join(PYLINT_KINDS)}",
-            "--persistent=n",
-            "--score=n",
-            "--jobs=1",
-        ]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             try:
-                Run(arguments, reporter=reporter, exit=False)
+                linter.check([str(path)])
             except (RecursionError, MemoryError):
                 return []
     lines = python_lines(source)
