@@ -4,6 +4,9 @@
 # llama.cpp engine: the bench then compares editors, not kernels.
 set -euo pipefail
 python=${PYTHON:-python3}
+case $python in  # a path relative to where it was called from: the build runs in DEST
+    */*) python="$(cd "$(dirname "$python")" && pwd)/$(basename "$python")" ;;
+esac
 dest=$1
 version=$("$python" -c 'from importlib.metadata import version; print(version("llama_cpp_python"))')
 mkdir -p "$dest"
