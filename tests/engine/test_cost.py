@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 from helpers import ChainsOnly, OracleDrafter, greedy_reference, repeating_prompt
 
-from specedit.drafting.copying.length import JUMP_PRIOR, PRIOR, AdaptiveLength, AgreementLength
+from specedit.drafting.copying.length import (
+    ANSWER_PRIOR,
+    JUMP_PRIOR,
+    PRIOR,
+    AdaptiveLength,
+    AgreementLength,
+)
 from specedit.drafting.registry import make_drafter
 from specedit.engine import cost
 from specedit.engine.cost import PROBE_SIZES, ContextCost, PassCost, measure, measure_context, size
@@ -293,6 +299,20 @@ def test_copies_of_the_answer_learn_apart_from_copies_of_the_prompt():
     assert confidence.chances(memory, from_answer, 1)[0] < answer_before[0] / 2
     assert confidence.chances(memory, from_prompt, 4) == prompt_before
     assert confidence.inner.tested == AdaptiveLength().tested  # the prompt's buckets untouched
+
+
+def test_a_copy_of_the_answer_starts_less_sure_than_a_copy_of_the_input_that_agrees_as_long():
+    """Before either has learned anything, a copy of the answer's own text is read from its
+    own prior, below the input's at every agreement."""
+    prompt = list(range(100, 140))
+    memory = Memory(prompt)
+    memory.extend(list(range(100, 103)) + list(range(20)) + list(range(100, 103)))
+    from_prompt, from_answer = 2, len(prompt) + 2  # the end's last token, 102: both agree for 2
+    confidence = AgreementLength()
+    input_chances = confidence.chances(memory, from_prompt, 4)
+    answer_chances = confidence.chances(memory, from_answer, 4)
+    assert answer_chances[0] == pytest.approx(ANSWER_PRIOR[2][0])  # agreement 2: bucket 2
+    assert all(a < i for a, i in zip(answer_chances, input_chances, strict=True))
 
 
 def test_a_copy_that_jumps_elsewhere_in_the_input_is_read_from_buckets_of_its_own():

@@ -35,6 +35,10 @@ PRIOR = ((0.70, 4), (0.80, 4), (0.88, 4), (0.93, 4), (0.96, 4), (0.98, 4))  # (m
 JUMP_AGREEMENT = 1
 NEAR = 16
 JUMP_PRIOR = ((0.25, 4), (0.45, 4), *PRIOR[2:])
+# Copies of the answer's own earlier text (a line like one it wrote above) hold less often than
+# copies of the input at every agreement: the answer's new text repeats words more than lines
+# (docs/engines.md, "Copies of the answer's own text"), so they learn from a prior of their own.
+ANSWER_PRIOR = ((0.45, 4), (0.55, 4), (0.70, 4), (0.80, 4), (0.85, 4), (0.95, 4))
 
 
 def blockwise_length(survival: list[float], block: int, threshold: float, growth: float) -> int:
@@ -136,13 +140,13 @@ class AgreementLength:
 
     Copies of the answer's own earlier text (a docstring like the last one) hold or fail
     otherwise than copies of the input, so they learn in buckets of their own (`from_answer`,
-    from the same prior), and so do jumps (`jumps`, from a lower one): copies of the input that
+    from a lower prior), and so do jumps (`jumps`, from a lower one): copies of the input that
     barely agree and start elsewhere than where the answer last left the input, which are
     mostly the model's new text meeting a word the input has somewhere else."""
 
     def __init__(self, inner: AdaptiveLength | None = None) -> None:
         self.inner = inner or AdaptiveLength()  # copies of the prompt
-        self.from_answer = AdaptiveLength()  # copies of the answer's own text (`chances`)
+        self.from_answer = AdaptiveLength(prior=ANSWER_PRIOR)  # the answer's own text
         self.jumps = AdaptiveLength(prior=JUMP_PRIOR)  # copies that jump (`chances`)
         self._learner = self.inner  # the buckets the last draft was read from
         self._agreement = 0
