@@ -35,9 +35,9 @@ PRIOR = ((0.70, 4), (0.80, 4), (0.88, 4), (0.93, 4), (0.96, 4), (0.98, 4))  # (m
 JUMP_AGREEMENT = 1
 NEAR = 16
 JUMP_PRIOR = ((0.25, 4), (0.45, 4), *PRIOR[2:])
-# Copies of the answer's own earlier text (a line like one it wrote above) hold less often than
-# copies of the input at every agreement: the answer's new text repeats words more than lines
-# (docs/engines.md, "Copies of the answer's own text"), so they learn from a prior of their own.
+# Copies of the answer's own earlier text (a line like one it wrote above) were accepted less
+# often than copies of the input at every agreement, on the suite and on HumanEvalFix
+# (docs/engines.md, "Copies of the answer's own text"): they learn from a prior of their own.
 ANSWER_PRIOR = ((0.45, 4), (0.55, 4), (0.70, 4), (0.80, 4), (0.85, 4), (0.95, 4))
 
 
@@ -140,7 +140,7 @@ class AgreementLength:
 
     Copies of the answer's own earlier text (a docstring like the last one) hold or fail
     otherwise than copies of the input, so they learn in buckets of their own (`from_answer`,
-    from a lower prior), and so do jumps (`jumps`, from a lower one): copies of the input that
+    from ANSWER_PRIOR), and so do jumps (`jumps`, from JUMP_PRIOR): copies of the input that
     barely agree and start elsewhere than where the answer last left the input, which are
     mostly the model's new text meeting a word the input has somewhere else."""
 
