@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -142,20 +143,26 @@ def same_code(original: str, text: str, imports: bool = False) -> bool:
     are set aside (comments and layout are not in it). With `imports`, import statements are
     set aside too: an import alone changes nothing the code does until code uses it. False
     where either does not parse."""
-    trees = []
-    for source in (original, text):
-        try:
-            tree = ast.parse(source)
-        except UNPARSABLE:
-            return False
-        for node in documented(tree):
-            node.body = node.body[1:]
-        if imports:
-            for node in ast.walk(tree):
-                if isinstance(body := getattr(node, "body", None), list):
-                    node.body = [s for s in body if not isinstance(s, (ast.Import, ast.ImportFrom))]
-        trees.append(ast.dump(tree))
-    return trees[0] == trees[1]
+    before = _code(original, imports)
+    return before is not None and before == _code(text, imports)
+
+
+@functools.lru_cache(maxsize=4)
+def _code(source: str, imports: bool) -> str | None:
+    """Python `source`'s syntax tree as `same_code` compares it, dumped; None where it does not
+    parse. Kept for the texts compared again and again: an edit's input, against each
+    candidate and, while a fix's first answer is written, at each change it completes."""
+    try:
+        tree = ast.parse(source)
+    except UNPARSABLE:
+        return None
+    for node in documented(tree):
+        node.body = node.body[1:]
+    if imports:
+        for node in ast.walk(tree):
+            if isinstance(body := getattr(node, "body", None), list):
+                node.body = [s for s in body if not isinstance(s, (ast.Import, ast.ImportFrom))]
+    return ast.dump(tree)
 
 
 def change_of(original: str, text: str) -> frozenset[tuple[str, str]]:
