@@ -358,6 +358,20 @@ app.command("trust")(trust_command)
 app.add_typer(models_app, name="models")
 
 
+def files_read_as_options(args: list[str]) -> list[str]:
+    """The arguments before `--` that read as options and name files here as well. A shell's
+    `*.md`, or pre-commit's list of files, puts a cloned repository's file named
+    `--test=sh run.sh #.md` among the options, where it would run a command (or
+    `--stats-file=...` write a file): that name is the repository's, not the user's, asking."""
+    found = []
+    for arg in args:
+        if arg == "--":
+            break
+        if arg.startswith("-") and arg != "-" and os.path.lexists(arg):
+            found.append(arg)
+    return found
+
+
 def run() -> None:
     """The `specedit` script and `python -m specedit`: the app, then a prompt exit.
 
@@ -365,6 +379,12 @@ def run() -> None:
     takes time that the OS saves by doing it at once. Nothing is lost by skipping it: writes
     are atomic and done, and the output streams are flushed here."""
     try:
+        if named := files_read_as_options(sys.argv[1:]):
+            error(
+                f"{named[0]!r} is the name of a file here and reads as an option; give file "
+                "names after -- (specedit fix -- FILE ...) or as ./FILE; nothing was done"
+            )
+            raise SystemExit(Exit.INPUT)
         app(prog_name="specedit")
         code = 0
     except SystemExit as exc:

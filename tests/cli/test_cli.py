@@ -11,7 +11,8 @@ import pytest
 from typer.testing import CliRunner
 
 from specedit import __version__
-from specedit.cli import app
+from specedit.cli import app, commands
+from specedit.cli.exits import Exit
 
 runner = CliRunner()
 
@@ -288,6 +289,31 @@ def test_the_script_exits_with_the_command_s_code_and_flushes_its_output(tmp_pat
     assert merged.returncode == 0, merged.stderr
     assert len(merged.stdout) > 100_000  # more than a pipe holds at once
     assert merged.stdout == source.read_text().replace("return 3999\n", "return -1\n")
+
+
+def test_a_file_named_like_an_option_is_never_read_as_one(tmp_path, monkeypatch):
+    """A shell's `*.md`, or pre-commit's list of files, puts a cloned repository's file named
+    `--test=...` among the options: the script refuses to run, naming it, and runs nothing;
+    after `--` the same names are files."""
+    (tmp_path / "README.md").write_text("Teh notes.\n")
+    hostile = "--test=touch RAN #.md"
+    (tmp_path / hostile).write_text("More notes.\n")
+    names = sorted(path.name for path in tmp_path.glob("*.md"))  # what the shell's *.md gives
+    script = [sys.executable, "-m", "specedit", "rewrite"]
+    flags = ["-m", "fix the typos", "--check", "--server", "http://127.0.0.1:9"]
+    globbed = subprocess.run(
+        [*script, *names, *flags], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert globbed.returncode == Exit.INPUT
+    assert repr(hostile) in globbed.stderr and "after --" in globbed.stderr
+    assert not (tmp_path / "RAN").exists()
+    quoted = subprocess.run(
+        [*script, *flags, "--", *names], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert quoted.returncode == Exit.MODEL, quoted.stderr  # both read; no server at port 9
+    assert not (tmp_path / "RAN").exists()
+    monkeypatch.chdir(tmp_path)
+    assert commands.files_read_as_options([hostile, "-", "--quiet", "--", hostile]) == [hostile]
 
 
 # Runs the CLI in a fresh interpreter (default warning filters, transformers' own logging) with
