@@ -60,17 +60,34 @@ class ServerRefused(EditorUnavailable):
         self.status = status
 
 
+class _NotRedirected(urllib.request.HTTPRedirectHandler):
+    """A redirect is an error: urllib would send the key (and a GET's question) on to
+    whatever address the answer names, past the checks made on the one the user gave."""
+
+    def redirect_request(self, *args, **kwargs) -> None:
+        return None
+
+
+_OPENER = urllib.request.build_opener(_NotRedirected)
+
+
 def _request(url: str, body: dict | None = None, timeout: float | None = None, key=None):
     """Open `url` (POST `body` as JSON if given) with `key` as its bearer token; errors become
-    EditorUnavailable (ServerRefused when the server answered with an error)."""
+    EditorUnavailable (ServerRefused when the server answered with an error). A redirect is
+    not followed: the key and the code go to the address the user gave, and nowhere else."""
     data = None if body is None else json.dumps(body).encode()
     headers = {"Content-Type": "application/json"}
     if key:
         headers["Authorization"] = f"Bearer {key}"
     request = urllib.request.Request(url, data=data, headers=headers)
     try:
-        return urllib.request.urlopen(request, timeout=timeout)
+        return _OPENER.open(request, timeout=timeout)
     except urllib.error.HTTPError as exc:
+        if 300 <= exc.code < 400:
+            raise EditorUnavailable(
+                f"the server at {url} redirects to {exc.headers.get('Location')!r}, which is "
+                "not followed: give the address to use with --server"
+            ) from None
         try:
             message = json.loads(exc.read())["error"]["message"]
         except (ValueError, KeyError, TypeError):

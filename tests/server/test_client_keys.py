@@ -14,6 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from specedit.cli import app
+from specedit.cli.exits import Exit
 from specedit.server.client import sendable_key
 
 runner = CliRunner()
@@ -94,6 +95,34 @@ def test_no_key_goes_over_plain_http_to_another_machine(recorder, source):
         "specedit: warning: not sending the API key to collector.invalid over plain http"
         in done.stderr
     )
+
+
+def test_a_redirect_is_not_followed_with_the_key(recorder, source):
+    """urllib sends a request's headers on to the address a redirect names: the key would go
+    where the user never said, past the check made on the address given."""
+    url, seen = recorder
+
+    class Redirect(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(302)
+            self.send_header("Location", url + self.path)
+            self.end_headers()
+
+        do_POST = do_GET
+
+        def log_message(self, *args) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Redirect)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        result = fix_through(f"http://127.0.0.1:{server.server_port}", "--api-key", "given")
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert result.exit_code == Exit.MODEL
+    assert f"redirects to '{url}/v1/specedit/status', which is not followed" in result.stderr
+    assert seen == []
 
 
 @pytest.mark.parametrize(
