@@ -7,15 +7,21 @@ so logs and CI output never fill with carriage returns.
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+# Control characters but the line feed and the tab: a file's name may hold them, and a
+# terminal takes ESC and its like as commands (a title set, the screen cleared).
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
 
 def line(text: str) -> None:
-    """One line on stderr, as it is (black-style "would edit FILE", a JSON stats object)."""
-    print(text, file=sys.stderr, flush=True)
+    """One line on stderr (black-style "would edit FILE", a JSON stats object), its control
+    characters written as escapes."""
+    print(CONTROL.sub(lambda match: ascii(match.group())[1:-1], text), file=sys.stderr, flush=True)
 
 
 def say(message: str) -> None:

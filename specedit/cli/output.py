@@ -9,6 +9,7 @@ from __future__ import annotations
 import difflib
 import json
 import os
+import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -106,11 +107,42 @@ def unified_diff(original: str, edited: str, name: str) -> list[str]:
     form feed or a lone carriage return is part of its line, as it is for them), and a last
     line without one is marked as `diff -u` marks it."""
     lines = difflib.unified_diff(
-        _lines(original), _lines(edited), fromfile=f"a/{name}", tofile=f"b/{name}"
+        _lines(original), _lines(edited), fromfile=_quoted(f"a/{name}"), tofile=_quoted(f"b/{name}")
     )
     return [
         line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines
     ]
+
+
+# How git writes these in a file's name in a diff's header, inside double quotes (and
+# `git apply` reads them back); other control characters as octal.
+C_ESCAPES = {
+    "\a": "\\a",
+    "\b": "\\b",
+    "\t": "\\t",
+    "\n": "\\n",
+    "\v": "\\v",
+    "\f": "\\f",
+    "\r": "\\r",
+    '"': '\\"',
+    "\\": "\\\\",
+}
+NEEDS_QUOTES = re.compile(r'[\x00-\x1f\x7f"\\]')
+
+
+def _quoted(name: str) -> str:
+    """`name` for a diff's header: as it is, or C-quoted as git quotes it where it holds a
+    control character, a quote or a backslash (a line feed in a name would otherwise start a
+    header or a hunk of its own)."""
+    if not NEEDS_QUOTES.search(name):
+        return name
+    return '"' + "".join(_c_escaped(char) for char in name) + '"'
+
+
+def _c_escaped(char: str) -> str:
+    if char in C_ESCAPES:
+        return C_ESCAPES[char]
+    return f"\\{ord(char):03o}" if char < " " or char == "\x7f" else char
 
 
 def _lines(text: str) -> list[str]:
