@@ -13,12 +13,13 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from stat import S_ISLNK, S_ISREG, S_ISVTX, S_IWOTH
+from stat import S_ISFIFO, S_ISLNK, S_ISREG, S_ISVTX, S_IWOTH
 
 from specedit.console import warning
 
 BOM = "\ufeff"
 MAX_LINKS = 40  # symbolic links followed on one path, as Linux allows
+MAX_INPUT_BYTES = 64 << 20  # far past any context; what is read of an input at most
 
 
 class InputError(Exception):
@@ -80,22 +81,36 @@ def fingerprint(path: str | Path) -> Fingerprint:
 
 
 def read_source(path: str) -> Source:
-    """Read a UTF-8 text file with its fingerprint, or stdin for '-'."""
+    """Read a UTF-8 text file with its fingerprint, or stdin for '-'. A file is a regular file
+    or a pipe (`<(command)`): a named pipe nobody writes to reads as empty instead of waiting
+    for ever, a device or a socket is refused, and no input is read past MAX_INPUT_BYTES
+    (`/dev/zero` would fill the memory)."""
     stamp = None
     if path == "-":
-        data, name = sys.stdin.buffer.read(), "stdin"
+        data, name = sys.stdin.buffer.read(MAX_INPUT_BYTES + 1), "stdin"
     else:
         if Path(path).is_dir():
             raise InputError(f"{path} is a directory, not a file")
         try:
-            with open(path, "rb") as f:
+            descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO opens at once
+            with open(descriptor, "rb") as f:
                 stat = os.fstat(f.fileno())
-                data = f.read()
+                if not (S_ISREG(stat.st_mode) or S_ISFIFO(stat.st_mode)):
+                    raise InputError(f"{path} is not a file of text (a device or a socket)")
+                os.set_blocking(descriptor, True)  # a pipe's writer is waited for, if any
+                data = f.read(MAX_INPUT_BYTES + 1)
         except FileNotFoundError:
             raise InputError(f"{path}: no such file") from None
         except OSError as exc:
             raise InputError(f"{path}: {exc.strerror}") from None
         name, stamp = path, Fingerprint.of(data, stat)
+    if len(data) > MAX_INPUT_BYTES:
+        raise InputError(f"{name} is larger than {MAX_INPUT_BYTES >> 20} MiB; specedit edits text")
+    if data.startswith((b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff")):
+        raise InputError(
+            f"{name} is UTF-16 or UTF-32 text (its byte order mark says so); specedit edits "
+            f"UTF-8: convert it first (iconv -f UTF-16 -t UTF-8)"
+        )
     if b"\0" in data[:8192]:
         raise InputError(f"{name} looks binary (it holds NUL bytes); specedit edits text")
     try:
@@ -115,7 +130,7 @@ def read_input(path: str) -> Source:
     """A text to edit, with its fingerprint: a file, or stdin for '-', that holds more than
     blanks."""
     source = read_source(path)
-    if not source.text.strip():
+    if not source.text.removeprefix(BOM).strip():
         raise InputError(f"{'stdin' if path == '-' else path} is empty")
     return source
 
@@ -212,8 +227,9 @@ def replace_atomically(
 
     - A symbolic link is followed: its target is replaced and the link stays a link; but not
       another user's link in a shared sticky folder such as /tmp (`resolve`).
-    - An existing file's mode is kept, and its owner and group where permitted; a new file gets
-      0o666 less the umask, as `open` would give it.
+    - An existing file's mode and extended attributes (ACLs) are kept, and its owner and group
+      where permitted (its group alone, with a warning, where the owner cannot be); a new file
+      gets 0o666 less the umask, as `open` would give it.
     - The temporary file is flushed to disk (fsync) before the rename, and the folder after it
       (where the system allows), so a crash leaves the old file or the new one.
     - With `unchanged`, the file must still match that fingerprint, checked just before the
@@ -240,11 +256,9 @@ def replace_atomically(
         if stat is None:
             os.chmod(tmp, 0o666 & ~_umask())
         else:
-            # where we may not chown (another user's file; Windows has no chown) the file
-            # becomes ours, as with any editor that saves by renaming
-            with contextlib.suppress(PermissionError, AttributeError):
-                os.chown(tmp, stat.st_uid, stat.st_gid)
+            _keep_owner(tmp, stat, path)
             os.chmod(tmp, stat.st_mode & 0o7777)  # after chown, which may clear setuid bits
+            _keep_extended_attributes(target, Path(tmp))
         _fsync(tmp)
         if unchanged is not None and (why := unchanged.change(target)) is not None:
             raise ChangedOnDisk(why)
@@ -261,6 +275,34 @@ def replace_atomically(
             f"{'they keep' if others > 1 else 'it keeps'} the old text"
         )
     return target
+
+
+def _keep_owner(tmp: str, stat: os.stat_result, path: str | Path) -> None:
+    """Give the new file the old one's owner and group. Where the owner cannot be kept
+    (another user's file) it becomes ours, as with any editor that saves by renaming, and
+    says so, but keeps the group where we are in it: a team's file stays the team's."""
+    if not hasattr(os, "chown"):  # Windows
+        return
+    try:
+        os.chown(tmp, stat.st_uid, stat.st_gid)
+    except PermissionError:
+        with contextlib.suppress(PermissionError):
+            os.chown(tmp, -1, stat.st_gid)
+        warning(f"{path} now belongs to you: it belonged to user {stat.st_uid}")
+
+
+def _keep_extended_attributes(source: Path, tmp: Path) -> None:
+    """Copy `source`'s extended attributes (POSIX ACLs, a user's tags) to the file that
+    replaces it; those the file system or our rights refuse are left behind."""
+    if not hasattr(os, "listxattr"):
+        return
+    try:
+        names = os.listxattr(source)
+    except OSError:
+        return
+    for name in names:
+        with contextlib.suppress(OSError):
+            os.setxattr(tmp, name, os.getxattr(source, name))
 
 
 def write_atomic(path: str | Path, text: str, unchanged: Fingerprint | None = None) -> Path:

@@ -23,6 +23,7 @@ from specedit import files
 from specedit.cli import app
 from specedit.cli.exits import Exit
 from specedit.editing import editor, safety
+from specedit.files import BOM, MAX_INPUT_BYTES, InputError, read_input
 
 runner = CliRunner()
 SOURCE = "def add(a, b):\n    return a - b\n"
@@ -403,3 +404,65 @@ def test_output_through_another_user_s_symlink_in_a_shared_sticky_folder_is_refu
     os.chown(shared, 4242, 4242)  # the folder's owner's link is followed
     assert _run("fix", source, "add subtracts", "-o", link, *tiny).exit_code == 0
     assert victim.read_text() == FIXED
+
+
+def _refusal(path: str) -> str:
+    with pytest.raises(InputError) as refused:
+        read_input(path)
+    return str(refused.value)
+
+
+def test_inputs_that_are_not_text_files_are_refused_without_waiting_or_filling_memory(tmp_path):
+    """A named pipe nobody writes to would block the read for ever, /dev/zero would fill the
+    memory, a file larger than any context is read no further than the limit."""
+    pipe = tmp_path / "events.py"
+    os.mkfifo(pipe)
+    assert _refusal(str(pipe)) == f"{pipe} is empty"
+    assert "is not a file of text (a device or a socket)" in _refusal("/dev/zero")
+    huge = tmp_path / "huge.py"
+    with open(huge, "wb") as f:
+        f.truncate(MAX_INPUT_BYTES + 1)  # sparse: nothing is written
+    assert "is larger than 64 MiB" in _refusal(str(huge))
+
+
+def test_a_utf16_file_and_a_file_of_a_byte_order_mark_alone_say_what_they_are(tmp_path):
+    utf16 = tmp_path / "notes.txt"
+    utf16.write_text("hello\n", encoding="utf-16")
+    assert "is UTF-16 or UTF-32 text" in _refusal(str(utf16))
+    mark = tmp_path / "mark.py"
+    mark.write_bytes(BOM.encode() + b"\n\n")
+    assert _refusal(str(mark)) == f"{mark} is empty"
+
+
+def test_another_user_s_file_keeps_its_group_and_says_whose_it_is_now(
+    tmp_path, monkeypatch, capsys
+):
+    """We may not give a file to another user; we may give it to a group we are in."""
+    path = tmp_path / "team.py"
+    path.write_text(SOURCE)
+    stat = path.stat()
+    calls = []
+
+    def chown(file, uid, gid):
+        calls.append((uid, gid))
+        if uid != -1:
+            raise PermissionError(errno.EPERM, "Operation not permitted")
+
+    monkeypatch.setattr(files.os, "chown", chown)
+    files.write_atomic(path, FIXED)
+    assert path.read_text() == FIXED
+    assert calls == [(stat.st_uid, stat.st_gid), (-1, stat.st_gid)]
+    assert (
+        f"{path} now belongs to you: it belonged to user {stat.st_uid}" in capsys.readouterr().err
+    )
+
+
+def test_a_file_s_extended_attributes_are_kept(tmp_path):
+    path = tmp_path / "tagged.py"
+    path.write_text(SOURCE)
+    try:
+        os.setxattr(path, "user.note", b"keep")
+    except (OSError, AttributeError):
+        pytest.skip("this file system (or system) takes no user attributes")
+    files.write_atomic(path, FIXED)
+    assert path.read_text() == FIXED and os.getxattr(path, "user.note") == b"keep"
