@@ -1,15 +1,18 @@
-"""Whole-file answers against answers that write only the change (search/replace blocks), with
-plain greedy llama.cpp and no speculation, on a tasks file of fixes: what writing less than the
-function would cost in quality before any of it is built into the edit path (docs/engines.md,
-"Writing only the change").
+"""Whole-file answers against answers that write less, with plain greedy llama.cpp and no
+speculation, on a tasks file of fixes: what writing less than the file would cost in quality
+before any of it is built into the edit path (docs/engines.md, "Writing only the change" and
+"The function to change, named by the model").
 
     python tools/changes_probe.py changes ../shared/bench/humanevalfix.jsonl changes.jsonl
+    python tools/changes_probe.py functions ../shared/bench/humanevalfix.jsonl functions.jsonl
     python tools/changes_probe.py whole ../shared/bench/humanevalfix.jsonl whole.jsonl
 
 Each task's prompt is the file in a code block, "Fix this file: INSTRUCTION" and the answer's
-form; `changes` shows one worked example as an earlier turn (without it the 1.5B answers with
-the whole file). A change is applied where its search lines are found in the file (other
-indentation and left-out blank lines tolerated); the task passes when its tests do.
+form; `changes` and `functions` show one worked example as an earlier turn (without it the
+1.5B answers with the whole file). A change is applied where its search lines are found in the
+file (other indentation and left-out blank lines tolerated); a function (or class) the answer
+writes takes the place of the file's definition of the same name; the task passes when its
+tests do.
 """
 
 from __future__ import annotations
@@ -31,15 +34,28 @@ SYSTEM = {
     "formatting.",
     "changes": "You are a careful programmer who fixes bugs. You answer with the lines to change "
     "only, as search/replace blocks: the lines as they are in the file, then the same lines fixed.",
+    "functions": "You are a careful programmer who fixes bugs. You answer with the function "
+    "you change, written whole with the fix, and nothing else of the file.",
 }
 FORM = {
     "whole": "Return the complete corrected file in a single code block and nothing else.",
     "changes": "Answer with the change only, in this form and nothing else:\n\n<<<<<<< SEARCH\n"
     "the line or lines of the file to change, exactly as they are\n=======\nthe same lines, "
     "fixed\n>>>>>>> REPLACE",
+    "functions": "Answer with the function that needs the fix, whole and fixed, in a single "
+    "code block, and nothing else.",
 }
 EXAMPLE_INPUT = (
     'def area(width, height):\n    """The area of a rectangle."""\n    return width + height\n'
+)
+EXAMPLE_FUNCTIONS_INPUT = (
+    'def area(width, height):\n    """The area of a rectangle."""\n    return width + height\n'
+    '\n\ndef perimeter(width, height):\n    """The perimeter of a rectangle."""\n'
+    "    return 2 * (width + height)\n"
+)
+EXAMPLE_FUNCTIONS_ANSWER = (
+    '```python\ndef area(width, height):\n    """The area of a rectangle."""\n'
+    "    return width * height\n```"
 )
 EXAMPLE_ANSWER = (
     "<<<<<<< SEARCH\n    return width + height\n=======\n    return width * height\n>>>>>>> REPLACE"
@@ -54,6 +70,12 @@ def user_turn(mode: str, text: str, instruction: str, language: str) -> str:
 
 def messages(mode: str, text: str, instruction: str, language: str) -> list[dict[str, str]]:
     shown = []
+    if mode == "functions":
+        example = user_turn(mode, EXAMPLE_FUNCTIONS_INPUT, "Fix bugs in area.", "python")
+        shown = [
+            {"role": "user", "content": example},
+            {"role": "assistant", "content": EXAMPLE_FUNCTIONS_ANSWER},
+        ]
     if mode == "changes":
         example = user_turn(mode, EXAMPLE_INPUT, "Fix bugs in area.", "python")
         shown = [
@@ -97,6 +119,46 @@ def apply_changes(text: str, answer: str) -> tuple[str | None, str]:
     return text, "ok"
 
 
+def splice_functions(text: str, answer: str) -> tuple[str | None, str]:
+    """`text` with each function the answer's code block defines put in place of the
+    function of the same name (a method's indentation taken from the one it replaces)."""
+    import ast
+    import textwrap
+
+    match = CODE.search(answer)
+    if not match:
+        return None, "no block"
+    code = textwrap.dedent(match.group(1))
+    try:
+        tree = ast.parse(code)
+        mine = ast.parse(text)
+    except SyntaxError:
+        return None, "does not parse"
+    defs = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    given = [node for node in tree.body if isinstance(node, defs)]
+    if not given:
+        return None, "no function"
+    answer_lines = code.split("\n")
+    lines = text.split("\n")
+    spans = []
+    for node in given:
+        found = [n for n in ast.walk(mine) if isinstance(n, defs) and n.name == node.name]
+        if not found:
+            return None, f"no {node.name} in the file"
+        old = found[0]
+        first = min([old.lineno] + [d.lineno for d in old.decorator_list])
+        new_first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+        indent = re.match(r"\s*", lines[first - 1]).group(0)
+        body = [
+            (indent + line if line.strip() else line)
+            for line in answer_lines[new_first - 1 : node.end_lineno]
+        ]
+        spans.append((first - 1, old.end_lineno, body))
+    for start, end, body in sorted(spans, reverse=True):
+        lines[start:end] = body
+    return "\n".join(lines), "ok"
+
+
 def whole_file(answer: str) -> tuple[str | None, str]:
     match = CODE.search(answer)
     return (match.group(1), "ok") if match else (None, "no block")
@@ -115,9 +177,8 @@ def main(mode: str, tasks_file: str, out_file: str, model: str = "qwen2.5-coder-
             reply = llm.create_chat_completion(chat, temperature=0.0, max_tokens=1200)
             wall = time.perf_counter() - started
             answer = reply["choices"][0]["message"]["content"]
-            output, how = (
-                apply_changes(task.input, answer) if mode == "changes" else whole_file(answer)
-            )
+            apply = {"changes": apply_changes, "functions": splice_functions}
+            output, how = apply[mode](task.input, answer) if mode in apply else whole_file(answer)
             ok = output is not None and run_program(output + "\n" + task.tests).passed
             passed += ok
             row = {
