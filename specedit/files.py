@@ -20,6 +20,7 @@ from specedit.console import warning
 BOM = "\ufeff"
 MAX_LINKS = 40  # symbolic links followed on one path, as Linux allows
 MAX_INPUT_BYTES = 64 << 20  # far past any context; what is read of an input at most
+NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # POSIX; Windows has no named pipes to wait on
 
 
 class InputError(Exception):
@@ -92,12 +93,13 @@ def read_source(path: str) -> Source:
         if Path(path).is_dir():
             raise InputError(f"{path} is a directory, not a file")
         try:
-            descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO opens at once
+            descriptor = os.open(path, os.O_RDONLY | NONBLOCK)  # a FIFO opens at once
             with open(descriptor, "rb") as f:
                 stat = os.fstat(f.fileno())
                 if not (S_ISREG(stat.st_mode) or S_ISFIFO(stat.st_mode)):
                     raise InputError(f"{path} is not a file of text (a device or a socket)")
-                os.set_blocking(descriptor, True)  # a pipe's writer is waited for, if any
+                if NONBLOCK:
+                    os.set_blocking(descriptor, True)  # a pipe's writer is waited for, if any
                 data = f.read(MAX_INPUT_BYTES + 1)
         except FileNotFoundError:
             raise InputError(f"{path}: no such file") from None
@@ -285,10 +287,15 @@ def _keep_owner(tmp: str, stat: os.stat_result, path: str | Path) -> None:
         return
     try:
         os.chown(tmp, stat.st_uid, stat.st_gid)
+        return
     except PermissionError:
         with contextlib.suppress(PermissionError):
             os.chown(tmp, -1, stat.st_gid)
-        warning(f"{path} now belongs to you: it belonged to user {stat.st_uid}")
+    now = os.stat(tmp)
+    warning(
+        f"{path} could not keep its owner and group ({stat.st_uid}:{stat.st_gid}); "
+        f"they are now {now.st_uid}:{now.st_gid}"
+    )
 
 
 def _keep_extended_attributes(source: Path, tmp: Path) -> None:

@@ -68,9 +68,6 @@ class _NotRedirected(urllib.request.HTTPRedirectHandler):
         return None
 
 
-_OPENER = urllib.request.build_opener(_NotRedirected)
-
-
 def _request(url: str, body: dict | None = None, timeout: float | None = None, key=None):
     """Open `url` (POST `body` as JSON if given) with `key` as its bearer token; errors become
     EditorUnavailable (ServerRefused when the server answered with an error). A redirect is
@@ -81,7 +78,8 @@ def _request(url: str, body: dict | None = None, timeout: float | None = None, k
         headers["Authorization"] = f"Bearer {key}"
     request = urllib.request.Request(url, data=data, headers=headers)
     try:
-        return _OPENER.open(request, timeout=timeout)
+        # built for each request, as urlopen's is not: the proxies are the environment's now
+        return urllib.request.build_opener(_NotRedirected).open(request, timeout=timeout)
     except urllib.error.HTTPError as exc:
         if 300 <= exc.code < 400:
             raise EditorUnavailable(
