@@ -291,6 +291,20 @@ def test_the_script_exits_with_the_command_s_code_and_flushes_its_output(tmp_pat
     assert merged.stdout == source.read_text().replace("return 3999\n", "return -1\n")
 
 
+def test_python_m_specedit_imports_nothing_from_the_current_folder(tmp_path):
+    """`python -m` puts the current folder first on the module path: a cloned repository's
+    `typer.py` would run in place of the library."""
+    (tmp_path / "typer.py").write_text("open('RAN', 'w').close()\n")
+    version = subprocess.run(
+        [sys.executable, "-m", "specedit", "--version"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert version.returncode == 0 and version.stdout == f"specedit {__version__}\n"
+    assert not (tmp_path / "RAN").exists()
+
+
 def test_a_file_named_like_an_option_is_never_read_as_one(tmp_path, monkeypatch):
     """A shell's `*.md`, or pre-commit's list of files, puts a cloned repository's file named
     `--test=...` among the options: the script refuses to run, naming it, and runs nothing;
