@@ -21,6 +21,7 @@ BOM = "\ufeff"
 MAX_LINKS = 40  # symbolic links followed on one path, as Linux allows
 MAX_INPUT_BYTES = 64 << 20  # far past any context; what is read of an input at most
 NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # POSIX; Windows has no named pipes to wait on
+BINARY = getattr(os, "O_BINARY", 0)  # Windows: os.open is in text mode without it
 
 
 class InputError(Exception):
@@ -93,11 +94,13 @@ def read_source(path: str) -> Source:
         if Path(path).is_dir():
             raise InputError(f"{path} is a directory, not a file")
         try:
-            descriptor = os.open(path, os.O_RDONLY | NONBLOCK)  # a FIFO opens at once
+            descriptor = os.open(path, os.O_RDONLY | BINARY | NONBLOCK)  # a FIFO opens at once
             with open(descriptor, "rb") as f:
                 stat = os.fstat(f.fileno())
                 if not (S_ISREG(stat.st_mode) or S_ISFIFO(stat.st_mode)):
-                    raise InputError(f"{path} is not a file of text (a device or a socket)")
+                    raise InputError(
+                        f"{path} is not a file of text (a device or a socket); for stdin give -"
+                    )
                 if NONBLOCK:
                     os.set_blocking(descriptor, True)  # a pipe's writer is waited for, if any
                 data = f.read(MAX_INPUT_BYTES + 1)

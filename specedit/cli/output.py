@@ -127,7 +127,7 @@ C_ESCAPES = {
     '"': '\\"',
     "\\": "\\\\",
 }
-NEEDS_QUOTES = re.compile(r'[\x00-\x1f\x7f"\\]')
+NEEDS_QUOTES = re.compile(r'[\x00-\x1f\x7f-\x9f"\\]')
 
 
 def _quoted(name: str) -> str:
@@ -142,7 +142,9 @@ def _quoted(name: str) -> str:
 def _c_escaped(char: str) -> str:
     if char in C_ESCAPES:
         return C_ESCAPES[char]
-    return f"\\{ord(char):03o}" if char < " " or char == "\x7f" else char
+    if NEEDS_QUOTES.match(char):  # as git writes it: the octal of its UTF-8 bytes
+        return "".join(f"\\{byte:03o}" for byte in char.encode())
+    return char
 
 
 def _lines(text: str) -> list[str]:

@@ -82,9 +82,12 @@ def _request(url: str, body: dict | None = None, timeout: float | None = None, k
         return urllib.request.build_opener(_NotRedirected).open(request, timeout=timeout)
     except urllib.error.HTTPError as exc:
         if 300 <= exc.code < 400:
+            exc.close()
+            where = exc.headers.get("Location")
+            said = f"redirects to {where!r}" if where else f"answered {exc.code}"
             raise EditorUnavailable(
-                f"the server at {url} redirects to {exc.headers.get('Location')!r}, which is "
-                "not followed: give the address to use with --server"
+                f"the server at {url} {said}, which is not followed: give the address to use "
+                "with --server"
             ) from None
         try:
             message = json.loads(exc.read())["error"]["message"]

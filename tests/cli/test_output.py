@@ -11,7 +11,7 @@ from specedit.cli.output import unified_diff
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
-@pytest.mark.parametrize("name", ["plain.py", 'a\nb "quoted" \\ \x1b[2J.py'])
+@pytest.mark.parametrize("name", ["plain.py", 'a\nb "quoted" \\ \x1b[2J\x9b.py'])
 def test_a_diff_applies_whatever_its_file_is_called(tmp_path, name):
     """A line feed in a name written as it is would start a header line of its own (a
     hostile name could forge one): such a name is C-quoted as git quotes it."""
