@@ -69,6 +69,7 @@ def _run_edits(
     if problems:
         error(problems[0])
         raise typer.Exit(Exit.INPUT)
+    files = _once_each(files)
     texts, unreadable = _read_inputs(files)
     written: list[str] = []  # the files written so far, named if Ctrl-C stops the batch
     files = [file for file in files if file not in unreadable]
@@ -167,6 +168,22 @@ def _run_edits(
                 ),
             )
     raise typer.Exit(code)
+
+
+def _once_each(files: list[str]) -> list[str]:
+    """`files` with each file once: a file named twice (`a.py ./a.py`, a link and its target)
+    would be edited twice, the second edit refused as changed on disk by the first."""
+    from specedit.console import warning
+
+    seen, kept = set(), []
+    for file in files:
+        key = file if file == "-" else os.path.realpath(file)
+        if key in seen:
+            warning(f"{file} names a file given before; it is edited once")
+            continue
+        seen.add(key)
+        kept.append(file)
+    return kept
 
 
 def _read_inputs(files: list[str]) -> tuple[dict[str, Source], set[str]]:

@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import pytest
+import typer
 from typer.testing import CliRunner
 
 from specedit import __version__
@@ -289,6 +290,25 @@ def test_the_script_exits_with_the_command_s_code_and_flushes_its_output(tmp_pat
     assert merged.returncode == 0, merged.stderr
     assert len(merged.stdout) > 100_000  # more than a pipe holds at once
     assert merged.stdout == source.read_text().replace("return 3999\n", "return -1\n")
+
+
+def test_a_file_named_twice_is_edited_once(tmp_path, monkeypatch):
+    """`a.py ./a.py`, or a link and its target, name one file: a second edit would be refused
+    as changed on disk by the first, after a whole model run."""
+    (tmp_path / "a.py").write_text("x = 1\n")
+    (tmp_path / "link.py").symlink_to(tmp_path / "a.py")
+    read = []
+
+    def read_inputs(files):
+        read.append(files)
+        raise typer.Exit(Exit.INPUT)  # no model is loaded
+
+    monkeypatch.setattr(commands, "_read_inputs", read_inputs)
+    monkeypatch.chdir(tmp_path)
+    result = _run("rewrite", "a.py", "./a.py", "link.py", "-m", "fix the typos", "--check")
+    assert read == [["a.py"]], result.stderr
+    assert "./a.py names a file given before; it is edited once" in result.stderr
+    assert "link.py names a file given before" in result.stderr
 
 
 def test_python_m_specedit_imports_nothing_from_the_current_folder(tmp_path):
