@@ -17,14 +17,17 @@ tests do.
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import sys
+import textwrap
 import time
 from pathlib import Path
 
 from specedit.bench.tasks import load_tasks
 from specedit.editing.checks import run_program
+from specedit.editing.region import DEFINITIONS, first_line
 from specedit.models.bundled import gguf_file
 
 FENCE = "```"
@@ -60,6 +63,12 @@ EXAMPLE_FUNCTIONS_ANSWER = (
 EXAMPLE_ANSWER = (
     "<<<<<<< SEARCH\n    return width + height\n=======\n    return width * height\n>>>>>>> REPLACE"
 )
+# The worked example each answer form is shown first: without one the 1.5B answers with the
+# whole file.
+EXAMPLES = {
+    "changes": (EXAMPLE_INPUT, EXAMPLE_ANSWER),
+    "functions": (EXAMPLE_FUNCTIONS_INPUT, EXAMPLE_FUNCTIONS_ANSWER),
+}
 BLOCK = re.compile(r"<<<<<<< SEARCH\n(.*?)\n?=======\n(.*?)\n?>>>>>>> REPLACE", re.S)
 CODE = re.compile(FENCE + r"[a-z]*\n(.*?)" + FENCE, re.S)
 
@@ -70,17 +79,14 @@ def user_turn(mode: str, text: str, instruction: str, language: str) -> str:
 
 def messages(mode: str, text: str, instruction: str, language: str) -> list[dict[str, str]]:
     shown = []
-    if mode == "functions":
-        example = user_turn(mode, EXAMPLE_FUNCTIONS_INPUT, "Fix bugs in area.", "python")
+    if mode in EXAMPLES:
+        example_input, example_answer = EXAMPLES[mode]
         shown = [
-            {"role": "user", "content": example},
-            {"role": "assistant", "content": EXAMPLE_FUNCTIONS_ANSWER},
-        ]
-    if mode == "changes":
-        example = user_turn(mode, EXAMPLE_INPUT, "Fix bugs in area.", "python")
-        shown = [
-            {"role": "user", "content": example},
-            {"role": "assistant", "content": EXAMPLE_ANSWER},
+            {
+                "role": "user",
+                "content": user_turn(mode, example_input, "Fix bugs in area.", "python"),
+            },
+            {"role": "assistant", "content": example_answer},
         ]
     turn = {"role": "user", "content": user_turn(mode, text, instruction, language)}
     return [{"role": "system", "content": SYSTEM[mode]}, *shown, turn]
@@ -122,9 +128,6 @@ def apply_changes(text: str, answer: str) -> tuple[str | None, str]:
 def splice_functions(text: str, answer: str) -> tuple[str | None, str]:
     """`text` with each function the answer's code block defines put in place of the
     function of the same name (a method's indentation taken from the one it replaces)."""
-    import ast
-    import textwrap
-
     match = CODE.search(answer)
     if not match:
         return None, "no block"
@@ -134,20 +137,18 @@ def splice_functions(text: str, answer: str) -> tuple[str | None, str]:
         mine = ast.parse(text)
     except SyntaxError:
         return None, "does not parse"
-    defs = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-    given = [node for node in tree.body if isinstance(node, defs)]
+    given = [node for node in tree.body if isinstance(node, DEFINITIONS)]
     if not given:
         return None, "no function"
     answer_lines = code.split("\n")
     lines = text.split("\n")
     spans = []
     for node in given:
-        found = [n for n in ast.walk(mine) if isinstance(n, defs) and n.name == node.name]
+        found = [n for n in ast.walk(mine) if isinstance(n, DEFINITIONS) and n.name == node.name]
         if not found:
             return None, f"no {node.name} in the file"
         old = found[0]
-        first = min([old.lineno] + [d.lineno for d in old.decorator_list])
-        new_first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+        first, new_first = first_line(old), first_line(node)
         indent = re.match(r"\s*", lines[first - 1]).group(0)
         body = [
             (indent + line if line.strip() else line)
@@ -159,9 +160,12 @@ def splice_functions(text: str, answer: str) -> tuple[str | None, str]:
     return "\n".join(lines), "ok"
 
 
-def whole_file(answer: str) -> tuple[str | None, str]:
+def whole_file(text: str, answer: str) -> tuple[str | None, str]:
     match = CODE.search(answer)
     return (match.group(1), "ok") if match else (None, "no block")
+
+
+ANSWER_READERS = {"changes": apply_changes, "functions": splice_functions}
 
 
 def main(mode: str, tasks_file: str, out_file: str, model: str = "qwen2.5-coder-1.5b") -> None:
@@ -177,8 +181,7 @@ def main(mode: str, tasks_file: str, out_file: str, model: str = "qwen2.5-coder-
             reply = llm.create_chat_completion(chat, temperature=0.0, max_tokens=1200)
             wall = time.perf_counter() - started
             answer = reply["choices"][0]["message"]["content"]
-            apply = {"changes": apply_changes, "functions": splice_functions}
-            output, how = apply[mode](task.input, answer) if mode in apply else whole_file(answer)
+            output, how = ANSWER_READERS.get(mode, whole_file)(task.input, answer)
             ok = output is not None and run_program(output + "\n" + task.tests).passed
             passed += ok
             row = {
