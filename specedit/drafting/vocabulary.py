@@ -33,6 +33,11 @@ from specedit.models.gguf_weights import HELD_IN, GgufMatrix, gguf_vocabulary
 
 Matrix = torch.Tensor | GgufMatrix  # indexed by rows
 
+# The candidates a search keeps (hnswlib's ef). Through the augmented LM head the nearest rows
+# are found less often than in an ordinary L2 space, so more are kept than hnswlib's usual 64:
+# a search still costs about a millisecond, once a pass (docs/engines.md, "The LM head's index").
+HNSW_EF = 512
+
 
 def _index(vectors: Callable[[], np.ndarray], dim: int, space: str, path: Path, label: str):
     """Load the HNSW index at `path`, or build it from `vectors()` (made only then: it is a
@@ -52,7 +57,7 @@ def _index(vectors: Callable[[], np.ndarray], dim: int, space: str, path: Path, 
                 index.add_items(data[first:end], np.arange(first, end))
                 done(end)
         save_artefact(path, lambda tmp: index.save_index(str(tmp)))
-    index.set_ef(64)
+    index.set_ef(HNSW_EF)
     return index
 
 

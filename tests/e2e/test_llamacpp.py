@@ -8,6 +8,7 @@ what needs no model: engine/test_llamacpp.py.)"""
 from __future__ import annotations
 
 import json
+import operator
 import subprocess
 import sys
 from pathlib import Path
@@ -888,9 +889,15 @@ def test_tree_drafts_on_llama_cpp_are_exact_against_its_own_plain_decoding(bundl
     start, end = prompt.input_start, prompt.input_end
     pool = run(make_drafter("pool", lm.model, DraftSources(start, prompt.ids[start:end])))
     decoy = run(_DecoyFirst(lm.model, lm.model.config.vocab_size))
-    adapld, trees = make_drafter("adapld-states", lm.model), []
+    adapld, trees, memories = make_drafter("adapld-states", lm.model), [], []
     propose = adapld.propose
-    adapld.propose = lambda *args: trees.append(propose(*args)) or trees[-1]
+
+    def propose_and_keep(memory, budget):
+        memories.append(memory)
+        trees.append(propose(memory, budget))
+        return trees[-1]
+
+    adapld.propose = propose_and_keep
     assert adapld.hidden_layers == (final,) and adapld.vocabulary is not None
     full = run(adapld)
     default = make_drafter("adapld", lm.model)
@@ -898,8 +905,16 @@ def test_tree_drafts_on_llama_cpp_are_exact_against_its_own_plain_decoding(bundl
     token_only = run(default)
     pldplus = run(make_drafter("pldplus", lm.model))
     assert decoy.stats.accepted_paths["copy"] > 3  # copies taken through sequences 1 and up
-    head_branches = [n for tree in trees for n in range(len(tree)) if tree.kind(n) == BRANCH]
-    assert head_branches and full.stats.accepted_paths["branch"] > 0  # the LM head's top-K
+    assert any(tree.kind(n) == BRANCH for tree in trees for n in range(len(tree)))
+    # The branches' LM head (the GGUF file's, through its HNSW index) on llama.cpp's final
+    # states ranks first what llama.cpp chose after nearly every output position. Whether a
+    # branch is then taken depends on where the copies break off, which a CPU's rounding
+    # moves, so that is not asked.
+    memory = memories[-1]
+    states, start = memory.hidden(final), memory.prompt_length - 1
+    chosen = memory.tokens[start + 1 : len(states) + 1]
+    ranked = [adapld.vocabulary.top_tokens(state, 1)[0] for state in states[start:]]
+    assert len(chosen) > 100 and sum(map(operator.eq, ranked, chosen)) >= 0.95 * len(chosen)
     for run_ in (decoy, pool, full, token_only, pldplus):
         assert run_.stats.forward_passes < len(plain.tokens) / 4
         _assert_plain_up_to_a_near_tie(lm, prompt.ids, plain.tokens, run_.tokens)
