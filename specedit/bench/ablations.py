@@ -33,7 +33,7 @@ def _pld_fixed(model, sources: DraftSources) -> Drafter:
     """pld's copies always at their full length, not sized by the pass cost."""
     from specedit.drafting.copying.copy import CopyDrafter, NgramRanker
 
-    return CopyDrafter("pld", NgramRanker(), input_end=sources.input_end)
+    return CopyDrafter("pld", NgramRanker(), cuts=sources.cuts)
 
 
 def _adapld(model, sources: DraftSources, tokens_only: bool | None = None, **changes) -> Drafter:
@@ -44,10 +44,10 @@ def _adapld(model, sources: DraftSources, tokens_only: bool | None = None, **cha
 
     options = replace(AdaPLDOptions(), **changes)
     if tokens_only is None:
-        return adapld_for(model, options, sources.input_end)
+        return adapld_for(model, options, sources.cuts)
     if tokens_only:
-        return TokenAdaPLD(options, sources.input_end)
-    return AdaPLD(model, options, sources.input_end)
+        return TokenAdaPLD(options, sources.cuts)
+    return AdaPLD(model, options, sources.cuts)
 
 
 def _hybrid(model, sources: DraftSources, **changes) -> Drafter:
@@ -58,7 +58,7 @@ def _hybrid(model, sources: DraftSources, **changes) -> Drafter:
     options = replace(HybridOptions(), **changes)
     draft = sources.draft_model()
     costs = sources.costs() if options.copy else None
-    return Hybrid(model, draft, sources.input_tokens, options, costs, sources.input_end)
+    return Hybrid(model, draft, sources.input_tokens, options, costs, sources.cuts)
 
 
 ABLATIONS: dict[str, Ablation] = {

@@ -68,6 +68,7 @@ class Row:
     tokens: list[int] = field(default_factory=list, repr=False)  # compared with `ar`'s
     prompt_ids: list[int] = field(default_factory=list, repr=False)  # of a single generation
     input_span: list[int] = field(default_factory=list, repr=False)  # the input's, in prompt_ids
+    instruction_span: list[int] = field(default_factory=list, repr=False)  # the instruction's
 
     @property
     def cut_off(self) -> bool:

@@ -30,11 +30,15 @@ class DraftSources:
     references: list[list[int]] = field(default_factory=list)
     draft: LoadedModel | None = None
     pass_cost: PassCost | None = None
+    instruction: tuple[int, int] | None = None  # where the instruction lies in the prompt
 
     @property
-    def input_end(self) -> int | None:
-        """Where the input ends in the prompt (None: not known), where copies from it end."""
-        return self.input_start + len(self.input_tokens) if self.input_tokens else None
+    def cuts(self) -> tuple[int, ...]:
+        """Prompt positions no copy runs across (copy.add_copy): where the input ends, and
+        where the instruction starts and ends (what follows either is the template's words);
+        those known."""
+        ends = (self.input_start + len(self.input_tokens),) if self.input_tokens else ()
+        return tuple(sorted({*ends, *(self.instruction or ())}))
 
     def draft_model(self) -> LoadedModel:
         """The draft model, for the methods that draft with one; DrafterUnavailable without."""
@@ -66,14 +70,14 @@ def _pld(model, sources: DraftSources) -> Drafter:
     from specedit.drafting.copying.length import AgreementLength
 
     confidence = AgreementLength()
-    return CopyDrafter("pld", NgramRanker(), confidence=confidence, input_end=sources.input_end)
+    return CopyDrafter("pld", NgramRanker(), confidence=confidence, cuts=sources.cuts)
 
 
 def _pldplus(model, sources: DraftSources) -> Drafter:
     from specedit.drafting.copying.copy import CopyDrafter, HiddenStateRanker, rank_layer
 
     ranker = HiddenStateRanker(model.config.num_hidden_layers, rank_layer(model))
-    return CopyDrafter("pldplus", ranker, input_end=sources.input_end)
+    return CopyDrafter("pldplus", ranker, cuts=sources.cuts)
 
 
 def _pldplus_attention(model, sources: DraftSources) -> Drafter:
@@ -81,13 +85,13 @@ def _pldplus_attention(model, sources: DraftSources) -> Drafter:
     from specedit.drafting.copying.heads import AttentionRanker
 
     ranker = AttentionRanker(model)  # needs `specedit calibrate`
-    return CopyDrafter("pldplus-attn", ranker, input_end=sources.input_end)
+    return CopyDrafter("pldplus-attn", ranker, cuts=sources.cuts)
 
 
 def _adapld(model, sources: DraftSources) -> Drafter:
     from specedit.drafting.copying.adapld import adapld_for
 
-    return adapld_for(model, input_end=sources.input_end)
+    return adapld_for(model, cuts=sources.cuts)
 
 
 def _pool(model, sources: DraftSources) -> Drafter:
@@ -101,7 +105,7 @@ def _evospec(model, sources: DraftSources) -> Drafter:
 
     draft = sources.draft_model()
     costs = sources.costs()  # the draft model is asked only where it pays, beside copies
-    return Hybrid(model, draft, sources.input_tokens, costs=costs, input_end=sources.input_end)
+    return Hybrid(model, draft, sources.input_tokens, costs=costs, cuts=sources.cuts)
 
 
 # Each factory takes the model (drafters size themselves to it) and the draft sources.

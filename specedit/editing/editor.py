@@ -226,14 +226,21 @@ def draft_sources(
     lm: LoadedModel, request: EditRequest, prompt: prompts.EditPrompt
 ) -> DraftSources:
     """What an edit's drafts are made from: the input's tokens in the prompt, the reference
-    texts, the draft model, the machine's pass costs."""
+    texts, the draft model, the machine's pass costs, where the instruction lies."""
     return DraftSources(
         prompt.input_start,
         prompt.ids[prompt.input_start : prompt.input_end],
         [lm.tokenizer(text, add_special_tokens=False)["input_ids"] for text in request.references],
         lm.draft,
         lm.pass_cost(),
+        instruction_span(prompt),
     )
+
+
+def instruction_span(prompt: prompts.EditPrompt) -> tuple[int, int] | None:
+    """Where the instruction lies in the prompt's tokens, if it has one."""
+    start, end = prompt.instruction_start, prompt.instruction_end
+    return (start, end) if end > start else None
 
 
 def prepare(lm: LoadedModel, request: EditRequest) -> PreparedEdit:

@@ -175,6 +175,9 @@ class EditPrompt:
     asks_statement: bool = False  # the prompt asks for the model's statement, not the file
     # For token positions input_start .. input_end - 1: its character span in `text`, clipped.
     input_offsets: tuple[tuple[int, int], ...] = ()
+    # Token positions of the instruction in `ids` (end exclusive; equal where it has none).
+    instruction_start: int = 0
+    instruction_end: int = 0
 
     def input_span(self, position: int) -> tuple[int, int] | None:
         """The character span in the input of prompt token `position`, if it lies there."""
@@ -274,20 +277,20 @@ def build(
     the model's turn, `then` the user's next, and the answer to it opens with the fence."""
     fence = fence_for(text)
     body = with_final_newline(text)
-    marker = "\x00specedit-input\x00"  # where the input goes, found again after the chat template
+    # Where the input and the instruction go, found again after the chat template.
+    input_marker, instruction_marker = "\x00specedit-input\x00", "\x00specedit-instruction\x00"
     messages = chat_messages(
-        template, marker, instruction, language, fence, surroundings, statement
+        template, input_marker, instruction_marker, language, fence, surroundings, statement
     )
     asks_statement = bool(template.then) and statement is None
     opening = "" if asks_statement else f"{fence}{language}\n"
     rendered = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
-    start_char = rendered.index(marker)
-    rendered = rendered.replace(marker, body, 1) + opening
-    encoding = tokenizer(rendered, add_special_tokens=False, return_offsets_mapping=True)
-    end_char = start_char + len(body)
+    texts = {input_marker: body, instruction_marker: instruction.strip()}
+    rendered, chars = _filled(rendered, texts)
+    encoding = tokenizer(rendered + opening, add_special_tokens=False, return_offsets_mapping=True)
     offsets = encoding["offset_mapping"]
-    input_start = next(i for i, (s, e) in enumerate(offsets) if e > start_char)
-    input_end = next((i for i, (s, _) in enumerate(offsets) if s >= end_char), len(offsets))
+    start_char = chars[input_marker][0]
+    input_start, input_end = _token_span(offsets, *chars[input_marker])
     spans = tuple(
         (max(s - start_char, 0), min(e - start_char, len(text)))
         for s, e in offsets[input_start:input_end]
@@ -300,7 +303,33 @@ def build(
         input_end,
         asks_statement,
         spans,
+        *_token_span(offsets, *chars.get(instruction_marker, (0, 0))),
     )
+
+
+def _filled(rendered: str, texts: dict[str, str]) -> tuple[str, dict[str, tuple[int, int]]]:
+    """`rendered` with the first of each marker (the keys of `texts`) replaced by its text, and
+    the character span each text takes in the result (a marker not found has none)."""
+    found = sorted((rendered.find(marker), marker) for marker in texts if marker in rendered)
+    pieces: list[str] = []
+    chars: dict[str, tuple[int, int]] = {}
+    done = 0
+    for at, marker in found:
+        pieces.append(rendered[done:at])
+        start = sum(map(len, pieces))
+        pieces.append(texts[marker])
+        chars[marker] = (start, start + len(texts[marker]))
+        done = at + len(marker)
+    pieces.append(rendered[done:])
+    return "".join(pieces), chars
+
+
+def _token_span(offsets: list[tuple[int, int]], start: int, end: int) -> tuple[int, int]:
+    """The tokens that hold characters `start` .. `end` - 1 (end exclusive; none: (0, 0))."""
+    if end <= start:
+        return (0, 0)
+    first = next(i for i, (_, e) in enumerate(offsets) if e > start)
+    return first, next((i for i, (s, _) in enumerate(offsets) if s >= end), len(offsets))
 
 
 def statement_of(answer: str) -> str:

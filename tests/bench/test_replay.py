@@ -21,15 +21,16 @@ FLAT = ContextCost(prefill=(0.01, 0.0), verify=(0.02, 0.0))
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 @pytest.mark.parametrize("method", ["pld", "adapld-tokens", "ar"])
-@pytest.mark.parametrize("input_span", [None, (0, 24)])
-def test_a_replay_drafts_as_the_engine_did(qwen_tiny, seed, method, input_span):
+@pytest.mark.parametrize("input_span, instruction_span", [(None, None), ((0, 24), (30, 36))])
+def test_a_replay_drafts_as_the_engine_did(qwen_tiny, seed, method, input_span, instruction_span):
     """The engine's passes on a real model and the replay's on its answer are the same: as
-    many, as wide, as much accepted; with the input's place in the prompt as the edit told
-    its drafter (copies from the input end with it)."""
+    many, as wide, as much accepted; with the input's and the instruction's places in the
+    prompt as the edit told its drafter (copies end with either)."""
     prompt = repeating_prompt(seed)
     sources = None
     if input_span:
-        sources = DraftSources(input_span[0], prompt[input_span[0] : input_span[1]])
+        input_tokens = prompt[input_span[0] : input_span[1]]
+        sources = DraftSources(input_span[0], input_tokens, instruction=instruction_span)
     widths: list[int] = []
     result = generate(
         qwen_tiny,
@@ -40,7 +41,7 @@ def test_a_replay_drafts_as_the_engine_did(qwen_tiny, seed, method, input_span):
         on_step=lambda step: widths.append(1 + step.drafted),
     )
     assert result.stop_reason == "length"  # the budgets match up to the last token
-    replayed = replay_answer(method, prompt, result.tokens, STEEP, input_span)
+    replayed = replay_answer(method, prompt, result.tokens, STEEP, input_span, instruction_span)
     stats = result.stats
     assert replayed.widths == widths
     assert (replayed.drafted, replayed.accepted) == (stats.drafted_tokens, stats.accepted_tokens)

@@ -56,6 +56,31 @@ def test_build_prefills_the_fence_and_locates_the_input(tokenizer):
     assert tokenizer.decode(built.ids[built.input_start : built.input_end]) == text
 
 
+@pytest.mark.parametrize("name", ["fix", "edit", "rewrite", "apply", "afresh"])
+def test_build_locates_the_instruction_in_the_prompt_the_chat_template_renders(tokenizer, name):
+    """The instruction's tokens are found as the input's are (copies from it end with it), in
+    the very prompt the chat template renders from the plain messages."""
+    template = prompts.load_template(name)
+    text, instruction = "def f():\n    return 1\n", "  make f return 2, not 1 "
+    built = prompts.build(tokenizer, template, text, instruction, "python")
+    span = built.ids[built.instruction_start : built.instruction_end]
+    assert tokenizer.decode(span).strip() == instruction.strip()
+    assert built.input_end <= built.instruction_start
+    messages = prompts.chat_messages(template, text, instruction, "python", "```")
+    rendered = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+    assert built.ids == tokenizer(rendered + "```python\n", add_special_tokens=False)["input_ids"]
+
+
+def test_an_edit_s_drafts_are_told_where_its_instruction_lies(tokenizer):
+    from specedit.editing.editor import instruction_span
+
+    fix = prompts.load_template("fix")
+    built = prompts.build(tokenizer, fix, "x = 1\n", "make x two", "python")
+    assert instruction_span(built) == (built.instruction_start, built.instruction_end)
+    assert built.instruction_end > built.instruction_start > built.input_end
+    assert instruction_span(prompts.build(tokenizer, fix, "x = 1\n", " ", "python")) is None
+
+
 def test_markdown_with_inner_fences_is_not_cut_at_the_first_one(tokenizer):
     text = "# Title\n\n```python\nprint(1)\n```\n\nMore text.\n"
     built = prompts.build(tokenizer, prompts.load_template("rewrite"), text, "fix", "markdown")

@@ -247,18 +247,35 @@ def test_a_copy_from_the_prompt_stops_at_the_prompt_end():
     assert add_copy(DraftTree(9), memory, anchor=4, length=10) == [8, 9]  # within the answer
 
 
-def test_a_copy_from_the_input_stops_at_the_input_end():
+def test_a_copy_from_the_prompt_stops_at_a_cut():
     """The prompt goes on after the input with a closing fence (tokenized otherwise than an
-    answer closes its own) and the instruction: a copy through the input's end was rejected
-    there, at the cost of a wide pass at the end of every answer."""
-    memory = Memory([10, 1, 2, 3, 11, 12])  # the input is 1, 2, 3; then the fence and more
+    answer closes its own) and the instruction, and after the instruction with the template's
+    words: a copy through the input's end was rejected there, at the cost of a wide pass at
+    the end of every answer, and one through the instruction's end where the answer had
+    quoted it."""
+    # the input is 1, 2, 3; then the fence 11, the instruction 12, 13 and the template's 14
+    memory = Memory([10, 1, 2, 3, 11, 12, 13, 14])
     memory.extend([1, 2])
-    assert add_copy(DraftTree(2), memory, anchor=2, length=10) == [3, 11, 12]
-    assert add_copy(DraftTree(2), memory, anchor=2, length=10, input_end=4) == [3]
-    assert add_copy(DraftTree(2), memory, anchor=0, length=10, input_end=4) == [1, 2, 3]
-    # after the input (the instruction's words) and in the answer, copies go on as before
-    assert add_copy(DraftTree(2), memory, anchor=4, length=10, input_end=4) == [12]
-    assert add_copy(DraftTree(2), memory, anchor=6, length=10, input_end=4) == [2]
+    assert add_copy(DraftTree(2), memory, anchor=2, length=10) == [3, 11, 12, 13, 14]
+    assert add_copy(DraftTree(2), memory, anchor=2, length=10, cuts=(4,)) == [3]
+    assert add_copy(DraftTree(2), memory, anchor=0, length=10, cuts=(4,)) == [1, 2, 3]
+    cuts = (4, 5, 7)  # the input's end, the instruction's start and end
+    assert add_copy(DraftTree(2), memory, anchor=2, length=10, cuts=cuts) == [3]
+    assert add_copy(DraftTree(2), memory, anchor=4, length=10, cuts=cuts) == []
+    assert add_copy(DraftTree(2), memory, anchor=5, length=10, cuts=cuts) == [13]
+    # after the last cut and in the answer, copies go on as before
+    assert add_copy(DraftTree(2), memory, anchor=7, length=10, cuts=cuts) == []
+    assert add_copy(DraftTree(2), memory, anchor=6, length=10, cuts=(4,)) == [14]
+    assert add_copy(DraftTree(2), memory, anchor=8, length=10, cuts=cuts) == [2]
+
+
+def test_the_draft_sources_cut_at_the_input_s_end_and_the_instruction_s_ends():
+    from specedit.drafting.registry import DraftSources
+
+    assert DraftSources().cuts == ()
+    assert DraftSources(2, [5, 6, 7]).cuts == (5,)
+    assert DraftSources(2, [5, 6, 7], instruction=(9, 14)).cuts == (5, 9, 14)
+    assert DraftSources(instruction=(9, 14)).cuts == (9, 14)
 
 
 @pytest.mark.parametrize("method", ["pld", "adapld-tokens", "pldplus", "adapld"])

@@ -126,12 +126,12 @@ class AdaPLDBase(Drafter, ABC):
         ranker: HiddenStateRanker | ContextRanker,
         options: AdaPLDOptions,
         model,
-        input_end: int | None,
+        cuts: tuple[int, ...],
     ) -> None:
         """`model`: the target, whose weights the trained pre-verifier is keyed by (None: a
         drafter that reads tokens alone)."""
         self.ranker, self.options = ranker, options
-        self.input_end = input_end  # where a copy from the input ends (copy.add_copy)
+        self.cuts = cuts  # where copies from the prompt end (copy.add_copy)
         self.branches = options.branches if options.branch else 0
         self.successor = options.successor and options.branch
         self.length: CopyLength | None = None  # with `adaptive`: it sizes the copy
@@ -164,7 +164,7 @@ class AdaPLDBase(Drafter, ABC):
             else:
                 length = min(self.options.max_copy, available)
             length = min(length, budget)
-            main = add_copy(tree, memory, anchor, length, self.confidence, self.input_end)
+            main = add_copy(tree, memory, anchor, length, self.confidence, self.cuts)
 
         # Branch only where the copy is unsure: on a CPU every drafted node adds verify compute,
         # and a long confident copy rarely leaves room for an alternative.
@@ -202,7 +202,7 @@ class AdaPLD(AdaPLDBase):
     and its vocabulary's indexes."""
 
     def __init__(
-        self, model, options: AdaPLDOptions = AdaPLDOptions(), input_end: int | None = None
+        self, model, options: AdaPLDOptions = AdaPLDOptions(), cuts: tuple[int, ...] = ()
     ) -> None:
         num_layers = model.config.num_hidden_layers
         self.final = num_layers  # hidden_states[num_layers] is the normed state the head reads
@@ -214,7 +214,7 @@ class AdaPLD(AdaPLDBase):
             from specedit.drafting.vocabulary import vocabulary_index  # torch: the states' parts
 
             self.vocabulary = vocabulary_index(model, options.hnsw)
-        super().__init__(ranker, options, model, input_end)
+        super().__init__(ranker, options, model, cuts)
 
     def _candidates(self, memory: Memory, token: int, before: int) -> tuple[list[int], str]:
         """Positions j in 1..before-1 holding `token`, else a semantically similar token."""
@@ -258,11 +258,11 @@ class TokenAdaPLD(AdaPLDBase):
     occurrences' followers, no semantic fallback."""
 
     def __init__(
-        self, options: AdaPLDOptions = AdaPLDOptions(), input_end: int | None = None
+        self, options: AdaPLDOptions = AdaPLDOptions(), cuts: tuple[int, ...] = ()
     ) -> None:
         if options.adaptive and options.pre_verifier == "trained":
             raise ValueError("the trained pre-verifier reads hidden states")
-        super().__init__(ContextRanker(), options, None, input_end)
+        super().__init__(ContextRanker(), options, None, cuts)
         # the followers' chances, where the engine sizes the tree by chances
         self.followers = FollowerChance(self.branches) if self.confidence else None
         self._ranks: dict[int, int] = {}  # the last tree's followers: source -> rank
@@ -310,10 +310,10 @@ class TokenAdaPLD(AdaPLDBase):
 
 
 def adapld_for(
-    model, options: AdaPLDOptions = AdaPLDOptions(), input_end: int | None = None
+    model, options: AdaPLDOptions = AdaPLDOptions(), cuts: tuple[int, ...] = ()
 ) -> AdaPLDBase:
     """AdaPLD as it drafts on `model`'s engine: `TokenAdaPLD` where drafters read tokens only
     (reads_tokens_only), else `AdaPLD`."""
     if reads_tokens_only(model):
-        return TokenAdaPLD(options, input_end)
-    return AdaPLD(model, options, input_end)
+        return TokenAdaPLD(options, cuts)
+    return AdaPLD(model, options, cuts)

@@ -170,18 +170,17 @@ def add_copy(
     anchor: int,
     length: int,
     confidence: AgreementLength | None = None,
-    input_end: int | None = None,
+    cuts: tuple[int, ...] = (),
 ) -> list[int]:
     """Draft up to `length` tokens that followed `anchor` as the tree's main chain, each with
     its chance of acceptance where a `confidence` estimates it. A copy from the prompt ends
     with the prompt: what follows it in memory is the answer, which does not continue the
-    prompt (on a short file, verifying those tokens was most of the time). A copy from the
-    input ends with the input (`input_end`, where it ends in the prompt): the prompt goes on
-    with a closing fence, tokenized otherwise than an answer closes its own, and the
-    instruction, which the answer does not write there."""
+    prompt (on a short file, verifying those tokens was most of the time). Nor does it run
+    across a cut (`cuts`: prompt positions, DraftSources.cuts): where the input ends, the
+    prompt goes on with a closing fence, tokenized otherwise than an answer closes its own,
+    and the instruction; where the instruction ends, with the template's words."""
     end = memory.prompt_length if anchor < memory.prompt_length else len(memory)
-    if input_end is not None and anchor < input_end:
-        end = min(end, input_end)
+    end = min([end, *(cut for cut in cuts if anchor < cut)])
     copied = memory.tokens[anchor + 1 : min(anchor + 1 + length, end)]
     sure = confidence.chances(memory, anchor, len(copied)) if confidence else None
     tree.add_chain(copied, first_source=anchor + 1, kind=MAIN, confidences=sure)
@@ -196,7 +195,7 @@ def main_copy_outcome(tree: DraftTree, accepted: list[int]) -> tuple[int, int]:
 
 class CopyDrafter(Drafter):
     """Copies up to `draft_length` tokens after the anchor its ranker chooses, a copy from the
-    input no further than its end (`input_end`, see add_copy); with a `confidence`, says how
+    input no further than its end (`cuts`, see add_copy); with a `confidence`, says how
     sure each copied token is, so the engine verifies only as many as pay for their cost."""
 
     def __init__(
@@ -205,10 +204,10 @@ class CopyDrafter(Drafter):
         ranker: Ranker,
         draft_length: int = 64,
         confidence: AgreementLength | None = None,
-        input_end: int | None = None,
+        cuts: tuple[int, ...] = (),
     ) -> None:
         self.name, self.ranker, self.draft_length = name, ranker, draft_length
-        self.confidence, self.input_end = confidence, input_end
+        self.confidence, self.cuts = confidence, cuts
         self.hidden_layers = tuple(ranker.hidden_layers)
 
     def propose(self, memory: Memory, budget: int) -> DraftTree:
@@ -216,7 +215,7 @@ class CopyDrafter(Drafter):
         anchor = self.ranker.anchor(memory)
         if anchor is not None:
             length = min(budget, self.draft_length)
-            add_copy(tree, memory, anchor, length, self.confidence, self.input_end)
+            add_copy(tree, memory, anchor, length, self.confidence, self.cuts)
         return tree
 
     def observe(self, tree: DraftTree, accepted: list[int]) -> None:
