@@ -194,9 +194,9 @@ def main_copy_outcome(tree: DraftTree, accepted: list[int]) -> tuple[int, int]:
 
 
 class CopyDrafter(Drafter):
-    """Copies up to `draft_length` tokens after the anchor its ranker chooses, a copy from the
-    input no further than its end (`cuts`, see add_copy); with a `confidence`, says how
-    sure each copied token is, so the engine verifies only as many as pay for their cost."""
+    """Copies up to `draft_length` tokens after the anchor its ranker chooses, none across the
+    prompt's `cuts` (see add_copy); with a `confidence`, says how sure each copied token is,
+    so the engine verifies only as many as pay for their cost."""
 
     def __init__(
         self,
