@@ -35,7 +35,7 @@ Matrix = torch.Tensor | GgufMatrix  # indexed by rows
 
 # The candidates a search keeps (hnswlib's ef). Through the augmented LM head the nearest rows
 # are found less often than in an ordinary L2 space, so more are kept than hnswlib's usual 64:
-# a search still costs about a millisecond, once a pass (docs/engines.md, "The LM head's index").
+# a search still costs about a millisecond (docs/engines.md, "The LM head's index").
 HNSW_EF = 512
 
 
