@@ -308,19 +308,16 @@ def build(
 
 
 def _filled(rendered: str, texts: dict[str, str]) -> tuple[str, dict[str, tuple[int, int]]]:
-    """`rendered` with the first of each marker (the keys of `texts`) replaced by its text, and
-    the character span each text takes in the result (a marker not found has none)."""
-    found = sorted((rendered.find(marker), marker) for marker in texts if marker in rendered)
-    pieces: list[str] = []
+    """`rendered` with each marker (the keys of `texts`) replaced by its text wherever it is,
+    and the character span its first copy takes in the result (a marker not found has none)."""
+    pieces = re.split(f"({'|'.join(map(re.escape, texts))})", rendered)
     chars: dict[str, tuple[int, int]] = {}
-    done = 0
-    for at, marker in found:
-        pieces.append(rendered[done:at])
-        start = sum(map(len, pieces))
-        pieces.append(texts[marker])
-        chars[marker] = (start, start + len(texts[marker]))
-        done = at + len(marker)
-    pieces.append(rendered[done:])
+    length = 0
+    for index, piece in enumerate(pieces):
+        if index % 2:  # a marker
+            pieces[index] = texts[piece]
+            chars.setdefault(piece, (length, length + len(pieces[index])))
+        length += len(pieces[index])
     return "".join(pieces), chars
 
 

@@ -11,7 +11,7 @@ and the server reads it from the template the body names, a shipped one, named a
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
+from dataclasses import asdict, fields
 from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
@@ -153,7 +153,10 @@ def prompt_data(prompt: EditPrompt) -> dict:
 
 
 def prompt_from(data: dict) -> EditPrompt:
-    return EditPrompt(**{**data, "input_offsets": tuple(map(tuple, data["input_offsets"]))})
+    """The prompt a server sent, its fields this version knows (a newer server may send more)."""
+    known = {field.name for field in fields(EditPrompt)}
+    kept = {key: value for key, value in data.items() if key in known}
+    return EditPrompt(**{**kept, "input_offsets": tuple(map(tuple, data["input_offsets"]))})
 
 
 class EditAnswer(BaseModel):

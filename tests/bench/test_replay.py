@@ -107,6 +107,22 @@ def test_a_recorded_run_is_replayed_once_a_task_at_its_engine_s_lowest_costs(tmp
     assert pld.copy_bound == pytest.approx(FLAT.copy_bound(prompt, answer, STEEP))
 
 
+def test_a_recorded_instruction_cuts_the_replay_s_copies_as_it_cut_the_edit_s(tmp_path):
+    """A row records where the input and the instruction lie; the replay's copies of the
+    instruction end with it, as the edit's did (copy.add_copy), not in the template after it."""
+    instruction, template = [30, 31, 32, 33, 34, 35], [40, 41, 42, 43, 44, 45]
+    prompt = [1, 2, 3, 4, 5, 6, 7, 8, 20, *instruction, *template]
+    answer = [1, 2, 3, 4, 5, 6, 7, 8, 9, 30, 31, 32, 33, 34, 35, 50, 51, 52]
+    spans = [0, 8], [9, 15]
+    row = {"task": "t", "method": "pld/llama.cpp", "prompt_ids": prompt, "tokens": answer}
+    row |= {"input_span": spans[0], "instruction_span": spans[1]}
+    (result,) = replay_run(_recording(tmp_path, [row]), ["pld"])
+    cut = replay_answer("pld", prompt, answer, STEEP, *spans)
+    uncut = replay_answer("pld", prompt, answer, STEEP, spans[0])
+    assert (result.passes, result.drafted) == (len(cut.widths), cut.drafted)
+    assert cut.drafted < uncut.drafted  # the template's tokens drafted after the quote
+
+
 def test_what_cannot_be_replayed_says_why(tmp_path):
     with pytest.raises(ReplayError, match="cannot replay pldplus"):
         replay_run(_recording(tmp_path, []), ["pld", "pldplus"])

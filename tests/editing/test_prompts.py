@@ -71,6 +71,21 @@ def test_build_locates_the_instruction_in_the_prompt_the_chat_template_renders(t
     assert built.ids == tokenizer(rendered + "```python\n", add_special_tokens=False)["input_ids"]
 
 
+def test_an_instruction_written_twice_is_there_twice_and_located_at_its_first(tokenizer, tmp_path):
+    path = tmp_path / "twice.toml"
+    path.write_text(
+        'system = "s"\nuser = "Fix: {instruction}\\n{fence}{language}\\n{text}{fence}\\n'
+        'Again: {instruction}"\n'
+    )
+    template = prompts.load_template(str(path))
+    built = prompts.build(tokenizer, template, "x = 1\n", "make x two", "python")
+    rendered = tokenizer.decode(built.ids)
+    assert rendered.count("make x two") == 2 and "\x00" not in rendered
+    span = built.ids[built.instruction_start : built.instruction_end]
+    assert tokenizer.decode(span).strip() == "make x two"
+    assert built.instruction_end <= built.input_start  # the first, before the file
+
+
 def test_an_edit_s_drafts_are_told_where_its_instruction_lies(tokenizer):
     from specedit.editing.editor import instruction_span
 

@@ -114,3 +114,15 @@ def test_stop_strings_are_bounded_as_openai_bounds_them():
     for stop in (["a"] * 5, "a" * 257, ["a", "b" * 257]):
         with pytest.raises(ValidationError, match="at most 4 stop strings"):
             chat(stop)
+
+
+def test_a_prompt_crosses_the_wire_whole_and_a_newer_server_s_fields_are_passed_over():
+    import json
+
+    from specedit.editing.prompts import EditPrompt
+    from specedit.server.protocol import prompt_data, prompt_from
+
+    prompt = EditPrompt([1, 2, 3, 4], "```", "x\n", 1, 2, False, ((0, 2),), 3, 4)
+    data = json.loads(json.dumps(prompt_data(prompt)))
+    assert prompt_from(data) == prompt
+    assert prompt_from({**data, "a_later_field": 1}) == prompt
