@@ -233,14 +233,8 @@ def draft_sources(
         [lm.tokenizer(text, add_special_tokens=False)["input_ids"] for text in request.references],
         lm.draft,
         lm.pass_cost(),
-        instruction_span(prompt),
+        prompt.instruction,
     )
-
-
-def instruction_span(prompt: prompts.EditPrompt) -> tuple[int, int] | None:
-    """Where the instruction lies in the prompt's tokens, if it has one."""
-    start, end = prompt.instruction_start, prompt.instruction_end
-    return (start, end) if end > start else None
 
 
 def prepare(lm: LoadedModel, request: EditRequest) -> PreparedEdit:

@@ -179,6 +179,12 @@ class EditPrompt:
     instruction_start: int = 0
     instruction_end: int = 0
 
+    @property
+    def instruction(self) -> tuple[int, int] | None:
+        """Where the instruction lies in `ids` (start, end), if the prompt has one."""
+        start, end = self.instruction_start, self.instruction_end
+        return (start, end) if end > start else None
+
     def input_span(self, position: int) -> tuple[int, int] | None:
         """The character span in the input of prompt token `position`, if it lies there."""
         if self.input_start <= position < self.input_end:

@@ -87,13 +87,11 @@ def test_an_instruction_written_twice_is_there_twice_and_located_at_its_first(to
 
 
 def test_an_edit_s_drafts_are_told_where_its_instruction_lies(tokenizer):
-    from specedit.editing.editor import instruction_span
-
     fix = prompts.load_template("fix")
     built = prompts.build(tokenizer, fix, "x = 1\n", "make x two", "python")
-    assert instruction_span(built) == (built.instruction_start, built.instruction_end)
+    assert built.instruction == (built.instruction_start, built.instruction_end)
     assert built.instruction_end > built.instruction_start > built.input_end
-    assert instruction_span(prompts.build(tokenizer, fix, "x = 1\n", " ", "python")) is None
+    assert prompts.build(tokenizer, fix, "x = 1\n", " ", "python").instruction is None
 
 
 def test_markdown_with_inner_fences_is_not_cut_at_the_first_one(tokenizer):
