@@ -21,7 +21,7 @@ import weakref
 from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -39,9 +39,32 @@ Matrix = torch.Tensor | GgufMatrix  # indexed by rows
 HNSW_EF = 512
 
 
-def _index(vectors: Callable[[], np.ndarray], dim: int, space: str, path: Path, label: str):
+class Graph(NamedTuple):
+    """How an HNSW index is built: each node's links (`M`) and the candidates kept while they
+    are chosen (`ef_construction`). Part of the index file's name, so that an index built
+    otherwise is built again, not read."""
+
+    M: int
+    ef_construction: int
+
+    @property
+    def suffix(self) -> str:
+        return f"-m{self.M}-efc{self.ef_construction}"
+
+
+EMBEDDING_GRAPH = Graph(M=16, ef_construction=80)
+# Built as the embeddings' index, the LM head's (MIPS as L2, a harder space) missed llama.cpp's
+# own choice at 19 of 200 positions on one machine whatever `ef` (its graph varies with the
+# machine and the threads that build it); with twice the links and a wider build, 1 of 200
+# (docs/engines.md, "The LM head's index").
+HEAD_GRAPH = Graph(M=32, ef_construction=200)
+
+
+def _index(
+    vectors: Callable[[], np.ndarray], dim: int, space: str, path: Path, label: str, graph: Graph
+):
     """Load the HNSW index at `path`, or build it from `vectors()` (made only then: it is a
-    large copy), reporting progress, and save it atomically."""
+    large copy) as `graph` says, reporting progress, and save it atomically."""
     import hnswlib
 
     index = hnswlib.Index(space=space, dim=dim)
@@ -49,7 +72,7 @@ def _index(vectors: Callable[[], np.ndarray], dim: int, space: str, path: Path, 
         index.load_index(str(path))
     else:
         data = vectors()
-        index.init_index(max_elements=len(data), ef_construction=80, M=16)
+        index.init_index(max_elements=len(data), ef_construction=graph.ef_construction, M=graph.M)
         chunk = 8192
         with progress(f"building the {label} index (once per model)", len(data), "rows") as done:
             for first in range(0, len(data), chunk):
@@ -61,12 +84,13 @@ def _index(vectors: Callable[[], np.ndarray], dim: int, space: str, path: Path, 
     return index
 
 
-def _index_path(stem: str, matrix: Matrix) -> Path:
-    """The index file of `matrix`, keyed by its weights. A GGUF file's matrix holds the values
-    that the torch engine holds in fp32 or bf16, and an index made from either serves it: the
-    one found, else the one of its own dtype."""
+def _index_path(stem: str, matrix: Matrix, graph: Graph) -> Path:
+    """The index file of `matrix` built as `graph` says, keyed by its weights. A GGUF file's
+    matrix holds the values that the torch engine holds in fp32 or bf16, and an index made from
+    either serves it: the one found, else the one of its own dtype."""
     held = [matrix.held_as(dtype) for dtype in HELD_IN] if isinstance(matrix, GgufMatrix) else []
-    paths = [artefact_path("indexes", stem, m, ".hnsw") for m in held or [matrix]]
+    named = stem + graph.suffix
+    paths = [artefact_path("indexes", named, m, ".hnsw") for m in held or [matrix]]
     return next((path for path in paths if path.exists()), paths[0])
 
 
@@ -104,15 +128,17 @@ class VocabularyIndex:
                 lambda: as_numpy(_unit(self._embeddings[:])),
                 dim,
                 "cosine",
-                _index_path("embed", self._embeddings),
+                _index_path("embed", self._embeddings, EMBEDDING_GRAPH),
                 "embedding",
+                EMBEDDING_GRAPH,
             )
             self._head_index = _index(
                 lambda: _augmented_head(self._head[:]),
                 dim + 1,
                 "l2",
-                _index_path("head", self._head),
+                _index_path("head", self._head, HEAD_GRAPH),
                 "LM-head",
+                HEAD_GRAPH,
             )
 
     @cached_property

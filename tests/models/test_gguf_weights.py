@@ -92,3 +92,24 @@ def test_the_vocabulary_index_reads_the_gguf_file_and_an_index_the_torch_engine_
     assert fast.top_tokens(hidden, 5) == exact.top_tokens(hidden, 5)
     assert fast.top_tokens(hidden, 1) == [17]
     assert fast.similar_tokens(3, -1.0, 8) == exact.similar_tokens(3, -1.0, 8)
+
+
+def test_an_index_built_with_another_graph_is_built_again_not_read(
+    tmp_path, matrices, small_drafting_cache, monkeypatch
+):
+    """The graph an index was built with (its links, its build's candidates) is in its file's
+    name: one built before the LM head's graph changed is not what a search reads."""
+    from specedit.drafting import vocabulary
+
+    _write_gguf(tmp_path / "model.gguf", matrices)
+    gguf_model = SimpleNamespace(engine="llama.cpp", path=tmp_path / "model.gguf")
+    VocabularyIndex(gguf_model)
+    first = sorted(path.name for path in (tmp_path / "indexes").glob("*.hnsw"))
+    assert [name.split("-")[:3] for name in first] == [
+        ["embed", "m16", "efc80"],
+        ["head", "m32", "efc200"],
+    ]
+    monkeypatch.setattr(vocabulary, "HEAD_GRAPH", vocabulary.Graph(M=8, ef_construction=40))
+    VocabularyIndex(gguf_model)
+    again = sorted(path.name for path in (tmp_path / "indexes").glob("*.hnsw"))
+    assert set(first) < set(again) and any(name.startswith("head-m8-efc40-") for name in again)
