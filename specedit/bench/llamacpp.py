@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from specedit.models.bundled import ModelError, gguf_file
-from specedit.models.load import require_llama_cpp
+from specedit.models.load import repacked, require_llama_cpp
 
 # Draft length of llama.cpp's prompt lookup: the length that did best on copy-heavy edits when
 # llama.cpp was first measured on this kind of machine (not re-tuned since; docs/benchmarks.md,
@@ -45,7 +45,7 @@ class LlamaCpp:
             self.gguf: Path = gguf_file(model)
         except ModelError as exc:
             raise LlamaCppUnavailable(str(exc)) from None
-        self.threads = threads
+        self.model, self.threads = model, threads
         self._contexts: dict[str, Any] = {}
 
     def _context(self, method: str, n_ctx: int) -> Any:
@@ -53,21 +53,24 @@ class LlamaCpp:
         from llama_cpp import Llama
         from llama_cpp.llama_speculative import LlamaPromptLookupDecoding
 
+        from specedit.engine.llamacpp import weights_layout
+
         llm = self._contexts.get(method)
         if llm is not None and llm.n_ctx() >= n_ctx:
             return llm
         if llm is not None:
             llm.close()
         draft = LLAMA_CPP_METHODS[method]
-        llm = Llama(
-            model_path=str(self.gguf),
-            n_ctx=-(-n_ctx // 1024) * 1024,
-            n_threads=self.threads,
-            n_threads_batch=self.threads,
-            draft_model=LlamaPromptLookupDecoding(num_pred_tokens=draft) if draft else None,
-            logits_all=bool(draft),  # sizes the logits buffer for the whole context
-            verbose=False,
-        )
+        with weights_layout(repacked(self.model, self.threads)):  # as the engine's
+            llm = Llama(
+                model_path=str(self.gguf),
+                n_ctx=-(-n_ctx // 1024) * 1024,
+                n_threads=self.threads,
+                n_threads_batch=self.threads,
+                draft_model=LlamaPromptLookupDecoding(num_pred_tokens=draft) if draft else None,
+                logits_all=bool(draft),  # sizes the logits buffer for the whole context
+                verbose=False,
+            )
         for _ in llm.generate(llm.tokenize(b"def warm_up():"), temp=0.0):  # pages in the weights
             break
         self._contexts[method] = llm

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from specedit.editing.prompts import EditPrompt, extract_text
 from specedit.models.bundled import ModelError, cache_dir, gguf_file
+from specedit.models.load import repacked
 
 # method -> llama-server's --spec-type
 PEERS = {
@@ -98,7 +99,7 @@ class LlamaServer:
         except ModelError as exc:
             raise PeerUnavailable(str(exc)) from None
         self.binary = find_binary()
-        self.threads = threads
+        self.model, self.threads = model, threads
         self._servers: dict[str, tuple[subprocess.Popen, str, int]] = {}
         # the servers' stderr, read when one fails; closed by close()
         self._log = tempfile.TemporaryFile()  # noqa: SIM115
@@ -118,6 +119,7 @@ class LlamaServer:
             *("--threads", str(self.threads), "--threads-batch", str(self.threads)),
             *("--ctx-size", str(n_ctx), "--parallel", "1", "--spec-type", PEERS[method]),
             *("--no-webui", "--log-disable"),
+            *(() if repacked(self.model, self.threads) else ("--no-repack",)),
         ]
         self._log.seek(0)
         self._log.truncate()

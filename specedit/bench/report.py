@@ -291,7 +291,11 @@ def report(
             for engine, costs in (floors or {}).items()
         },
         "pass_costs": {
-            engine: {"sizes": list(cost.sizes), "seconds": list(cost.seconds)}
+            engine: {
+                "sizes": list(cost.sizes),
+                "seconds": list(cost.seconds),
+                "repack": cost.repack,
+            }
             for engine, cost in (pass_costs or {}).items()
         },
     }

@@ -45,6 +45,10 @@ CONTEXT_PROBE = 2048  # tokens the floor's costs are measured over (ContextCost)
 BATCH_SAMPLES = 2  # times each of its prefill batches is fed; the fastest counts
 # Below this share of its threads' CPU time, a measurement shared the cores with other work.
 CONTENDED_SHARE = 0.75
+# What an edit asks of the model, by which two layouts of the weights are weighed
+# (`PassCost.edit_seconds`): a prompt of this many tokens prefilled, this many tokens copied in
+# passes of the widest probe, and this many written a pass each (new text).
+EDIT_PROMPT, EDIT_COPIED, EDIT_WRITTEN = 1000, 300, 30
 
 
 @dataclass(frozen=True)
@@ -56,6 +60,9 @@ class PassCost:
     seconds: tuple[float, ...]
     prefill_per_token: float
     contended: bool = False  # measured while other work held the cores: measure again
+    # llama.cpp's weights repacked for the CPU's kernels when this was measured
+    # (engine/llamacpp.py `GgufModel.relayout`); None where it does not apply (torch)
+    repack: bool | None = None
 
     def __call__(self, tokens: int) -> float:
         """Piecewise linear between the measured sizes, extended along the last segment."""
@@ -63,6 +70,14 @@ class PassCost:
         i = min(max(bisect_left(sizes, tokens), 1), len(sizes) - 1)
         slope = (seconds[i] - seconds[i - 1]) / (sizes[i] - sizes[i - 1])
         return max(seconds[i - 1] + slope * (tokens - sizes[i - 1]), seconds[0])
+
+    def edit_seconds(self) -> float:
+        """What a typical edit's passes cost on this curve: its prompt prefilled, its copied
+        tokens verified in the widest probe's passes, its new ones written a pass each
+        (EDIT_PROMPT, EDIT_COPIED, EDIT_WRITTEN). Two curves of the same model compare by it."""
+        widest = self.sizes[-1]
+        copied = EDIT_COPIED / widest * self(widest)
+        return EDIT_PROMPT * self.prefill_per_token + copied + EDIT_WRITTEN * self(1)
 
     def save(self, path: Path) -> None:
         path.write_text(json.dumps(asdict(self)))
@@ -73,7 +88,9 @@ class PassCost:
         caller measures again like any missing cost."""
         data = json.loads(path.read_text())
         sizes, seconds = tuple(data["sizes"]), tuple(data["seconds"])
-        return cls(sizes, seconds, float(data["prefill_per_token"]), bool(data.get("contended")))
+        prefill, contended = float(data["prefill_per_token"]), bool(data.get("contended"))
+        repack = data.get("repack")
+        return cls(sizes, seconds, prefill, contended, None if repack is None else bool(repack))
 
 
 def cores_free(threads: int) -> bool:
@@ -126,7 +143,7 @@ def measure(model, sizes: tuple[int, ...] = PROBE_SIZES, threads: int | None = N
     prefill = _prefill_per_token(model, tokens[:PROBE_PROMPT])
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     contended = threads is not None and cpu < CONTENDED_SHARE * threads * wall
-    return PassCost(tuple(sizes), tuple(curve), prefill, contended)
+    return PassCost(tuple(sizes), tuple(curve), prefill, contended, getattr(model, "repack", None))
 
 
 def _prefill_per_token(model, tokens: list[int]) -> float:

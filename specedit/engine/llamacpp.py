@@ -43,7 +43,7 @@ CONTEXT_STEP = 4096  # contexts are sized in steps of this many tokens, and grow
 # KV-cache sequences of a context: one per leaf of a draft tree, so at least the most drafted
 # tokens a tree may hold (engine/options.py's MAX_DRAFT) plus the root.
 SEQUENCES = 65
-_OPENING = threading.Lock()  # see _context_params
+_OPENING = threading.Lock()  # see weights_layout
 
 
 class GgufModel:
@@ -74,9 +74,11 @@ class GgufModel:
         generation_config: Any,
         threads: int,
         store: HeadStore | None = None,
+        repack: bool = True,
     ) -> None:
         self.path, self.config, self.generation_config = path, config, generation_config
         self.threads, self.store = threads, store
+        self.repack = repack  # see `relayout`
         self.reuse_prefix = True
         self._llm: Any = None
         self._opening: Future | None = None
@@ -132,10 +134,20 @@ class GgufModel:
             return LlamaCppTarget(self._llm, self._held, self.state_layers)
         return LlamaCppTarget(self._llm, self._held, self.state_layers, self.store)
 
+    def relayout(self, repack: bool) -> None:
+        """Whether llama.cpp repacks the weights for the CPU's own kernels as it loads them
+        (its "extra buffer types", llama.cpp's default): on some CPUs that makes narrow passes
+        cheaper and the load, the prefill and wide passes dearer, on others it gains throughout,
+        so which one an edit runs on is measured per machine (models/load.py). A change takes
+        effect with the next context: the one open is freed."""
+        if repack != self.repack:
+            self.close()
+            self.repack = repack
+
     def _new_context(self, capacity: int) -> Any:
         from llama_cpp import Llama
 
-        with _context_params():
+        with _context_params(self.repack):
             return Llama(
                 model_path=str(self.path),
                 n_ctx=-(-capacity // CONTEXT_STEP) * CONTEXT_STEP,
@@ -159,11 +171,12 @@ class GgufModel:
 
 
 @contextlib.contextmanager
-def _context_params():
+def _context_params(repack: bool):
     """While a `Llama` is made, its context gets SEQUENCES sequences in one unified KV cache
     (cells shared by sequences, as a tree's prefix and shared nodes are; split caches would
-    give each sequence a fraction of the context). `Llama` takes neither setting, so the
-    defaults it starts from are swapped for the time of its construction, one at a time. A
+    give each sequence a fraction of the context), and its weights are repacked or not
+    (`repack`, `GgufModel.relayout`). `Llama` takes none of these settings, so the defaults it
+    starts from are swapped for the time of its construction, one at a time. A
     llama-cpp-python without unified caches keeps one sequence: its targets verify chains."""
     import llama_cpp.llama_cpp as low
 
@@ -176,12 +189,35 @@ def _context_params():
             made.kv_unified = True
         return made
 
-    with _OPENING:
+    with weights_layout(repack):
         low.llama_context_default_params = params
         try:
             yield
         finally:
             low.llama_context_default_params = defaults
+
+
+@contextlib.contextmanager
+def weights_layout(repack: bool):
+    """While a `Llama` is made, its weights repacked for the CPU's kernels or not
+    (`GgufModel.relayout`); one `Llama` is made at a time so. The bench's own llama.cpp setups
+    are made so too, on the layout the engine runs on: both then time the same kernels."""
+    import llama_cpp.llama_cpp as low
+
+    defaults = low.llama_model_default_params
+
+    def params():
+        made = defaults()
+        if any(name == "use_extra_bufts" for name, _ in made._fields_):
+            made.use_extra_bufts = repack
+        return made
+
+    with _OPENING:
+        low.llama_model_default_params = params
+        try:
+            yield
+        finally:
+            low.llama_model_default_params = defaults
 
 
 @dataclass

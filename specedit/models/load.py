@@ -84,19 +84,22 @@ class LoadedModel:
             weights = f"{self.model.dtype}|{self.model.device}"
         else:  # the GGUF file's own types, on the CPU
             threads, weights = self.model.threads, "gguf"
-        where = f"{self.name}|{self.engine}|{weights}|{threads}|{platform.node()}|{os.cpu_count()}"
-        digest = hashlib.sha256(where.encode()).hexdigest()[:16]
-        path = cache_dir() / "cost" / f"{Path(self.name).name}-{digest}.json"
+        path = cost_path(self.name, self.engine, weights, threads)
         cost = None
         if not refresh:  # none yet, or unreadable: measured below
             with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
                 cost = PassCost.load(path)
-        if cost is None or (cost.contended and cores_free(threads)):
+        unweighed = self.engine == "llama.cpp" and cost is not None and cost.repack is None
+        if cost is None or unweighed or (cost.contended and cores_free(threads)):
             # llama.cpp's threads wait on each other when descheduled: its curve is judged
             judged = threads if self.engine == "llama.cpp" else None
             cost = measure(self.model, threads=judged)
+            if self.engine == "llama.cpp":
+                cost = _cheaper_layout(self.model, cost, judged)
             private_dir(path.parent)
             replace_atomically(path, cost.save)
+        elif cost.repack is not None:  # the layout measured cheaper here (`_cheaper_layout`)
+            self.model.relayout(cost.repack)
         self._pass_cost = cost
         return cost
 
@@ -120,6 +123,45 @@ class LoadedModel:
         if self.tokenizer.eos_token_id is not None:
             ids.add(self.tokenizer.eos_token_id)
         return ids
+
+
+def cost_path(name: str, engine: str, weights: str, threads: int) -> Path:
+    """Where the pass costs of model `name` on `engine` with these `weights` (a dtype and device,
+    or "gguf") and `threads` on this host are kept (`LoadedModel.pass_cost`)."""
+    where = f"{name}|{engine}|{weights}|{threads}|{platform.node()}|{os.cpu_count()}"
+    digest = hashlib.sha256(where.encode()).hexdigest()[:16]
+    return cache_dir() / "cost" / f"{Path(name).name}-{digest}.json"
+
+
+def _cheaper_layout(model: GgufModel, measured: PassCost, threads: int | None) -> PassCost:
+    """The costs of whichever layout of llama.cpp's weights, repacked for the CPU's kernels or
+    not (`GgufModel.relayout`), makes a typical edit cheaper here (`PassCost.edit_seconds`),
+    `measured` being the costs of the one loaded; the model is left on that layout. The other
+    is loaded and measured once a machine (which of the two wins depends on the CPU: on some
+    the repacked weights load, prefill and run wide passes much slower, docs/engines.md).
+    Where either was measured without the cores, the choice is made again once they are free
+    (the curve kept is marked contended)."""
+    from specedit.engine.cost import measure
+
+    model.relayout(not measured.repack)
+    other = measure(model, threads=threads)
+    contended = measured.contended or other.contended
+    if other.edit_seconds() < measured.edit_seconds():
+        return replace(other, contended=contended)
+    model.relayout(bool(measured.repack))
+    return replace(measured, contended=contended)
+
+
+def repacked(model: str, threads: int) -> bool:
+    """Whether llama.cpp repacks model `model`'s weights when it loads them with `threads`
+    (the engine, and the bench's llama.cpp peers alike): as the pass costs kept for it say
+    (`_cheaper_layout`), else llama.cpp's default (repacked) until they are measured."""
+    from specedit.engine.cost import PassCost
+
+    with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+        repack = PassCost.load(cost_path(model, "llama.cpp", "gguf", threads)).repack
+        return True if repack is None else repack
+    return True
 
 
 # Where the forward passes run: transformers (the model dequantized, any dtype and device) or
@@ -231,7 +273,8 @@ def _load_gguf(model: str, threads: int, context: int) -> LoadedModel:
     import llama_cpp
 
     heads = cache_dir() / "prefix" / f"{file_key(gguf)}-{llama_cpp.__version__}"
-    gguf_model = GgufModel(gguf, config, generation, threads, PrefixStore(heads))
+    layout = repacked(model, threads)
+    gguf_model = GgufModel(gguf, config, generation, threads, PrefixStore(heads), layout)
     if context:
         trained = int(getattr(config, "max_position_embeddings", 0) or context)
         gguf_model.open_in_background(min(context, trained))

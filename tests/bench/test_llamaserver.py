@@ -98,3 +98,20 @@ def test_a_server_row_edits_the_whole_file_and_is_scored_as_any_other(
     assert row.server == {"drafted": 12, "accepted": 9}
     sent = logged()[-1]["request"]["prompt"]
     assert lm.tokenizer.decode(sent).count("def f") == 10  # the whole file
+
+
+def test_a_server_loads_the_weights_as_the_engine_does(served, tmp_path):
+    """Unrepacked where the engine measured that cheaper here (models/load.py `repacked`), so
+    that both sides time the same kernels; llama.cpp's default otherwise."""
+    from specedit.engine.cost import PassCost
+    from specedit.models.load import cost_path
+
+    peer, logged = served
+    prompt = EditPrompt([5], "```", "x\n", 0, 1)
+    peer.run("llama-server", prompt, 10)
+    path = cost_path(str(tmp_path / "model.gguf"), "llama.cpp", "gguf", 2)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    PassCost((1, 64), (0.04, 0.57), 0.0055, repack=False).save(path)
+    peer.run("llama-server-ngram-mod", prompt, 10)
+    starts = [entry["argv"] for entry in logged() if "argv" in entry]
+    assert ["--no-repack" in argv for argv in starts] == [False, True]

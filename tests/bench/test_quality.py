@@ -386,6 +386,7 @@ def test_a_bench_run_reports_each_row_against_its_floor(tiny_model_dir, tmp_path
 
     assert rows["pld"]["prompt_ids"] and rows["pld"]["tokens"]
     assert data["pass_costs"]["torch"]["sizes"] == list(lm.pass_cost().sizes)
+    assert data["pass_costs"]["torch"]["repack"] is None  # llama.cpp's weights' layout alone
     (replayed,) = replay_run(report, ["pld"])
     assert replayed.task == "add" and replayed.seconds >= replayed.copy_bound > 0
 

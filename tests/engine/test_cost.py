@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from helpers import ChainsOnly, OracleDrafter, greedy_reference, repeating_prompt
 
@@ -551,11 +553,107 @@ def test_the_cores_are_free_where_the_load_leaves_room_for_the_threads(monkeypat
     assert not cost.cores_free(2) and cost.cores_free(0)
 
 
-def test_llama_cpp_s_curve_is_judged_by_its_threads(tmp_path, monkeypatch):
-    from types import SimpleNamespace
+class GgufStandIn:
+    """A llama.cpp model as `pass_cost` sees it: its threads, and the layout its weights are
+    loaded in (`GgufModel.relayout`), each change logged."""
 
+    engine = "llama.cpp"
+
+    def __init__(self, repack: bool = True, threads: int = 3) -> None:
+        self.repack, self.threads, self.relayouts = repack, threads, []
+
+    def relayout(self, repack: bool) -> None:
+        self.relayouts.append(repack)
+        self.repack = repack
+
+
+# Two layouts as measured on a 2-core AVX-512 machine, roughly: repacked, the narrow passes are
+# cheaper; not, the prefill and the wide passes are.
+REPACKED = PassCost((1, 64), (0.03, 0.70), 0.0090, repack=True)
+PLAIN = PassCost((1, 64), (0.04, 0.57), 0.0055, repack=False)
+
+
+def test_llama_cpp_s_curve_is_judged_by_its_threads(tmp_path, monkeypatch):
     monkeypatch.setenv("SPECEDIT_CACHE", str(tmp_path))
     asked: list[int | None] = []
-    monkeypatch.setattr(cost, "measure", lambda model, threads: asked.append(threads) or STEEP)
-    gguf = SimpleNamespace(engine="llama.cpp", threads=3)
-    assert LoadedModel("q", gguf, tokenizer=None).pass_cost() == STEEP and asked == [3]
+
+    def measured(model, threads):
+        asked.append(threads)
+        return REPACKED if model.repack else PLAIN
+
+    monkeypatch.setattr(cost, "measure", measured)
+    assert LoadedModel("q", GgufStandIn(), tokenizer=None).pass_cost() == PLAIN
+    assert asked == [3, 3]  # each layout's curve
+
+
+def test_an_edit_s_seconds_weigh_the_prefill_the_copies_and_the_new_tokens():
+    assert STEEP.edit_seconds() == pytest.approx(
+        cost.EDIT_PROMPT * 0.014 + cost.EDIT_COPIED / 64 * 1.3 + cost.EDIT_WRITTEN * 0.05
+    )
+    assert PLAIN.edit_seconds() < REPACKED.edit_seconds()
+
+
+def test_a_curve_keeps_the_layout_it_was_measured_on(tmp_path):
+    PLAIN.save(tmp_path / "cost.json")
+    assert PassCost.load(tmp_path / "cost.json") == PLAIN
+    STEEP.save(tmp_path / "cost.json")  # torch's: no layout
+    assert PassCost.load(tmp_path / "cost.json").repack is None
+
+
+@pytest.mark.parametrize(("repacked_wins", "relayouts"), [(False, [False]), (True, [False, True])])
+def test_llama_cpp_runs_on_the_layout_a_typical_edit_costs_less_on(
+    tmp_path, monkeypatch, repacked_wins, relayouts
+):
+    """The layout loaded is measured, then the other one; the model is left on the cheaper,
+    and the next load (`repacked`) and the next process start on it unmeasured."""
+    from specedit.models.load import repacked
+
+    monkeypatch.setenv("SPECEDIT_CACHE", str(tmp_path))
+    # where the repacked kernels gain throughout (as AMX may), the repacked curve wins
+    repacked_curve = (
+        PassCost((1, 64), (0.03, 0.50), 0.004, repack=True) if repacked_wins else REPACKED
+    )
+    better, worse = (repacked_curve, PLAIN) if repacked_wins else (PLAIN, REPACKED)
+    monkeypatch.setattr(
+        cost, "measure", lambda model, threads: repacked_curve if model.repack else PLAIN
+    )
+    assert better.edit_seconds() < worse.edit_seconds()
+    assert repacked("q", 3)  # llama.cpp's default until measured
+    model = GgufStandIn()
+    assert LoadedModel("q", model, tokenizer=None).pass_cost() == better
+    assert model.relayouts == relayouts and model.repack is repacked_wins
+    assert repacked("q", 3) is repacked_wins and repacked("q", 4)  # per threads
+    monkeypatch.setattr(cost, "measure", lambda model, threads: pytest.fail("measured again"))
+    later = GgufStandIn()  # loaded otherwise (a cache written meanwhile): moved, not measured
+    assert LoadedModel("q", later, tokenizer=None).pass_cost() == better
+    assert later.repack is repacked_wins
+
+
+def test_a_layout_chosen_while_the_cores_were_taken_is_chosen_again_once_they_are_free(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setenv("SPECEDIT_CACHE", str(tmp_path))
+    busy = replace(REPACKED, contended=True)  # the second measurement had the cores
+    monkeypatch.setattr(cost, "measure", lambda model, threads: busy if model.repack else PLAIN)
+    monkeypatch.setattr(cost, "cores_free", lambda threads: True)
+    assert LoadedModel("q", GgufStandIn(), tokenizer=None).pass_cost() == replace(
+        PLAIN, contended=True
+    )
+    monkeypatch.setattr(cost, "measure", lambda model, threads: REPACKED if model.repack else PLAIN)
+    model = GgufStandIn(repack=False)
+    assert LoadedModel("q", model, tokenizer=None).pass_cost() == PLAIN  # weighed again
+    assert model.relayouts == [True, False]
+
+
+def test_a_llama_cpp_curve_kept_before_its_layouts_were_weighed_is_measured_again(
+    tmp_path, monkeypatch
+):
+    from specedit.models.load import cost_path
+
+    monkeypatch.setenv("SPECEDIT_CACHE", str(tmp_path))
+    path = cost_path("q", "llama.cpp", "gguf", 3)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    STEEP.save(path)  # no layout recorded
+    monkeypatch.setattr(cost, "measure", lambda model, threads: REPACKED if model.repack else PLAIN)
+    assert LoadedModel("q", GgufStandIn(), tokenizer=None).pass_cost() == PLAIN
+    assert PassCost.load(path) == PLAIN

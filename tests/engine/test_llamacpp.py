@@ -204,3 +204,23 @@ def test_a_load_that_fails_in_the_background_is_a_model_error(tmp_path):
         lm.ready()
     assert sys.getswitchinterval() == interval
     lm.model.close()  # nothing to free, and no error
+
+
+@pytest.mark.parametrize("repack", [True, False])
+def test_the_weights_are_repacked_or_not_as_the_model_is_laid_out(monkeypatch, repack):
+    """What `Llama` reads while one is made: the model parameters `GgufModel.relayout` chose
+    (`use_extra_bufts`), llama-cpp-python's own defaults again after."""
+    low = pytest.importorskip("llama_cpp.llama_cpp")
+    from specedit.engine.llamacpp import GgufModel, weights_layout
+
+    default = low.llama_model_default_params().use_extra_bufts
+    with weights_layout(repack):
+        assert low.llama_model_default_params().use_extra_bufts is repack
+    assert low.llama_model_default_params().use_extra_bufts == default
+    model = GgufModel(Path("unread.gguf"), None, None, threads=1)
+    model._llm = opened = type("Opened", (), {"close": lambda self: closed.append(self)})()
+    closed: list = []
+    model.relayout(True)  # as loaded: the context stays
+    assert model._llm is opened and not closed
+    model.relayout(False)  # the next context loads the weights otherwise
+    assert model._llm is None and closed == [opened] and model.repack is False
