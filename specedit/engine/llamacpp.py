@@ -200,8 +200,8 @@ def _context_params(repack: bool):
 @contextlib.contextmanager
 def weights_layout(repack: bool):
     """While a `Llama` is made, its weights repacked for the CPU's kernels or not
-    (`GgufModel.relayout`); one `Llama` is made at a time so. The bench's own llama.cpp setups
-    are made so too, on the layout the engine runs on: both then time the same kernels."""
+    (`GgufModel.relayout`); no other `Llama` is made meanwhile. The bench's own llama.cpp
+    setups are made in it too, on the layout the engine runs on: both time the same kernels."""
     import llama_cpp.llama_cpp as low
 
     defaults = low.llama_model_default_params
