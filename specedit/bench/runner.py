@@ -222,12 +222,13 @@ def run_bench(
 def _opened(
     kind: Callable[[str, int], Opened], names: dict, methods: list[str], lm: LoadedModel
 ) -> Opened | None:
-    """`kind` (llama.cpp's own decoding, its server) on `lm`'s model with the bench's threads,
-    where a method among `names` is asked for; None otherwise."""
+    """`kind` (llama.cpp's own decoding, its server) on `lm`'s model with the bench's threads
+    (the llama.cpp engine's, where `lm` runs on it: its layout of the weights is kept per
+    threads), where a method among `names` is asked for; None otherwise."""
     if not any(method in names for method in methods):
         return None
     try:
-        return kind(lm.name, torch.get_num_threads())
+        return kind(lm.name, getattr(lm.model, "threads", None) or torch.get_num_threads())
     except (LlamaCppUnavailable, PeerUnavailable) as exc:
         raise BenchError(str(exc)) from None
 

@@ -197,6 +197,14 @@ def _context_params(repack: bool):
             low.llama_context_default_params = defaults
 
 
+def can_relayout() -> bool:
+    """Whether this llama-cpp-python lets a `Llama` load the weights unrepacked (its model
+    parameters have `use_extra_bufts`); where not, they load as llama.cpp's default has it."""
+    import llama_cpp.llama_cpp as low
+
+    return any(name == "use_extra_bufts" for name, _ in low.llama_model_params._fields_)
+
+
 @contextlib.contextmanager
 def weights_layout(repack: bool):
     """While a `Llama` is made, its weights repacked for the CPU's kernels or not

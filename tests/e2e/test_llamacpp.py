@@ -447,7 +447,9 @@ def test_a_fresh_context_starts_from_the_prompt_head_kept_on_disk(bundled_model_
 
     def fresh(store: PrefixStore) -> GgufModel:
         model = lm.model
-        return GgufModel(model.path, model.config, model.generation_config, model.threads, store)
+        return GgufModel(
+            model.path, model.config, model.generation_config, model.threads, store, model.repack
+        )
 
     def reused(store: PrefixStore, prompt: list[int]) -> int:
         model = fresh(store)
@@ -525,7 +527,9 @@ def test_measuring_the_pass_cost_keeps_no_prompt_head(bundled_model_dir, tmp_pat
     model = lm.model
 
     def fresh(store: PrefixStore) -> GgufModel:
-        return GgufModel(model.path, model.config, model.generation_config, model.threads, store)
+        return GgufModel(
+            model.path, model.config, model.generation_config, model.threads, store, model.repack
+        )
 
     def prefilled(gguf: GgufModel) -> int:
         target = gguf.open_target(len(first) + 100)
@@ -776,7 +780,7 @@ def test_held_tokens_are_reused_for_states_only_with_their_states(bundled_model_
 
     def fresh(store: PrefixStore | None = None) -> GgufModel:
         model = lm.model
-        return GgufModel(model.path, model.config, model.generation_config, 1, store)
+        return GgufModel(model.path, model.config, model.generation_config, 1, store, model.repack)
 
     def prefill(model: GgufModel, prompt: list[int], hidden: bool):
         target = model.open_target(100)

@@ -657,3 +657,18 @@ def test_a_llama_cpp_curve_kept_before_its_layouts_were_weighed_is_measured_agai
     monkeypatch.setattr(cost, "measure", lambda model, threads: REPACKED if model.repack else PLAIN)
     assert LoadedModel("q", GgufStandIn(), tokenizer=None).pass_cost() == PLAIN
     assert PassCost.load(path) == PLAIN
+
+
+def test_a_llama_cpp_that_cannot_load_the_weights_otherwise_keeps_the_one_layout(
+    tmp_path, monkeypatch
+):
+    """Without `use_extra_bufts` in its model parameters the other layout would load as the
+    first: nothing is compared, nothing is moved, and the layout kept is the default's."""
+    from specedit.engine import llamacpp
+
+    monkeypatch.setenv("SPECEDIT_CACHE", str(tmp_path))
+    monkeypatch.setattr(llamacpp, "can_relayout", lambda: False)
+    monkeypatch.setattr(cost, "measure", lambda model, threads: REPACKED)
+    model = GgufStandIn()
+    assert LoadedModel("q", model, tokenizer=None).pass_cost() == REPACKED
+    assert model.relayouts == [] and model.repack

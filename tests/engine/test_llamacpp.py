@@ -224,3 +224,38 @@ def test_the_weights_are_repacked_or_not_as_the_model_is_laid_out(monkeypatch, r
     assert model._llm is opened and not closed
     model.relayout(False)  # the next context loads the weights otherwise
     assert model._llm is None and closed == [opened] and model.repack is False
+
+
+def test_the_bench_s_llama_cpp_decodes_on_the_layout_the_engine_chose(tmp_path, monkeypatch):
+    """llama.cpp's own decoding in the bench loads the weights as the engine measured them
+    cheaper on this machine (models/load.py `repacked`), so that both time the same kernels."""
+    pytest.importorskip("llama_cpp")
+    import llama_cpp
+    import llama_cpp.llama_cpp as low
+
+    from specedit.bench import llamacpp as bench_llamacpp
+    from specedit.engine.cost import PassCost
+    from specedit.models.load import cost_path
+
+    monkeypatch.setenv("SPECEDIT_CACHE", str(tmp_path))
+    gguf = tmp_path / "model.gguf"
+    gguf.write_bytes(b"GGUF")
+    seen: list[bool] = []
+
+    class Loaded(Exception):
+        pass
+
+    def made(**kwargs):
+        seen.append(low.llama_model_default_params().use_extra_bufts)
+        raise Loaded
+
+    monkeypatch.setattr(llama_cpp, "Llama", made)
+    peer = bench_llamacpp.LlamaCpp(str(gguf), threads=2)
+    with pytest.raises(Loaded):
+        peer._context("llama.cpp", 100)  # no layout measured yet: llama.cpp's default
+    path = cost_path(str(gguf), "llama.cpp", "gguf", 2)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    PassCost((1, 64), (0.04, 0.57), 0.0055, repack=False).save(path)
+    with pytest.raises(Loaded):
+        peer._context("llama.cpp", 100)
+    assert seen == [True, False]
