@@ -53,7 +53,7 @@ class LlamaCpp:
         from llama_cpp import Llama
         from llama_cpp.llama_speculative import LlamaPromptLookupDecoding
 
-        from specedit.engine.llamacpp import weights_layout
+        from specedit.engine.llama_params import weights_layout
 
         llm = self._contexts.get(method)
         if llm is not None and llm.n_ctx() >= n_ctx:

@@ -24,7 +24,6 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import sys
-import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -33,6 +32,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import numpy as np
 
+from specedit.engine.llama_params import SEQUENCES, context_params
+
 if TYPE_CHECKING:
     import torch
 
@@ -40,10 +41,6 @@ if TYPE_CHECKING:
     from specedit.engine.tree import DraftTree
 
 CONTEXT_STEP = 4096  # contexts are sized in steps of this many tokens, and grown when needed
-# KV-cache sequences of a context: one per leaf of a draft tree, so at least the most drafted
-# tokens a tree may hold (engine/options.py's MAX_DRAFT) plus the root.
-SEQUENCES = 65
-_OPENING = threading.Lock()  # see weights_layout
 
 
 class GgufModel:
@@ -147,7 +144,7 @@ class GgufModel:
     def _new_context(self, capacity: int) -> Any:
         from llama_cpp import Llama
 
-        with _context_params(self.repack):
+        with context_params(self.repack):
             return Llama(
                 model_path=str(self.path),
                 n_ctx=-(-capacity // CONTEXT_STEP) * CONTEXT_STEP,
@@ -168,64 +165,6 @@ class GgufModel:
         if self._llm is not None:
             self._llm.close()
             self._llm = None
-
-
-@contextlib.contextmanager
-def _context_params(repack: bool):
-    """While a `Llama` is made, its context gets SEQUENCES sequences in one unified KV cache
-    (cells shared by sequences, as a tree's prefix and shared nodes are; split caches would
-    give each sequence a fraction of the context), and its weights are repacked or not
-    (`repack`, `GgufModel.relayout`). `Llama` takes none of these settings, so the defaults it
-    starts from are swapped for the time of its construction, one at a time. A
-    llama-cpp-python without unified caches keeps one sequence: its targets verify chains."""
-    import llama_cpp.llama_cpp as low
-
-    defaults = low.llama_context_default_params
-
-    def params():
-        made = defaults()
-        if any(name == "kv_unified" for name, _ in made._fields_):
-            made.n_seq_max = SEQUENCES
-            made.kv_unified = True
-        return made
-
-    with weights_layout(repack):
-        low.llama_context_default_params = params
-        try:
-            yield
-        finally:
-            low.llama_context_default_params = defaults
-
-
-def can_relayout() -> bool:
-    """Whether this llama-cpp-python lets a `Llama` load the weights unrepacked (its model
-    parameters have `use_extra_bufts`); where not, they load as llama.cpp's default has it."""
-    import llama_cpp.llama_cpp as low
-
-    return any(name == "use_extra_bufts" for name, _ in low.llama_model_params._fields_)
-
-
-@contextlib.contextmanager
-def weights_layout(repack: bool):
-    """While a `Llama` is made, its weights repacked for the CPU's kernels or not
-    (`GgufModel.relayout`); no other `Llama` is made meanwhile. The bench's own llama.cpp
-    setups are made in it too, on the layout the engine runs on: both time the same kernels."""
-    import llama_cpp.llama_cpp as low
-
-    defaults = low.llama_model_default_params
-
-    def params():
-        made = defaults()
-        if any(name == "use_extra_bufts" for name, _ in made._fields_):
-            made.use_extra_bufts = repack
-        return made
-
-    with _OPENING:
-        low.llama_model_default_params = params
-        try:
-            yield
-        finally:
-            low.llama_model_default_params = defaults
 
 
 @dataclass
@@ -317,7 +256,7 @@ class LlamaCppTarget:
         # pools (an embedding model's) would give one state per sequence: none here, then.
         pooling = llama_cpp.llama_pooling_type(llm._ctx.ctx)
         self.state_layers = state_layers if pooling == llama_cpp.LLAMA_POOLING_TYPE_NONE else ()
-        self.trees = llm.context_params.n_seq_max >= SEQUENCES  # see _context_params
+        self.trees = llm.context_params.n_seq_max >= SEQUENCES  # see context_params
         self.vocabulary = llm.n_vocab()
         self.capacity = llm.n_ctx()  # the tokens its cache has room for
         self.reused = 0  # prompt tokens whose K/V were already there

@@ -142,7 +142,7 @@ def _cheaper_layout(model: GgufModel, measured: PassCost, threads: int | None) -
     Where either was measured without the cores, the choice is made again once they are free
     (the curve kept is marked contended)."""
     from specedit.engine.cost import measure
-    from specedit.engine.llamacpp import can_relayout
+    from specedit.engine.llama_params import can_relayout
 
     if not can_relayout():  # one layout only: the default's
         return measured

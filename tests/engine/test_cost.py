@@ -664,10 +664,10 @@ def test_a_llama_cpp_that_cannot_load_the_weights_otherwise_keeps_the_one_layout
 ):
     """Without `use_extra_bufts` in its model parameters the other layout would load as the
     first: nothing is compared, nothing is moved, and the layout kept is the default's."""
-    from specedit.engine import llamacpp
+    from specedit.engine import llama_params
 
     monkeypatch.setenv("SPECEDIT_CACHE", str(tmp_path))
-    monkeypatch.setattr(llamacpp, "can_relayout", lambda: False)
+    monkeypatch.setattr(llama_params, "can_relayout", lambda: False)
     monkeypatch.setattr(cost, "measure", lambda model, threads: REPACKED)
     model = GgufStandIn()
     assert LoadedModel("q", model, tokenizer=None).pass_cost() == REPACKED

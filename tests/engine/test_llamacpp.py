@@ -211,7 +211,8 @@ def test_the_weights_are_repacked_or_not_as_the_model_is_laid_out(monkeypatch, r
     """What `Llama` reads while one is made: the model parameters `GgufModel.relayout` chose
     (`use_extra_bufts`), llama-cpp-python's own defaults again after."""
     low = pytest.importorskip("llama_cpp.llama_cpp")
-    from specedit.engine.llamacpp import GgufModel, weights_layout
+    from specedit.engine.llama_params import weights_layout
+    from specedit.engine.llamacpp import GgufModel
 
     default = low.llama_model_default_params().use_extra_bufts
     with weights_layout(repack):
