@@ -69,6 +69,7 @@ class Row:
     prompt_ids: list[int] = field(default_factory=list, repr=False)  # of a single generation
     input_span: list[int] = field(default_factory=list, repr=False)  # the input's, in prompt_ids
     instruction_span: list[int] = field(default_factory=list, repr=False)  # the instruction's
+    first_copy: int | None = field(default=None, repr=False)  # DraftSources.first_copy
 
     @property
     def cut_off(self) -> bool:

@@ -31,6 +31,9 @@ class DraftSources:
     draft: LoadedModel | None = None
     pass_cost: PassCost | None = None
     instruction: tuple[int, int] | None = None  # where the instruction lies in the prompt
+    # Where the answer's first copy starts, when the generation starts at the answer's opening
+    # fence: the prompt position of the input's first line of text (EditPrompt.content_start).
+    first_copy: int | None = None
 
     @property
     def cuts(self) -> tuple[int, ...]:
@@ -91,7 +94,7 @@ def _pldplus_attention(model, sources: DraftSources) -> Drafter:
 def _adapld(model, sources: DraftSources) -> Drafter:
     from specedit.drafting.copying.adapld import adapld_for
 
-    return adapld_for(model, cuts=sources.cuts)
+    return adapld_for(model, cuts=sources.cuts, first_copy=sources.first_copy)
 
 
 def _pool(model, sources: DraftSources) -> Drafter:
@@ -105,7 +108,14 @@ def _evospec(model, sources: DraftSources) -> Drafter:
 
     draft = sources.draft_model()
     costs = sources.costs()  # the draft model is asked only where it pays, beside copies
-    return Hybrid(model, draft, sources.input_tokens, costs=costs, cuts=sources.cuts)
+    return Hybrid(
+        model,
+        draft,
+        sources.input_tokens,
+        costs=costs,
+        cuts=sources.cuts,
+        first_copy=sources.first_copy,
+    )
 
 
 # Each factory takes the model (drafters size themselves to it) and the draft sources.

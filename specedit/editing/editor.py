@@ -226,7 +226,10 @@ def draft_sources(
     lm: LoadedModel, request: EditRequest, prompt: prompts.EditPrompt
 ) -> DraftSources:
     """What an edit's drafts are made from: the input's tokens in the prompt, the reference
-    texts, the draft model, the machine's pass costs, where the instruction lies."""
+    texts, the draft model, the machine's pass costs, where the instruction lies, and where
+    the answer starts copying when it starts at its opening fence (not a statement asked
+    first, nor an answer resumed after forced tokens)."""
+    opens = not prompt.asks_statement and not request.steering.forced
     return DraftSources(
         prompt.input_start,
         prompt.ids[prompt.input_start : prompt.input_end],
@@ -234,6 +237,7 @@ def draft_sources(
         lm.draft,
         lm.pass_cost(),
         prompt.instruction,
+        prompt.content_start if opens else None,
     )
 
 

@@ -163,6 +163,9 @@ def snippet_block(snippet: str, language: str = "") -> str:
     return f"{fence}{language}\n{snippet.rstrip(chr(10))}\n{fence}"
 
 
+LEADING_BLANK_LINES = re.compile(r"(?:[ \t\r\f]*\n)*")
+
+
 @dataclass(frozen=True)
 class EditPrompt:
     """A rendered prompt: its token ids and what extraction needs to know."""
@@ -184,6 +187,16 @@ class EditPrompt:
         """Where the instruction lies in `ids` (start, end), if the prompt has one."""
         start, end = self.instruction_start, self.instruction_end
         return (start, end) if end > start else None
+
+    @property
+    def content_start(self) -> int | None:
+        """The prompt position of the input's first token past its leading blank lines, where an
+        answer that rewrites the input starts (None: the input is blank)."""
+        blank = LEADING_BLANK_LINES.match(self.text).end()
+        return next(
+            (self.input_start + k for k, (_, end) in enumerate(self.input_offsets) if end > blank),
+            None,
+        )
 
     def input_span(self, position: int) -> tuple[int, int] | None:
         """The character span in the input of prompt token `position`, if it lies there."""

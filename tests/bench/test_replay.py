@@ -21,16 +21,24 @@ FLAT = ContextCost(prefill=(0.01, 0.0), verify=(0.02, 0.0))
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 @pytest.mark.parametrize("method", ["pld", "adapld-tokens", "ar"])
-@pytest.mark.parametrize("input_span, instruction_span", [(None, None), ((0, 24), (30, 36))])
-def test_a_replay_drafts_as_the_engine_did(qwen_tiny, seed, method, input_span, instruction_span):
+@pytest.mark.parametrize(
+    "input_span, instruction_span, first_copy",
+    [(None, None, None), ((0, 24), (30, 36), None), ((0, 24), (30, 36), 3)],
+)
+def test_a_replay_drafts_as_the_engine_did(
+    qwen_tiny, seed, method, input_span, instruction_span, first_copy
+):
     """The engine's passes on a real model and the replay's on its answer are the same: as
     many, as wide, as much accepted; with the input's and the instruction's places in the
-    prompt as the edit told its drafter (copies end with either)."""
+    prompt and where the answer's first copy starts, as the edit told its drafter (copies end
+    with either span)."""
     prompt = repeating_prompt(seed)
     sources = None
     if input_span:
         input_tokens = prompt[input_span[0] : input_span[1]]
-        sources = DraftSources(input_span[0], input_tokens, instruction=instruction_span)
+        sources = DraftSources(
+            input_span[0], input_tokens, instruction=instruction_span, first_copy=first_copy
+        )
     widths: list[int] = []
     result = generate(
         qwen_tiny,
@@ -41,7 +49,8 @@ def test_a_replay_drafts_as_the_engine_did(qwen_tiny, seed, method, input_span, 
         on_step=lambda step: widths.append(1 + step.drafted),
     )
     assert result.stop_reason == "length"  # the budgets match up to the last token
-    replayed = replay_answer(method, prompt, result.tokens, STEEP, input_span, instruction_span)
+    marks = input_span, instruction_span, first_copy
+    replayed = replay_answer(method, prompt, result.tokens, STEEP, *marks)
     stats = result.stats
     assert replayed.widths == widths
     assert (replayed.drafted, replayed.accepted) == (stats.drafted_tokens, stats.accepted_tokens)
@@ -121,6 +130,23 @@ def test_a_recorded_instruction_cuts_the_replay_s_copies_as_it_cut_the_edit_s(tm
     uncut = replay_answer("pld", prompt, answer, STEEP, spans[0])
     assert (result.passes, result.drafted) == (len(cut.widths), cut.drafted)
     assert cut.drafted < uncut.drafted  # the template's tokens drafted after the quote
+
+
+def test_a_recorded_first_copy_starts_the_replay_s_answer_where_it_started_the_edit_s(tmp_path):
+    """A row records where its answer's first copy started (DraftSources.first_copy): the
+    replay's first draft copies from there too, and is accepted, where the answer's line break
+    looked up in the template's words drafts what is rejected."""
+    template, code = [90, 91, 3, 92, 93, 94, 95, 96], [40, 41, 42, 43, 44, 45, 46, 47]
+    prompt = [*template, 80, 81, 33, *code, 80, 97, 80, 81, 3]
+    answer = [*code, 80]
+    row = {"task": "t", "method": "adapld/llama.cpp", "prompt_ids": prompt, "tokens": answer}
+    row |= {"input_span": [10, 19], "instruction_span": [], "first_copy": 11}
+    (result,) = replay_run(_recording(tmp_path, [row]), ["adapld"])
+    told = replay_answer("adapld", prompt, answer, STEEP, (10, 19), None, 11)
+    untold = replay_answer("adapld", prompt, answer, STEEP, (10, 19))
+    assert (result.passes, result.drafted) == (len(told.widths), told.drafted)
+    assert (told.drafted, told.accepted) == (6, 6) and untold.drafted > 6
+    assert told.seconds(len(prompt), STEEP, FLAT) < untold.seconds(len(prompt), STEEP, FLAT)
 
 
 def test_what_cannot_be_replayed_says_why(tmp_path):

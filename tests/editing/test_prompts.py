@@ -248,3 +248,36 @@ def test_the_statement_ends_where_a_code_block_starts_and_leads_the_file_s_promp
         lm.tokenizer, template, request.text, "fix it", "python", prepared.statement
     )
     assert prepared.prompt.ids == answered.ids and not prepared.prompt.asks_statement
+
+
+@pytest.mark.parametrize(
+    "text, first, past_blank",
+    [
+        ("x = 1\n", "x", False),
+        ("\n\ndef f():\n    pass\n", "def", True),
+        ("\n  \n\tif x:\n", "\t", True),
+    ],
+)
+def test_the_answer_starts_copying_the_input_past_its_leading_blank_lines(
+    tokenizer, text, first, past_blank
+):
+    """A file's leading blank lines share a token with its fence's line break, which the
+    answer's own fence does not have: the answer's first copy starts at the first token with
+    the file's text, indentation included."""
+    built = prompts.build(tokenizer, prompts.load_template("fix"), text, "fix it", "python")
+    assert built.input_start <= built.content_start < built.input_end
+    assert tokenizer.decode(built.ids[built.content_start : built.input_end]).startswith(first)
+    assert (built.content_start > built.input_start) == past_blank
+
+
+def test_the_draft_sources_say_where_the_answer_opens_only_when_it_opens_there(tokenizer):
+    from types import SimpleNamespace
+
+    from specedit.editing.editor import EditRequest, draft_sources
+
+    lm = SimpleNamespace(tokenizer=tokenizer, draft=None, pass_cost=lambda: None)
+    request = EditRequest("\n\nx = 1\n", "fix it", prompt="fix", language="python")
+    built = prompts.build(tokenizer, prompts.load_template("fix"), request.text, "fix it", "python")
+    assert draft_sources(lm, request, built).first_copy == built.content_start
+    redrawn = request.steered(forced=(10, 11))  # an answer resumed after its first tokens
+    assert draft_sources(lm, redrawn, built).first_copy is None

@@ -127,11 +127,15 @@ class AdaPLDBase(Drafter, ABC):
         options: AdaPLDOptions,
         model,
         cuts: tuple[int, ...],
+        first_copy: int | None = None,
     ) -> None:
         """`model`: the target, whose weights the trained pre-verifier is keyed by (None: a
-        drafter that reads tokens alone)."""
+        drafter that reads tokens alone). `first_copy`: the prompt position of the input's first
+        line of text, where a generation that starts at the answer's opening fence copies from
+        first (DraftSources.first_copy)."""
         self.ranker, self.options = ranker, options
         self.cuts = cuts  # where copies from the prompt end (copy.add_copy)
+        self.first_copy = first_copy
         self.branches = options.branches if options.branch else 0
         self.successor = options.successor and options.branch
         self.length: CopyLength | None = None  # with `adaptive`: it sizes the copy
@@ -150,14 +154,20 @@ class AdaPLDBase(Drafter, ABC):
     def propose(self, memory: Memory, budget: int) -> DraftTree:
         tokens, last = memory.tokens, len(memory.tokens) - 1
         tree = DraftTree(root=tokens[last])
-        candidates, outcome = self._candidates(memory, tokens[last], last)
+        if self.first_copy is not None and len(memory) == memory.prompt_length:
+            # The answer opens where the input does, which its last token does not always find:
+            # a file that starts with blank lines has them in one token with its fence's line
+            # break, and the answer's line break then occurs only in the template's words.
+            candidates, outcome, anchor = [], "opening", self.first_copy - 1
+        else:
+            candidates, outcome = self._candidates(memory, tokens[last], last)
+            anchor = self.ranker.choose(memory, candidates, last - 1) if candidates else None
         self.retrieval[outcome] += 1
-        if not candidates:
+        if anchor is None:
             return tree
-        anchor = self.ranker.choose(memory, candidates, last - 1)
 
         main: list[int] = []
-        if outcome == "lexical":  # a semantic anchor has no continuation worth copying
+        if outcome != "semantic":  # a semantic anchor has no continuation worth copying
             available = last - anchor
             if self.length:
                 length = self.length.length(memory, anchor, available)
@@ -169,7 +179,7 @@ class AdaPLDBase(Drafter, ABC):
         # Branch only where the copy is unsure: on a CPU every drafted node adds verify compute,
         # and a long confident copy rarely leaves room for an alternative.
         room = budget - len(main)
-        if self.branches and room > 0 and len(main) < self.options.branch_below:
+        if self.branches and candidates and room > 0 and len(main) < self.options.branch_below:
             self._add_branches(tree, memory, candidates, anchor, main, room)
         return tree
 
@@ -202,7 +212,11 @@ class AdaPLD(AdaPLDBase):
     and its vocabulary's indexes."""
 
     def __init__(
-        self, model, options: AdaPLDOptions = AdaPLDOptions(), cuts: tuple[int, ...] = ()
+        self,
+        model,
+        options: AdaPLDOptions = AdaPLDOptions(),
+        cuts: tuple[int, ...] = (),
+        first_copy: int | None = None,
     ) -> None:
         num_layers = model.config.num_hidden_layers
         self.final = num_layers  # hidden_states[num_layers] is the normed state the head reads
@@ -214,7 +228,7 @@ class AdaPLD(AdaPLDBase):
             from specedit.drafting.vocabulary import vocabulary_index  # torch: the states' parts
 
             self.vocabulary = vocabulary_index(model, options.hnsw)
-        super().__init__(ranker, options, model, cuts)
+        super().__init__(ranker, options, model, cuts, first_copy)
 
     def _candidates(self, memory: Memory, token: int, before: int) -> tuple[list[int], str]:
         """Positions j in 1..before-1 holding `token`, else a semantically similar token."""
@@ -258,11 +272,14 @@ class TokenAdaPLD(AdaPLDBase):
     occurrences' followers, no semantic fallback."""
 
     def __init__(
-        self, options: AdaPLDOptions = AdaPLDOptions(), cuts: tuple[int, ...] = ()
+        self,
+        options: AdaPLDOptions = AdaPLDOptions(),
+        cuts: tuple[int, ...] = (),
+        first_copy: int | None = None,
     ) -> None:
         if options.adaptive and options.pre_verifier == "trained":
             raise ValueError("the trained pre-verifier reads hidden states")
-        super().__init__(ContextRanker(), options, None, cuts)
+        super().__init__(ContextRanker(), options, None, cuts, first_copy)
         # the followers' chances, where the engine sizes the tree by chances
         self.followers = FollowerChance(self.branches) if self.confidence else None
         self._ranks: dict[int, int] = {}  # the last tree's followers: source -> rank
@@ -310,10 +327,13 @@ class TokenAdaPLD(AdaPLDBase):
 
 
 def adapld_for(
-    model, options: AdaPLDOptions = AdaPLDOptions(), cuts: tuple[int, ...] = ()
+    model,
+    options: AdaPLDOptions = AdaPLDOptions(),
+    cuts: tuple[int, ...] = (),
+    first_copy: int | None = None,
 ) -> AdaPLDBase:
     """AdaPLD as it drafts on `model`'s engine: `TokenAdaPLD` where drafters read tokens only
     (reads_tokens_only), else `AdaPLD`."""
     if reads_tokens_only(model):
-        return TokenAdaPLD(options, cuts)
-    return AdaPLD(model, options, cuts)
+        return TokenAdaPLD(options, cuts, first_copy)
+    return AdaPLD(model, options, cuts, first_copy)

@@ -149,12 +149,13 @@ class Hybrid(Drafter):
         options: HybridOptions = HybridOptions(),
         costs: tuple[PassCost, PassCost] | None = None,
         cuts: tuple[int, ...] = (),
+        first_copy: int | None = None,
     ) -> None:
         reads_model = not reads_tokens_only(model)  # its hidden states and weights
         if options.lora and not reads_model:
             raise ValueError("online alignment trains the draft model's weights: torch only")
         self.options = options
-        self.copier = adapld_for(model, cuts=cuts) if options.copy else None
+        self.copier = adapld_for(model, cuts=cuts, first_copy=first_copy) if options.copy else None
         self.final = model.config.num_hidden_layers  # the normed state the target's head reads
         learns = reads_model and (options.vocabulary == "dynamic" or options.lora)  # final states
         # The target's LM-head index (the copier's own): the target's top tokens at a position.
