@@ -55,7 +55,7 @@ from specedit.drafting.registry import (
 from specedit.editing import prompts, selection, snippets
 from specedit.editing.attempts import Attempt, attempt_edits
 from specedit.editing.checks import CheckResult
-from specedit.editing.editor import EditRequest, EditResult, Mode, draft_sources, prepare
+from specedit.editing.editor import EditRequest, EditResult, Mode, first_copy, prepare
 from specedit.editing.examples import Examples, examples_check, judging, reported
 from specedit.editing.local import LocalEditor
 from specedit.editing.runaway import RUNAWAY
@@ -346,7 +346,7 @@ def _edit_row(
     row.tokens, row.prompt_ids = run.tokens, prepared.prompt.ids
     row.input_span = [prepared.prompt.input_start, prepared.prompt.input_end]
     row.instruction_span = list(prepared.prompt.instruction or ())
-    row.first_copy = draft_sources(lm, request, prepared.prompt).first_copy
+    row.first_copy = first_copy(request, prepared.prompt)
     if run.stats:
         row.relaxed = run.stats.relaxed_tokens
         row.reuse = {

@@ -227,9 +227,7 @@ def draft_sources(
 ) -> DraftSources:
     """What an edit's drafts are made from: the input's tokens in the prompt, the reference
     texts, the draft model, the machine's pass costs, where the instruction lies, and where
-    the answer starts copying when it starts at its opening fence (not a statement asked
-    first, nor an answer resumed after forced tokens)."""
-    opens = not prompt.asks_statement and not request.steering.forced
+    the answer starts copying (`first_copy`)."""
     return DraftSources(
         prompt.input_start,
         prompt.ids[prompt.input_start : prompt.input_end],
@@ -237,8 +235,17 @@ def draft_sources(
         lm.draft,
         lm.pass_cost(),
         prompt.instruction,
-        prompt.content_start if opens else None,
+        first_copy(request, prompt),
     )
+
+
+def first_copy(request: EditRequest, prompt: prompts.EditPrompt) -> int | None:
+    """Where the answer's first copy starts (`DraftSources.first_copy`): the input's first line
+    of text, for a generation that starts at the answer's opening fence (not a statement asked
+    first, nor an answer resumed after forced tokens)."""
+    if prompt.asks_statement or request.steering.forced:
+        return None
+    return prompt.content_start
 
 
 def prepare(lm: LoadedModel, request: EditRequest) -> PreparedEdit:

@@ -385,6 +385,7 @@ def test_a_bench_run_reports_each_row_against_its_floor(tiny_model_dir, tmp_path
     from specedit.bench.replay import replay_run
 
     assert rows["pld"]["prompt_ids"] and rows["pld"]["tokens"]
+    assert rows["pld"]["first_copy"] == rows["pld"]["input_span"][0]  # it starts with its text
     assert data["pass_costs"]["torch"]["sizes"] == list(lm.pass_cost().sizes)
     assert data["pass_costs"]["torch"]["repack"] is None  # llama.cpp's weights' layout alone
     (replayed,) = replay_run(report, ["pld"])
