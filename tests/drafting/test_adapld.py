@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
+from specedit.bench.replay import TOKENS_ONLY_MODEL
 from specedit.drafting.registry import DraftSources, make_drafter
 from specedit.engine.memory import Memory
 
-TOKENS_ONLY = SimpleNamespace(engine="llama.cpp", config=SimpleNamespace(num_hidden_layers=1))
 NEWLINE, FENCE, PYTHON, BLANKS_AND_NEWLINE = 3, 80, 81, 33
 # The template's words (their line break 3 after "system" 91), the input's fence, its first
 # token the fence's line break and the file's blank lines in one (33), its code, the answer's
@@ -20,7 +18,7 @@ INPUT_START = len(TEMPLATE) + 2
 
 def _drafter(first_copy: int | None):
     sources = DraftSources(INPUT_START, INPUT, first_copy=first_copy)
-    return make_drafter("adapld", TOKENS_ONLY, sources)
+    return make_drafter("adapld", TOKENS_ONLY_MODEL, sources)
 
 
 def test_the_answer_s_first_copy_starts_at_the_input_s_first_line_of_text():

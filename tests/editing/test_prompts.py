@@ -270,7 +270,7 @@ def test_the_answer_starts_copying_the_input_past_its_leading_blank_lines(
     assert (built.content_start > built.input_start) == past_blank
 
 
-def test_the_draft_sources_say_where_the_answer_opens_only_when_it_opens_there(tokenizer):
+def test_the_draft_sources_say_where_the_answer_opens_only_when_it_opens_there(tokenizer, tmp_path):
     from types import SimpleNamespace
 
     from specedit.editing.editor import EditRequest, draft_sources
@@ -281,3 +281,6 @@ def test_the_draft_sources_say_where_the_answer_opens_only_when_it_opens_there(t
     assert draft_sources(lm, request, built).first_copy == built.content_start
     redrawn = request.steered(forced=(10, 11))  # an answer resumed after its first tokens
     assert draft_sources(lm, redrawn, built).first_copy is None
+    then = prompts.load_template(str(_then_template(tmp_path)))
+    asking = prompts.build(tokenizer, then, request.text, "fix it", "python")
+    assert draft_sources(lm, request, asking).first_copy is None  # the statement comes first

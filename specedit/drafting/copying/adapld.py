@@ -176,8 +176,9 @@ class AdaPLDBase(Drafter, ABC):
             length = min(length, budget)
             main = add_copy(tree, memory, anchor, length, self.confidence, self.cuts)
 
-        # Branch only where the copy is unsure: on a CPU every drafted node adds verify compute,
-        # and a long confident copy rarely leaves room for an alternative.
+        # Branch only where a copy found by its last token is unsure: on a CPU every drafted
+        # node adds verify compute, and a long confident copy rarely leaves room for an
+        # alternative. The answer's opening copy was not looked up: nothing to branch to.
         room = budget - len(main)
         if self.branches and candidates and room > 0 and len(main) < self.options.branch_below:
             self._add_branches(tree, memory, candidates, anchor, main, room)
