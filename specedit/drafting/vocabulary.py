@@ -61,12 +61,20 @@ HEAD_GRAPH = Graph(M=32, ef_construction=200)
 
 
 def _index(
-    vectors: Callable[[], np.ndarray], dim: int, space: str, path: Path, label: str, graph: Graph
+    vectors: Callable[[], np.ndarray],
+    dim: int,
+    space: str,
+    label: str,
+    matrix: Matrix,
+    stem: str,
+    graph: Graph,
 ):
-    """Load the HNSW index at `path`, or build it from `vectors()` (made only then: it is a
-    large copy) as `graph` says, reporting progress, and save it atomically."""
+    """Load the HNSW index of `matrix` built as `graph` says (`_index_path`), or build it from
+    `vectors()` (made only then: it is a large copy), reporting progress, and save it
+    atomically."""
     import hnswlib
 
+    path = _index_path(stem, matrix, graph)
     index = hnswlib.Index(space=space, dim=dim)
     if path.exists():
         index.load_index(str(path))
@@ -128,16 +136,18 @@ class VocabularyIndex:
                 lambda: as_numpy(_unit(self._embeddings[:])),
                 dim,
                 "cosine",
-                _index_path("embed", self._embeddings, EMBEDDING_GRAPH),
                 "embedding",
+                self._embeddings,
+                "embed",
                 EMBEDDING_GRAPH,
             )
             self._head_index = _index(
                 lambda: _augmented_head(self._head[:]),
                 dim + 1,
                 "l2",
-                _index_path("head", self._head, HEAD_GRAPH),
                 "LM-head",
+                self._head,
+                "head",
                 HEAD_GRAPH,
             )
 
