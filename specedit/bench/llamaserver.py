@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
-from specedit.editing.prompts import EditPrompt, extract_text
+from specedit.editing.prompts import EditPrompt, extract_text, framed
 from specedit.models.bundled import ModelError, cache_dir, gguf_file
 from specedit.models.load import repacked
 
@@ -175,8 +175,9 @@ class LlamaServer:
         timings = answer.get("timings", {})
         drafted, accepted = timings.get("draft_n", 0), timings.get("draft_n_accepted", 0)
         new_tokens = answer.get("tokens_predicted", timings.get("predicted_n", 0))
+        text = extract_text(content, stop != "length", prompt)
         return PeerRun(
-            extract_text(content, stop != "length", prompt),
+            None if text is None else framed(text, prompt),
             new_tokens,
             (timings.get("prompt_ms", 0.0) + timings.get("predicted_ms", 0.0)) / 1000,
             1 + max(new_tokens - 1 - accepted, 0),

@@ -330,7 +330,8 @@ def _edit_row(
     prepared = prepare(lm, request)
     run = run_once(lm, prepared, request.method, llama)
     text = prompts.extract(lm.tokenizer, run.tokens, prepared.prompt, request.surroundings)
-    text = None if text is None or run.stop == RUNAWAY else whole(text)
+    if text is not None:
+        text = None if run.stop == RUNAWAY else whole(prompts.framed(text, prepared.prompt))
     wall = time.perf_counter() - start
     row = Row(
         task.id,

@@ -76,6 +76,11 @@ class Rejoin:
         weigh: Callable[[str], Change] | None = None,
     ) -> None:
         self.earlier = earlier.split("\n")
+        # A file's leading blank lines come in one token with the input fence's line break, so
+        # an answer starts at its first line of text (prompts.framed): the two are read
+        # against each other from their first lines that are not blank.
+        self.blank = next((at for at, line in enumerate(self.earlier) if line.strip()), 0)
+        self.started = False
         # What the text the answer has come to makes of its change (a fix's first answer that
         # changed a docstring goes on: its change of code is still to come); None: every
         # change is MADE.
@@ -96,6 +101,10 @@ class Rejoin:
         for line in self.reader.feed(token):
             self.lines.append(line)
             at = len(self.lines) - 1
+            if not self.started:
+                if not line.strip():
+                    continue
+                self.started, self.shift = True, self.blank - at
             if self.changed is None:
                 there = at + self.shift
                 if there >= len(self.earlier) or line != self.earlier[there]:

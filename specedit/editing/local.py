@@ -117,15 +117,16 @@ def execute(
             if step.timed:
                 elapsed = time.perf_counter() - started
                 timings[step.timed] = timings.get(step.timed, 0.0) + elapsed
+    prompt = prepared.prompt
     return EditResult(
-        answer.text,
+        prompts.framed(answer.text, prompt),
         answer.generation,
-        prepared.prompt,
+        prompt,
         prepared.statement,
         timings,
         list(answer.corrections),
         list(answer.resumed),
-        before_passes,
+        {name: prompts.framed(text, prompt) for name, text in before_passes.items()},
     )
 
 

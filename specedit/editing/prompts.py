@@ -470,6 +470,19 @@ def extract(
     return extract_text(answer, finished, prompt)
 
 
+def framed(text: str, prompt: EditPrompt) -> str:
+    """An answer's `text` after the input's leading blank lines, as they were. An answer's
+    first line follows its fence's line break, so a model writes no blank line there (a file's
+    leading blank lines come in one token with the input fence's line break): they are not
+    the answer's to drop. Applied to what is delivered; the passes after the model read the
+    answer as it was written, line for line with its tokens."""
+    original = prompt.text
+    if not original.strip():
+        return text
+    leading = original[: LEADING_BLANK_LINES.match(original).end()]
+    return leading + text[LEADING_BLANK_LINES.match(text).end() :]
+
+
 def extract_text(answer: str, finished: bool, prompt: EditPrompt) -> str | None:
     """`extract` on decoded text: `answer` starts after the opening fence line; `finished`
     says whether the model ended it (rather than a token limit)."""

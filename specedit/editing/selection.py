@@ -56,6 +56,7 @@ from specedit.editing.branches import branch_points
 from specedit.editing.checks import CheckResult
 from specedit.editing.editor import EditError, EditRequest, EditResult, Mode
 from specedit.editing.first_change import first_change
+from specedit.editing.prompts import LEADING_BLANK_LINES
 from specedit.editing.redraws import Redraw, redraw_policies
 from specedit.editing.region import named_lines
 from specedit.editing.verdicts import (
@@ -151,13 +152,17 @@ def redraw_starts(
     changes what the code does)."""
     generation = first.generation
     prose = request.mode != Mode.FIX and PROSE_WORDS.search(request.instruction)
+    # Counted in the answer's lines: the input it rewrites (a region's, where it has one)
+    # without the leading blank lines no answer writes (prompts.framed).
+    shown = first.prompt.text
+    skipped = shown[: LEADING_BLANK_LINES.match(shown).end()].count("\n")
     return branch_points(
         generation.tokens,
         generation.probabilities,
         generation.runners_up,
         decode,
         limit,
-        named_lines(request.instruction, request.text),
+        {line - skipped for line in named_lines(request.instruction, shown)},
         request.language,
         bool(prose),
     )

@@ -253,6 +253,7 @@ class OpenAIEditor:
         )
         if edited is None:
             raise cut_off(limit, request.surroundings)
+        edited = prompts.framed(edited, prompt)
         usage = choice["usage"]
         details = usage.get("completion_tokens_details") or {}
         stats = Stats(

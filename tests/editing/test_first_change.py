@@ -157,6 +157,44 @@ def test_an_edit_that_rejoins_stops_there_and_the_earlier_answer_gives_the_rest(
     assert stopped_at.count("\n") == 2 + CHANGE_GAP + 1 and "x12" not in stopped_at
 
 
+def test_an_earlier_text_is_read_past_its_leading_blank_lines_which_no_answer_writes():
+    """A file's leading blank lines come in one token with the input fence's line break, so
+    the answer starts at the file's first line of text: read against the earlier text from
+    there, a change further down is found where it is (not at the first line)."""
+    redraw = EARLIER.replace("x5 = 5", "x5 = 50")
+    stop, said, fed = feed("\n\n" + EARLIER, redraw)
+    assert said == REJOINED and "x5 = 50" in fed
+    assert stop.text(fed) == redraw
+
+
+def test_the_delivered_text_keeps_the_input_s_leading_blank_lines(tiny_model_dir, monkeypatch):
+    """The model's answer has no leading blank lines; the text delivered has the input's, as
+    it ends with the input's trailing newlines, whether the answer ended or rejoined."""
+    from specedit.editing.editor import EditRequest, prepare
+    from specedit.editing.local import execute
+    from specedit.engine import session
+    from specedit.engine.events import Generation, Stats
+    from specedit.models.load import load
+
+    lm = load(str(tiny_model_dir), dtype="fp32")
+    fixed = EARLIER.replace("x5 = 5", "x5 = 50")
+    written = lm.tokenizer(fixed + "```\n", add_special_tokens=False)["input_ids"]
+
+    def generate(model, prompt_ids, drafter, stop=None, **options):
+        tokens: list[int] = []
+        for token in written:
+            tokens.append(token)
+            if stop and (said := stop(token)):
+                return Generation(tokens, said, Stats(new_tokens=len(tokens)))
+        return Generation(tokens, "eos", Stats(new_tokens=len(tokens)))
+
+    monkeypatch.setattr(session, "generate", generate)
+    request = EditRequest("\n\n" + EARLIER, "x5 is wrong", prompt="fix", method="pld")
+    assert execute(lm, prepare(lm, request)).text == "\n\n" + fixed
+    rejoined = execute(lm, prepare(lm, request.steered(rejoin="\n\n" + EARLIER)))
+    assert rejoined.generation.stop_reason == REJOINED and rejoined.text == "\n\n" + fixed
+
+
 DOCUMENTED = '''def f(x):
     """Return x doubled.
 

@@ -135,6 +135,20 @@ def test_extract_keeps_the_input_newline_convention(tokenizer, source, answer, e
     assert prompts.extract(tokenizer, _answer(tokenizer, answer), built) == expected
 
 
+@pytest.mark.parametrize(
+    "source,answer,expected",
+    [
+        ("\n\na\nb\n", "a\nB\n", "\n\na\nB\n"),  # the input's leading blank lines
+        ("\n \na\n", "\na\n", "\n \na\n"),  # as they were, not the answer's
+        ("a\nb\n", "\n\na\nB\n", "a\nB\n"),  # the input had none: none added
+        ("\n\n", "x\n", "x\n"),  # a blank input: nothing to keep
+    ],
+)
+def test_what_is_delivered_keeps_the_input_s_leading_blank_lines(source, answer, expected):
+    prompt = prompts.EditPrompt([], "```", source, 0, 0)
+    assert prompts.framed(answer, prompt) == expected
+
+
 def test_eos_closes_the_answer_with_or_without_a_fence(tokenizer):
     built = prompts.build(tokenizer, prompts.load_template("edit"), "a\n", "edit", "")
     assert prompts.extract(tokenizer, _answer(tokenizer, "b\n```", eos=True), built) == "b\n"

@@ -659,6 +659,23 @@ def test_an_edit_of_the_comments_branches_in_them_first_and_a_fix_never():
     assert starts("fix", "the comments say one, but x is 2") == [(3,)]
 
 
+def test_the_named_definitions_are_found_in_the_answer_s_lines_not_the_input_s():
+    """A file's leading blank lines are in no answer (prompts.framed), so the lines of the
+    function the instruction names are counted without them: the least sure token there
+    comes first, however sure it is beside one in another function."""
+    from specedit.editing.editor import EditRequest, EditResult
+    from specedit.editing.prompts import EditPrompt
+    from specedit.engine.events import Generation, Stats
+
+    pieces = ["def f():\n", "    return 1\n", "\n", "def g():\n", "    return 2\n", "def h():\n"]
+    source = "\n\n" + "".join(pieces[:5])
+    generation = Generation([0, 1, 2, 3, 4], "eos", Stats(), [0.1, 0.9, 0.99, 0.5, 0.9], [5] * 5)
+    first = EditResult(source, generation, EditPrompt([], "```", source, 0, 0))
+    request = EditRequest(source, "`g` returns the wrong number", prompt="fix", language="python")
+    decode = lambda tokens: "".join(pieces[t] for t in tokens)  # noqa: E731
+    assert selection.redraw_starts(first, request, decode, 1) == [(0, 1, 2, 5)]
+
+
 def test_branch_points_in_docstrings_or_starting_a_comment_come_after_the_code_s():
     """A docstring runs nothing, and neither does a comment the other token would start; a
     string that is part of the code counts as code."""
