@@ -79,7 +79,7 @@ def _run_edits(
         in_place=options.write_back is WriteBack.IN_PLACE,
         diff=options.write_back is WriteBack.DIFF,
         check=options.write_back is WriteBack.CHECK,
-        output=options.output,
+        output=options.output_file,
         quiet=options.quiet,
         stats=options.stats,
         stats_file=options.stats_file,

@@ -30,6 +30,9 @@ if TYPE_CHECKING:
     from specedit.engine.options import Sampling, Verification
 
 
+STDOUT_NAME = Path("-")  # the file name that means stdout (or stdin), as black reads it
+
+
 class WriteBack(Enum):
     """Where the edited text goes: one place per edit (black's WriteBack)."""
 
@@ -106,7 +109,8 @@ class EditOptions:
         bool, opt("--check", help="Write nothing; exit 1 if the edit would change the file.")
     ] = False
     output: Annotated[
-        Path | None, opt("-o", "--output", help="Write the edited text to this file.")
+        Path | None,
+        opt("-o", "--output", help="Write the edited text to this file (- for stdout)."),
     ] = None
     quiet: Annotated[
         bool, opt("-q", "--quiet", help="No dashboard, no stats line; errors only.")
@@ -283,8 +287,14 @@ class EditOptions:
             WriteBack.IN_PLACE: self.in_place,
             WriteBack.DIFF: self.diff,
             WriteBack.CHECK: self.check,
-            WriteBack.OUTPUT: self.output is not None,
+            WriteBack.STDOUT: self.output == STDOUT_NAME,
+            WriteBack.OUTPUT: self.output_file is not None,
         }
+
+    @property
+    def output_file(self) -> Path | None:
+        """-o's file: none where it names stdout (`-o -`, as pipes' tools spell it)."""
+        return None if self.output == STDOUT_NAME else self.output
 
     @property
     def candidates(self) -> int:

@@ -311,6 +311,31 @@ def test_a_file_named_twice_is_edited_once(tmp_path, monkeypatch):
     assert "link.py names a file given before" in result.stderr
 
 
+def test_output_to_a_dash_is_stdout_as_pipes_tools_spell_it(
+    source, tiny_model_dir, tmp_path, monkeypatch
+):
+    """`-o -` prints the edited text, as without -o, and writes no file named `-`; it is a
+    place to write like the others, so it does not go with -i."""
+    from dataclasses import replace
+
+    from specedit.editing import editor, local
+
+    fixed = "def add(a, b):\n    return a + b\n"
+
+    def execute(lm, prepared, on_step=None, stop=None):
+        generation = editor.generate_edit(lm, replace(prepared, max_new_tokens=2), on_step)
+        return editor.EditResult(fixed, generation, prepared.prompt)
+
+    monkeypatch.setattr(local, "execute", execute)
+    monkeypatch.chdir(tmp_path)
+    tiny = ("--model", str(tiny_model_dir), "--dtype", "fp32", "--method", "pld", "-q")
+    result = _run("fix", str(source), "add subtracts", "-o", "-", *tiny)
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == fixed and not (tmp_path / "-").exists()
+    both = _run("fix", str(source), "add subtracts", "-o", "-", "-i", *tiny)
+    assert both.exit_code == Exit.INPUT and "choose one of" in both.stderr
+
+
 def test_python_m_specedit_imports_nothing_from_the_current_folder(tmp_path):
     """`python -m` puts the current folder first on the module path: a cloned repository's
     `typer.py` would run in place of the library."""
