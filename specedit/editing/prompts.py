@@ -189,10 +189,15 @@ class EditPrompt:
         return (start, end) if end > start else None
 
     @property
+    def leading_blank(self) -> str:
+        """The input's leading blank lines, which no answer writes (`framed`)."""
+        return self.text[: LEADING_BLANK_LINES.match(self.text).end()]
+
+    @property
     def content_start(self) -> int | None:
         """The prompt position of the input's first token past its leading blank lines, where an
         answer that rewrites the input starts (None: the input is blank)."""
-        blank = LEADING_BLANK_LINES.match(self.text).end()
+        blank = len(self.leading_blank)
         return next(
             (self.input_start + k for k, (_, end) in enumerate(self.input_offsets) if end > blank),
             None,
@@ -476,11 +481,9 @@ def framed(text: str, prompt: EditPrompt) -> str:
     leading blank lines come in one token with the input fence's line break): they are not
     the answer's to drop. Applied to what is delivered; the passes after the model read the
     answer as it was written, line for line with its tokens."""
-    original = prompt.text
-    if not original.strip():
+    if not prompt.text.strip():
         return text
-    leading = original[: LEADING_BLANK_LINES.match(original).end()]
-    return leading + text[LEADING_BLANK_LINES.match(text).end() :]
+    return prompt.leading_blank + text[LEADING_BLANK_LINES.match(text).end() :]
 
 
 def extract_text(answer: str, finished: bool, prompt: EditPrompt) -> str | None:

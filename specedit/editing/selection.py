@@ -56,7 +56,6 @@ from specedit.editing.branches import branch_points
 from specedit.editing.checks import CheckResult
 from specedit.editing.editor import EditError, EditRequest, EditResult, Mode
 from specedit.editing.first_change import first_change
-from specedit.editing.prompts import LEADING_BLANK_LINES
 from specedit.editing.redraws import Redraw, redraw_policies
 from specedit.editing.region import named_lines
 from specedit.editing.verdicts import (
@@ -154,8 +153,7 @@ def redraw_starts(
     prose = request.mode != Mode.FIX and PROSE_WORDS.search(request.instruction)
     # Counted in the answer's lines: the input it rewrites (a region's, where it has one)
     # without the leading blank lines no answer writes (prompts.framed).
-    shown = first.prompt.text
-    skipped = shown[: LEADING_BLANK_LINES.match(shown).end()].count("\n")
+    shown, skipped = first.prompt.text, first.prompt.leading_blank.count("\n")
     return branch_points(
         generation.tokens,
         generation.probabilities,
