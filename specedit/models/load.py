@@ -256,6 +256,16 @@ def _require_chat_template(model: str, tokenizer) -> None:
         raise ModelError(f"model {model!r} has no chat template, so it cannot follow instructions")
 
 
+def heads_folder(gguf: Path, repack: bool) -> Path:
+    """Where the prompt heads of `gguf` are kept: per file, llama.cpp version and weights'
+    layout. Repacked kernels round otherwise, so K/V computed with one layout and restored
+    under the other would not be this engine's own plain decoding (near-ties flip)."""
+    import llama_cpp
+
+    layout = "repacked" if repack else "plain"
+    return cache_dir() / "prefix" / f"{file_key(gguf)}-{llama_cpp.__version__}-{layout}"
+
+
 def _load_gguf(model: str, threads: int, context: int) -> LoadedModel:
     """The model's GGUF file for llama.cpp, with its tokenizer and config (read from the GGUF
     once, then kept beside it: reading them from the GGUF is slow).
@@ -273,11 +283,10 @@ def _load_gguf(model: str, threads: int, context: int) -> LoadedModel:
     generation = _json_namespace(folder / "generation_config.json", missing_ok=True)
     if generation is None:
         generation = SimpleNamespace(eos_token_id=getattr(config, "eos_token_id", None))
-    import llama_cpp
-
-    heads = cache_dir() / "prefix" / f"{file_key(gguf)}-{llama_cpp.__version__}"
     layout = repacked(model, threads)
-    gguf_model = GgufModel(gguf, config, generation, threads, PrefixStore(heads), layout)
+    gguf_model = GgufModel(
+        gguf, config, generation, threads, PrefixStore(heads_folder(gguf, layout)), layout
+    )
     if context:
         trained = int(getattr(config, "max_position_embeddings", 0) or context)
         gguf_model.open_in_background(min(context, trained))

@@ -5,6 +5,7 @@ tests/e2e/test_llamacpp.py.)"""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from specedit.engine.llamacpp import Head
 from specedit.models.prefixes import PrefixStore, RecentHeads
@@ -154,3 +155,19 @@ def test_the_cache_command_shows_the_kept_prompts_and_clears_them(tmp_path, monk
     cleared = CliRunner().invoke(app, ["cache", "--clear"])
     assert cleared.stdout.splitlines()[-1] == "model-0.3  removed"
     assert not store.folder.exists() and store.nearest(SYSTEM) is None
+
+
+@pytest.mark.llamacpp
+def test_heads_are_kept_apart_by_the_weights_layout(tmp_path, monkeypatch):
+    """Repacked kernels round otherwise than the plain ones: a head computed under one layout,
+    restored under the other, would not be that engine's own decoding."""
+    from specedit.models.load import heads_folder
+
+    monkeypatch.setenv("SPECEDIT_CACHE", str(tmp_path))
+    gguf = tmp_path / "model.gguf"
+    gguf.write_bytes(b"GGUF")
+    repacked, plain = heads_folder(gguf, True), heads_folder(gguf, False)
+    assert repacked != plain
+    assert repacked.parent == plain.parent == tmp_path / "prefix"
+    PrefixStore(repacked).save(SYSTEM, b"repacked state")
+    assert PrefixStore(plain).nearest(SYSTEM) is None
