@@ -35,8 +35,8 @@ class PrefixStore:
 
     A 1.5B model's K/V is about 28 kB a token, so a 2,000-token prompt's head is about 56 MB,
     and its final states (where kept) 12 MB; the KEPT newest within BYTES in all are kept, per
-    model file, llama.cpp version and weights' layout (the folder says which; `specedit cache` shows and
-    clears them)."""
+    model file, llama.cpp version and weights' layout (the folder says which; `specedit cache`
+    shows and clears them)."""
 
     MIN_TOKENS = 16  # fewer shared tokens save less than reading a head back costs
     KEPT = 8
