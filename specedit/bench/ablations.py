@@ -44,10 +44,10 @@ def _adapld(model, sources: DraftSources, tokens_only: bool | None = None, **cha
 
     options = replace(AdaPLDOptions(), **changes)
     if tokens_only is None:
-        return adapld_for(model, options, sources.cuts, sources.first_copy)
+        return adapld_for(model, options, sources.marks())
     if tokens_only:
-        return TokenAdaPLD(options, sources.cuts, sources.first_copy)
-    return AdaPLD(model, options, sources.cuts, sources.first_copy)
+        return TokenAdaPLD(options, sources.marks())
+    return AdaPLD(model, options, sources.marks())
 
 
 def _hybrid(model, sources: DraftSources, **changes) -> Drafter:
@@ -58,9 +58,7 @@ def _hybrid(model, sources: DraftSources, **changes) -> Drafter:
     options = replace(HybridOptions(), **changes)
     draft = sources.draft_model()
     costs = sources.costs() if options.copy else None
-    return Hybrid(
-        model, draft, sources.input_tokens, options, costs, sources.cuts, sources.first_copy
-    )
+    return Hybrid(model, draft, sources.input_tokens, options, costs, sources.marks())
 
 
 ABLATIONS: dict[str, Ablation] = {

@@ -99,15 +99,24 @@ def replay_answer(
     input_span: tuple[int, int] | None = None,
     instruction_span: tuple[int, int] | None = None,
     first_copy: int | None = None,
+    line_breaks: list[int] | None = None,
 ) -> Passes:
     """The passes of `method` drafting `answer` after `prompt`, as the engine's loop would
     (engine/session.py's `generate`; tests/bench/test_replay.py holds the two to the same passes on
     a real model) with the model choosing `answer`'s tokens, its drafts sized by `passes`;
-    where the input and the instruction lie in the prompt (`input_span`, `instruction_span`)
-    and where the answer's first copy starts (`first_copy`) as the edit told its drafter."""
+    where the input and the instruction lie in the prompt (`input_span`, `instruction_span`),
+    where the answer's first copy starts (`first_copy`) and which of their tokens break lines
+    (`line_breaks`; None: not recorded) as the edit told its drafter."""
     start, end = input_span or (0, 0)
     instruction = tuple(instruction_span) if instruction_span else None
-    sources = DraftSources(start, prompt[start:end], instruction=instruction, first_copy=first_copy)
+    breaks = None if line_breaks is None else frozenset(line_breaks).__contains__
+    sources = DraftSources(
+        start,
+        prompt[start:end],
+        instruction=instruction,
+        first_copy=first_copy,
+        line_break=breaks,
+    )
     drafter = make_drafter(method, TOKENS_ONLY_MODEL, sources)
     memory = Memory(prompt)
     replayed = Passes([], [], 0, 0)
@@ -164,7 +173,12 @@ def replay_run(recording: Path, methods: list[str]) -> list[Replayed]:
         prompt, answer = row["prompt_ids"], row["tokens"]
         bound = min(c.copy_bound(prompt, answer, passes) for c in contexts)
         for method in methods:
-            marks = row.get("input_span"), row.get("instruction_span"), row.get("first_copy")
+            marks = (
+                row.get("input_span"),
+                row.get("instruction_span"),
+                row.get("first_copy"),
+                row.get("line_breaks"),
+            )
             replayed = replay_answer(method, prompt, answer, passes, *marks)
             seconds = min(replayed.seconds(len(prompt), passes, c) for c in contexts)
             results.append(

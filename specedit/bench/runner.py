@@ -348,6 +348,8 @@ def _edit_row(
     row.input_span = [prepared.prompt.input_start, prepared.prompt.input_end]
     row.instruction_span = list(prepared.prompt.instruction or ())
     row.first_copy = first_copy(request, prepared.prompt)
+    breaks = prompts.LineBreaks(lambda token: lm.tokenizer.decode([token]))
+    row.line_breaks = sorted(t for t in {*run.tokens, *prepared.prompt.ids} if breaks(t))
     if run.stats:
         row.relaxed = run.stats.relaxed_tokens
         row.reuse = {

@@ -70,6 +70,8 @@ class Row:
     input_span: list[int] = field(default_factory=list, repr=False)  # the input's, in prompt_ids
     instruction_span: list[int] = field(default_factory=list, repr=False)  # the instruction's
     first_copy: int | None = field(default=None, repr=False)  # DraftSources.first_copy
+    # Those of its tokens that break a line (DraftSources.line_break), as its drafter knew them
+    line_breaks: list[int] = field(default_factory=list, repr=False)
 
     @property
     def cut_off(self) -> bool:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from specedit.drafting.copying.copy import PromptMarks
     from specedit.engine.cost import PassCost
     from specedit.engine.drafter import Drafter
     from specedit.models.load import LoadedModel
@@ -34,6 +35,9 @@ class DraftSources:
     # Where the answer's first copy starts, when the generation starts at the answer's opening
     # fence: the prompt position of the input's first line of text (EditPrompt.content_start).
     first_copy: int | None = None
+    # Whether a token holds a line break: the tokenizer's word (None: not known), which sizes
+    # copies into a line the answer began otherwise (copying/length.py's AgreementLength).
+    line_break: Callable[[int], bool] | None = None
 
     @property
     def cuts(self) -> tuple[int, ...]:
@@ -42,6 +46,12 @@ class DraftSources:
         those known."""
         ends = (self.input_start + len(self.input_tokens),) if self.input_tokens else ()
         return tuple(sorted({*ends, *(self.instruction or ())}))
+
+    def marks(self) -> PromptMarks:
+        """What the copy drafters know of the prompt beyond its tokens (copy.PromptMarks)."""
+        from specedit.drafting.copying.copy import PromptMarks
+
+        return PromptMarks(self.cuts, self.first_copy, self.line_break)
 
     def draft_model(self) -> LoadedModel:
         """The draft model, for the methods that draft with one; DrafterUnavailable without."""
@@ -72,7 +82,7 @@ def _pld(model, sources: DraftSources) -> Drafter:
     from specedit.drafting.copying.copy import CopyDrafter, NgramRanker
     from specedit.drafting.copying.length import AgreementLength
 
-    confidence = AgreementLength()
+    confidence = AgreementLength(line_break=sources.line_break)
     return CopyDrafter("pld", NgramRanker(), confidence=confidence, cuts=sources.cuts)
 
 
@@ -94,7 +104,7 @@ def _pldplus_attention(model, sources: DraftSources) -> Drafter:
 def _adapld(model, sources: DraftSources) -> Drafter:
     from specedit.drafting.copying.adapld import adapld_for
 
-    return adapld_for(model, cuts=sources.cuts, first_copy=sources.first_copy)
+    return adapld_for(model, marks=sources.marks())
 
 
 def _pool(model, sources: DraftSources) -> Drafter:
@@ -113,8 +123,7 @@ def _evospec(model, sources: DraftSources) -> Drafter:
         draft,
         sources.input_tokens,
         costs=costs,
-        cuts=sources.cuts,
-        first_copy=sources.first_copy,
+        marks=sources.marks(),
     )
 
 

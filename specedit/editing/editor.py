@@ -226,8 +226,8 @@ def draft_sources(
     lm: LoadedModel, request: EditRequest, prompt: prompts.EditPrompt
 ) -> DraftSources:
     """What an edit's drafts are made from: the input's tokens in the prompt, the reference
-    texts, the draft model, the machine's pass costs, where the instruction lies, and where
-    the answer starts copying (`first_copy`)."""
+    texts, the draft model, the machine's pass costs, where the instruction lies, where the
+    answer starts copying (`first_copy`) and which tokens break lines."""
     return DraftSources(
         prompt.input_start,
         prompt.ids[prompt.input_start : prompt.input_end],
@@ -236,6 +236,7 @@ def draft_sources(
         lm.pass_cost(),
         prompt.instruction,
         first_copy(request, prompt),
+        prompts.LineBreaks(lambda token: lm.tokenizer.decode([token])),
     )
 
 

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from specedit.drafting.registry import DraftSources, make_drafter, method_for
 from specedit.editing.editor import default_token_limit
 from specedit.editing.local import LocalEditor
-from specedit.editing.prompts import AnswerText
+from specedit.editing.prompts import AnswerText, LineBreaks
 from specedit.engine.events import Generation, Step
 from specedit.engine.options import Sampling
 from specedit.engine.session import generate
@@ -156,7 +156,12 @@ def _chat_run(lm: LoadedModel, body: ChatRequest) -> Run:
         stop_strings = StopStrings(decode, stops) if stops else None
         emitter = _Emitter(job, decode, stop_strings)
 
-        sources = DraftSources(references=references, draft=lm.draft, pass_cost=lm.pass_cost())
+        sources = DraftSources(
+            references=references,
+            draft=lm.draft,
+            pass_cost=lm.pass_cost(),
+            line_break=LineBreaks(lambda token: decode([token])),
+        )
         generation = generate(
             lm.model,
             prompt,

@@ -22,22 +22,32 @@ FLAT = ContextCost(prefill=(0.01, 0.0), verify=(0.02, 0.0))
 @pytest.mark.parametrize("seed", [0, 1, 2])
 @pytest.mark.parametrize("method", ["pld", "adapld-tokens", "ar"])
 @pytest.mark.parametrize(
-    "input_span, instruction_span, first_copy",
-    [(None, None, None), ((0, 24), (30, 36), None), ((0, 24), (30, 36), 3)],
+    "input_span, instruction_span, first_copy, line_breaks",
+    [
+        (None, None, None, None),
+        ((0, 24), (30, 36), None, None),
+        ((0, 24), (30, 36), 3, None),
+        ((0, 24), (30, 36), 3, list(range(0, 96, 4))),  # a token in four breaks its line
+    ],
 )
 def test_a_replay_drafts_as_the_engine_did(
-    qwen_tiny, seed, method, input_span, instruction_span, first_copy
+    qwen_tiny, seed, method, input_span, instruction_span, first_copy, line_breaks
 ):
     """The engine's passes on a real model and the replay's on its answer are the same: as
     many, as wide, as much accepted; with the input's and the instruction's places in the
-    prompt and where the answer's first copy starts, as the edit told its drafter (copies end
-    with either span)."""
+    prompt, where the answer's first copy starts and which tokens break lines, as the edit
+    told its drafter (copies end with either span)."""
     prompt = repeating_prompt(seed)
     sources = None
     if input_span:
         input_tokens = prompt[input_span[0] : input_span[1]]
+        breaks = frozenset(line_breaks).__contains__ if line_breaks is not None else None
         sources = DraftSources(
-            input_span[0], input_tokens, instruction=instruction_span, first_copy=first_copy
+            input_span[0],
+            input_tokens,
+            instruction=instruction_span,
+            first_copy=first_copy,
+            line_break=breaks,
         )
     widths: list[int] = []
     result = generate(
@@ -49,7 +59,7 @@ def test_a_replay_drafts_as_the_engine_did(
         on_step=lambda step: widths.append(1 + step.drafted),
     )
     assert result.stop_reason == "length"  # the budgets match up to the last token
-    marks = input_span, instruction_span, first_copy
+    marks = input_span, instruction_span, first_copy, line_breaks
     replayed = replay_answer(method, prompt, result.tokens, STEEP, *marks)
     stats = result.stats
     assert replayed.widths == widths

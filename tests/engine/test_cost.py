@@ -11,6 +11,7 @@ from specedit.drafting.copying.length import (
     ANSWER_PRIOR,
     JUMP_PRIOR,
     PRIOR,
+    UNLIKE_LINE_PRIOR,
     AdaptiveLength,
     AgreementLength,
 )
@@ -338,6 +339,28 @@ def test_a_copy_that_jumps_elsewhere_in_the_input_is_read_from_buckets_of_its_ow
     assert confidence.inner.tested == inner
     assert confidence.jumps.tested[0] == JUMP_PRIOR[0][1] + 5
     assert confidence.chances(memory, 10, 1)[0] < far
+
+
+def test_a_copy_into_a_line_the_answer_began_otherwise_is_read_from_buckets_of_its_own():
+    """Where line breaks are known, a copy of the input whose anchor agrees with fewer tokens
+    than the answer's current line holds (the model writing a line of its own that meets a
+    token the input has mid-line) is read from its own, lower, prior and teaches only those
+    buckets; a copy at a line's start, or of a line begun alike, is read as before."""
+    newline = 0
+    line = [1, 2, 3, 4, 5, 6, newline]
+    memory = Memory([newline, *line, *line])
+    memory.extend([1, 2, 9, 4])  # the answer's line: 1, 2, then its own 9, then 4
+    confidence = AgreementLength(line_break=lambda token: token == newline)
+    unlike = confidence.chances(memory, 4, 3)  # the input's 4: agrees with nothing before it
+    assert unlike[0] == pytest.approx(UNLIKE_LINE_PRIOR[0][0])
+    assert AgreementLength().chances(memory, 4, 3)[0] == pytest.approx(PRIOR[0][0])
+    inner = list(confidence.inner.tested)
+    confidence.observe(drafted=3, accepted=0)
+    assert confidence.inner.tested == inner
+    assert confidence.unlike_line.tested[0] == UNLIKE_LINE_PRIOR[0][1] + 1
+    memory.extend([newline, 1])  # a new line that starts as the input's does
+    alike = confidence.chances(memory, 1, 3)  # the input's first 1, after its line break
+    assert alike[0] == pytest.approx(PRIOR[1][0])  # agreement 1: the line so far, all of it
 
 
 def test_a_copy_that_holds_grows_surer_token_by_token():

@@ -28,8 +28,10 @@ from collections import Counter
 from dataclasses import dataclass
 
 from specedit.drafting.copying.copy import (
+    NO_MARKS,
     ContextRanker,
     HiddenStateRanker,
+    PromptMarks,
     add_copy,
     main_copy_outcome,
     occurrences,
@@ -126,22 +128,22 @@ class AdaPLDBase(Drafter, ABC):
         ranker: HiddenStateRanker | ContextRanker,
         options: AdaPLDOptions,
         model,
-        cuts: tuple[int, ...],
-        first_copy: int | None = None,
+        marks: PromptMarks,
     ) -> None:
         """`model`: the target, whose weights the trained pre-verifier is keyed by (None: a
-        drafter that reads tokens alone). `first_copy`: the prompt position of the input's first
-        line of text, where a generation that starts at the answer's opening fence copies from
-        first (DraftSources.first_copy)."""
+        drafter that reads tokens alone). `marks`: where copies from the prompt end, where a
+        generation that starts at the answer's opening fence copies from first, and which
+        tokens break lines (DraftSources.marks)."""
         self.ranker, self.options = ranker, options
-        self.cuts = cuts  # where copies from the prompt end (copy.add_copy)
-        self.first_copy = first_copy
+        self.cuts = marks.cuts  # where copies from the prompt end (copy.add_copy)
+        self.first_copy = marks.first_copy
         self.branches = options.branches if options.branch else 0
         self.successor = options.successor and options.branch
         self.length: CopyLength | None = None  # with `adaptive`: it sizes the copy
         if options.adaptive:
             self.length = copy_length(options.pre_verifier, model, options.max_copy)
-        self.confidence = AgreementLength() if options.sized and not options.adaptive else None
+        sized = options.sized and not options.adaptive
+        self.confidence = AgreementLength(line_break=marks.line_break) if sized else None
         self.retrieval: Counter[str] = Counter()
 
     def _candidates(self, memory: Memory, token: int, before: int) -> tuple[list[int], str]:
@@ -216,8 +218,7 @@ class AdaPLD(AdaPLDBase):
         self,
         model,
         options: AdaPLDOptions = AdaPLDOptions(),
-        cuts: tuple[int, ...] = (),
-        first_copy: int | None = None,
+        marks: PromptMarks = NO_MARKS,
     ) -> None:
         num_layers = model.config.num_hidden_layers
         self.final = num_layers  # hidden_states[num_layers] is the normed state the head reads
@@ -229,7 +230,7 @@ class AdaPLD(AdaPLDBase):
             from specedit.drafting.vocabulary import vocabulary_index  # torch: the states' parts
 
             self.vocabulary = vocabulary_index(model, options.hnsw)
-        super().__init__(ranker, options, model, cuts, first_copy)
+        super().__init__(ranker, options, model, marks)
 
     def _candidates(self, memory: Memory, token: int, before: int) -> tuple[list[int], str]:
         """Positions j in 1..before-1 holding `token`, else a semantically similar token."""
@@ -273,14 +274,11 @@ class TokenAdaPLD(AdaPLDBase):
     occurrences' followers, no semantic fallback."""
 
     def __init__(
-        self,
-        options: AdaPLDOptions = AdaPLDOptions(),
-        cuts: tuple[int, ...] = (),
-        first_copy: int | None = None,
+        self, options: AdaPLDOptions = AdaPLDOptions(), marks: PromptMarks = NO_MARKS
     ) -> None:
         if options.adaptive and options.pre_verifier == "trained":
             raise ValueError("the trained pre-verifier reads hidden states")
-        super().__init__(ContextRanker(), options, None, cuts, first_copy)
+        super().__init__(ContextRanker(), options, None, marks)
         # the followers' chances, where the engine sizes the tree by chances
         self.followers = FollowerChance(self.branches) if self.confidence else None
         self._ranks: dict[int, int] = {}  # the last tree's followers: source -> rank
@@ -328,13 +326,10 @@ class TokenAdaPLD(AdaPLDBase):
 
 
 def adapld_for(
-    model,
-    options: AdaPLDOptions = AdaPLDOptions(),
-    cuts: tuple[int, ...] = (),
-    first_copy: int | None = None,
+    model, options: AdaPLDOptions = AdaPLDOptions(), marks: PromptMarks = NO_MARKS
 ) -> AdaPLDBase:
     """AdaPLD as it drafts on `model`'s engine: `TokenAdaPLD` where drafters read tokens only
     (reads_tokens_only), else `AdaPLD`."""
     if reads_tokens_only(model):
-        return TokenAdaPLD(options, cuts, first_copy)
-    return AdaPLD(model, options, cuts, first_copy)
+        return TokenAdaPLD(options, marks)
+    return AdaPLD(model, options, marks)

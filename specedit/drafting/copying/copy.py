@@ -13,6 +13,8 @@ Every lookup method is this one step with its own way of choosing the anchor (a 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from specedit.drafting.copying.length import AgreementLength
@@ -26,6 +28,22 @@ if TYPE_CHECKING:
     import torch
 
 LAYER_FRACTION = 0.125  # the hidden-state rerank layer, as a share of the model's depth
+
+
+@dataclass(frozen=True)
+class PromptMarks:
+    """What a copy drafter knows of the prompt beyond its tokens (DraftSources.marks): the
+    positions no copy runs across (`cuts`, add_copy), where the answer's first copy starts
+    (`first_copy`: the input's first line of text, for a generation that starts at the
+    answer's opening fence) and which tokens break a line (`line_break`: the tokenizer's word,
+    which tokens alone do not say; None where it is not known)."""
+
+    cuts: tuple[int, ...] = ()
+    first_copy: int | None = None
+    line_break: Callable[[int], bool] | None = None
+
+
+NO_MARKS = PromptMarks()  # a prompt known by its tokens alone
 
 
 def rerank_layer(num_layers: int) -> int:

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 
 from specedit.drafting.artefacts import weights_key
 from specedit.drafting.copying.adapld import adapld_for, reads_tokens_only
+from specedit.drafting.copying.copy import NO_MARKS, PromptMarks
 from specedit.drafting.kinds import MAIN, MODEL
 from specedit.drafting.model.cooccurrence import token_statistics
 from specedit.drafting.model.draft_model import ActiveVocabulary, draft_model_for
@@ -148,14 +149,13 @@ class Hybrid(Drafter):
         document: list[int],
         options: HybridOptions = HybridOptions(),
         costs: tuple[PassCost, PassCost] | None = None,
-        cuts: tuple[int, ...] = (),
-        first_copy: int | None = None,
+        marks: PromptMarks = NO_MARKS,
     ) -> None:
         reads_model = not reads_tokens_only(model)  # its hidden states and weights
         if options.lora and not reads_model:
             raise ValueError("online alignment trains the draft model's weights: torch only")
         self.options = options
-        self.copier = adapld_for(model, cuts=cuts, first_copy=first_copy) if options.copy else None
+        self.copier = adapld_for(model, marks=marks) if options.copy else None
         self.final = model.config.num_hidden_layers  # the normed state the target's head reads
         learns = reads_model and (options.vocabulary == "dynamic" or options.lora)  # final states
         # The target's LM-head index (the copier's own): the target's top tokens at a position.
