@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ from specedit.editing import redraws, sandbox, selection, verdicts
 from specedit.editing.editor import EditRequest, Mode
 from specedit.editing.examples import Examples
 from specedit.editing.first_change import first_change
-from specedit.editing.selection import STEPS, Samples
+from specedit.editing.selection import EXAMPLES_SAMPLES, STEPS, Samples
 from specedit.engine.options import GREEDY, Sampling
 
 told: list[str | None] = []  # the problem each draw was told of, for the last `draw`
@@ -77,22 +78,25 @@ def test_the_fix_template_is_known_by_name_or_path():
     assert EditRequest("x", "y", prompt="fix", mode=Mode.EDIT).mode is Mode.EDIT  # the command's
 
 
+DEFAULT = Samples(2, examples=Examples.CONFINED, checked=EXAMPLES_SAMPLES)  # the CLI's, no option
+
+
 @pytest.mark.parametrize(
     ("spec", "parsed"),
     [("1", Samples(1)), ("3", Samples(3)), ("vote5", Samples(5, vote=True))]
     + [("examples3", Samples(3, examples=Examples.ASKED))]
     + [("confined3", Samples(3, examples=Examples.CONFINED))]
-    + [("default", Samples(2, examples=Examples.CONFINED, checked=4))]  # the CLI's, no option
+    + [("default", DEFAULT)]
     + [("2-unchanged", Samples(2, without=frozenset({"unchanged"})))]
-    + [("default-unchanged", Samples(2, False, Examples.CONFINED, 4, frozenset({"unchanged"})))]
-    + [("default-unchanged-stop", Samples(2, False, Examples.CONFINED, 4, frozenset(STEPS)))],
+    + [("default-unchanged", replace(DEFAULT, without=frozenset({"unchanged"})))]
+    + [("default-unchanged-stop", replace(DEFAULT, without=frozenset(STEPS)))],
 )
 def test_bench_selections_parse(spec, parsed):
     assert parse_selection(spec) == parsed
 
 
 def test_where_the_examples_judge_the_candidates_up_to_checked_are_drawn():
-    assert parse_selection("default").judged_by_examples().count == 4
+    assert parse_selection("default").judged_by_examples().count == EXAMPLES_SAMPLES == 6
     assert parse_selection("examples3").judged_by_examples().count == 3
 
 
@@ -251,19 +255,20 @@ def test_with_examples_a_call_the_instruction_gives_with_its_value_checks_each_c
 def test_with_examples_that_no_candidate_passes_what_a_draw_without_them_picks_is_delivered(
     tmp_path, tiny_model_dir, tokenizer, monkeypatch
 ):
-    """Four candidates by default: the first, a redraw from its first doubt, the function
-    written afresh (here as it was: unchanged), then one sampled and shown doctest's report on
-    the last that failed the examples; none passes, so the examples tell nothing and the first
-    is delivered, as without them, with a warning."""
+    """Six candidates by default: the first, a redraw from its first doubt, the function
+    written afresh (here as it was: unchanged), then three sampled and shown doctest's report
+    on the last that failed the examples; none passes, so the examples tell nothing and the
+    first is delivered, as without them, with a warning."""
     file = tmp_path / "add.py"
     file.write_text(DOCUMENTED)
-    answers = [DOCUMENTED.replace("a - b", f"a {op} b") for op in "*/%"]
-    calls = _answering(monkeypatch, [*answers[:2], DOCUMENTED, answers[2]], tokenizer)
+    answers = [DOCUMENTED.replace("a - b", f"a {op} b") for op in ("*", "/", "%", "//", "**")]
+    calls = _answering(monkeypatch, [*answers[:2], DOCUMENTED, *answers[2:]], tokenizer)
     result = _run_fix(file, tiny_model_dir, "--examples")
     assert result.exit_code == 0, result.stderr
-    assert result.stdout == answers[0] and len(calls) == 4
+    assert result.stdout == answers[0] and len(calls) == 6
     assert calls[2].request.prompt == "afresh"
-    assert "Failed example" in calls[3].request.feedback  # doctest's own report
+    for sampled in calls[3:]:
+        assert "Failed example" in sampled.request.feedback  # doctest's own report
     assert "no candidate passes the examples; delivering" in result.stderr
 
 
@@ -325,7 +330,7 @@ def test_a_body_written_afresh_may_be_shorter_where_it_passes_the_examples(
     assert "number 3 delivered" in result.stderr
 
     file.write_text(LONG)
-    _answering(monkeypatch, [*wrong, short.replace("a + b", "a * b"), wrong[0]], tokenizer)
+    _answering(monkeypatch, [*wrong, short.replace("a + b", "a * b"), *wrong, wrong[0]], tokenizer)
     result = _run_fix(file, tiny_model_dir)
     assert result.exit_code == 0, result.stderr
     # the third, refused for both
