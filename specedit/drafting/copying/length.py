@@ -201,22 +201,19 @@ class AgreementLength:
             return self.from_answer
         left = self._left_input
         if left is None or agreement_length > JUMP_AGREEMENT or 0 < anchor - left <= NEAR:
-            unlike = agreement_length < AGREEMENT_LIMIT and self._line_so_far(memory) > (
-                agreement_length + 1
-            )
+            unlike = self._line_begun_otherwise(memory, agreement_length)
             return self.unlike_line if unlike else self.inner
         return self.jumps
 
-    def _line_so_far(self, memory: Memory) -> int:
-        """How many tokens the current line holds up to the last one (0 at a line's start):
-        where the anchor's agreement, with the anchor itself, covers fewer, the copied line
-        began otherwise. 0 where line breaks are not known."""
-        if self.line_break is None:
-            return 0
-        tokens, count = memory.tokens, 0
-        while count < len(tokens) and not self.line_break(tokens[-1 - count]):
-            count += 1
-        return count
+    def _line_begun_otherwise(self, memory: Memory, agreement_length: int) -> bool:
+        """Whether the answer's current line holds more tokens than the copy's anchor agrees
+        with, the anchor included: the copied line began otherwise. So none of the last
+        `agreement_length` + 2 tokens breaks a line (a full agreement cannot tell); False
+        where line breaks are not known."""
+        if self.line_break is None or agreement_length >= AGREEMENT_LIMIT:
+            return False
+        last = memory.tokens[-(agreement_length + 2) :]
+        return len(last) == agreement_length + 2 and not any(map(self.line_break, last))
 
     def _past(self, token: int, chance: float) -> float:
         """`chance` or, if lower, the share of copies accepted past `token`, with `chance` as
