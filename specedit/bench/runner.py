@@ -55,7 +55,14 @@ from specedit.drafting.registry import (
 from specedit.editing import prompts, selection, snippets
 from specedit.editing.attempts import Attempt, attempt_edits
 from specedit.editing.checks import CheckResult
-from specedit.editing.editor import EditRequest, EditResult, Mode, first_copy, prepare
+from specedit.editing.editor import (
+    EditRequest,
+    EditResult,
+    LineBreaks,
+    Mode,
+    first_copy,
+    prepare,
+)
 from specedit.editing.examples import Examples, examples_check, judging, reported
 from specedit.editing.local import LocalEditor
 from specedit.editing.runaway import RUNAWAY
@@ -348,7 +355,7 @@ def _edit_row(
     row.input_span = [prepared.prompt.input_start, prepared.prompt.input_end]
     row.instruction_span = list(prepared.prompt.instruction or ())
     row.first_copy = first_copy(request, prepared.prompt)
-    breaks = prompts.LineBreaks(lambda token: lm.tokenizer.decode([token]))
+    breaks = LineBreaks(lambda token: lm.tokenizer.decode([token]))
     row.line_breaks = sorted(t for t in {*run.tokens, *prepared.prompt.ids} if breaks(t))
     if run.stats:
         row.relaxed = run.stats.relaxed_tokens

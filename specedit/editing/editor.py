@@ -222,6 +222,21 @@ def state_the_change(lm: LoadedModel, request: EditRequest, prompt: prompts.Edit
     return prompts.statement_of(lm.tokenizer.decode(generation.tokens, skip_special_tokens=True))
 
 
+class LineBreaks:
+    """Whether a token holds a line break (DraftSources.line_break), read from its text, each
+    token decoded once."""
+
+    def __init__(self, decode_token: Callable[[int], str]) -> None:
+        self.decode_token = decode_token
+        self.known: dict[int, bool] = {}
+
+    def __call__(self, token: int) -> bool:
+        breaks = self.known.get(token)
+        if breaks is None:
+            breaks = self.known[token] = "\n" in self.decode_token(token)
+        return breaks
+
+
 def draft_sources(
     lm: LoadedModel, request: EditRequest, prompt: prompts.EditPrompt
 ) -> DraftSources:
@@ -236,7 +251,7 @@ def draft_sources(
         lm.pass_cost(),
         prompt.instruction,
         first_copy(request, prompt),
-        prompts.LineBreaks(lambda token: lm.tokenizer.decode([token])),
+        LineBreaks(lambda token: lm.tokenizer.decode([token])),
     )
 
 

@@ -435,21 +435,6 @@ class Lines:
         return done
 
 
-class LineBreaks:
-    """Whether a token holds a line break (DraftSources.line_break), read from its text, each
-    token decoded once."""
-
-    def __init__(self, decode_token: Callable[[int], str]) -> None:
-        self.decode_token = decode_token
-        self.known: dict[int, bool] = {}
-
-    def __call__(self, token: int) -> bool:
-        breaks = self.known.get(token)
-        if breaks is None:
-            breaks = self.known[token] = "\n" in self.decode_token(token)
-        return breaks
-
-
 class FenceStop:
     """Stop condition: the answer's closing fence line is complete (see `Closing`). In a region
     edit the answer is also done once it has written the two lines that follow the region

@@ -18,9 +18,9 @@ from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, ConfigDict, Field
 
 from specedit.drafting.registry import DraftSources, make_drafter, method_for
-from specedit.editing.editor import default_token_limit
+from specedit.editing.editor import LineBreaks, default_token_limit
 from specedit.editing.local import LocalEditor
-from specedit.editing.prompts import AnswerText, LineBreaks
+from specedit.editing.prompts import AnswerText
 from specedit.engine.events import Generation, Step
 from specedit.engine.options import Sampling
 from specedit.engine.session import generate
