@@ -355,7 +355,7 @@ def _edit_row(
     row.input_span = [prepared.prompt.input_start, prepared.prompt.input_end]
     row.instruction_span = list(prepared.prompt.instruction or ())
     row.first_copy = first_copy(request, prepared.prompt)
-    breaks = LineBreaks(lambda token: lm.tokenizer.decode([token]))
+    breaks = LineBreaks(lm.tokenizer)
     row.line_breaks = sorted(t for t in {*run.tokens, *prepared.prompt.ids} if breaks(t))
     if run.stats:
         row.relaxed = run.stats.relaxed_tokens

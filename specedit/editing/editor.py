@@ -223,17 +223,17 @@ def state_the_change(lm: LoadedModel, request: EditRequest, prompt: prompts.Edit
 
 
 class LineBreaks:
-    """Whether a token holds a line break (DraftSources.line_break), read from its text, each
-    token decoded once."""
+    """Whether a token holds a line break (DraftSources.line_break), read from its text by
+    `tokenizer` (anything with `decode(ids)`), each token decoded once."""
 
-    def __init__(self, decode_token: Callable[[int], str]) -> None:
-        self.decode_token = decode_token
+    def __init__(self, tokenizer) -> None:
+        self.tokenizer = tokenizer
         self.known: dict[int, bool] = {}
 
     def __call__(self, token: int) -> bool:
         breaks = self.known.get(token)
         if breaks is None:
-            breaks = self.known[token] = "\n" in self.decode_token(token)
+            breaks = self.known[token] = "\n" in self.tokenizer.decode([token])
         return breaks
 
 
@@ -251,7 +251,7 @@ def draft_sources(
         lm.pass_cost(),
         prompt.instruction,
         first_copy(request, prompt),
-        LineBreaks(lambda token: lm.tokenizer.decode([token])),
+        LineBreaks(lm.tokenizer),
     )
 
 

@@ -160,7 +160,7 @@ def _chat_run(lm: LoadedModel, body: ChatRequest) -> Run:
             references=references,
             draft=lm.draft,
             pass_cost=lm.pass_cost(),
-            line_break=LineBreaks(lambda token: decode([token])),
+            line_break=LineBreaks(lm.tokenizer),
         )
         generation = generate(
             lm.model,

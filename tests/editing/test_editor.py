@@ -11,10 +11,11 @@ def test_a_token_breaks_a_line_where_its_text_holds_a_line_break_each_decoded_on
     texts = {1: "def", 2: ":\n", 3: "\n\n    ", 4: " x"}
     asked: list[int] = []
 
-    def decode(token: int) -> str:
-        asked.append(token)
-        return texts[token]
+    class Tokenizer:
+        def decode(self, ids: list[int]) -> str:
+            asked.extend(ids)
+            return "".join(texts[token] for token in ids)
 
-    breaks = LineBreaks(decode)
+    breaks = LineBreaks(Tokenizer())
     assert [breaks(t) for t in (1, 2, 3, 4, 2, 3)] == [False, True, True, False, True, True]
     assert asked == [1, 2, 3, 4]

@@ -135,8 +135,7 @@ class AdaPLDBase(Drafter, ABC):
         generation that starts at the answer's opening fence copies from first, and which
         tokens break lines (DraftSources.marks)."""
         self.ranker, self.options = ranker, options
-        self.cuts = marks.cuts  # where copies from the prompt end (copy.add_copy)
-        self.first_copy = marks.first_copy
+        self.marks = marks
         self.branches = options.branches if options.branch else 0
         self.successor = options.successor and options.branch
         self.length: CopyLength | None = None  # with `adaptive`: it sizes the copy
@@ -156,11 +155,12 @@ class AdaPLDBase(Drafter, ABC):
     def propose(self, memory: Memory, budget: int) -> DraftTree:
         tokens, last = memory.tokens, len(memory.tokens) - 1
         tree = DraftTree(root=tokens[last])
-        if self.first_copy is not None and len(memory) == memory.prompt_length:
+        first_copy = self.marks.first_copy
+        if first_copy is not None and len(memory) == memory.prompt_length:
             # The answer opens where the input does, which its last token does not always find:
             # a file that starts with blank lines has them in one token with its fence's line
             # break, and the answer's line break then occurs only in the template's words.
-            candidates, outcome, anchor = [], "opening", self.first_copy - 1
+            candidates, outcome, anchor = [], "opening", first_copy - 1
         else:
             candidates, outcome = self._candidates(memory, tokens[last], last)
             anchor = self.ranker.choose(memory, candidates, last - 1) if candidates else None
@@ -176,7 +176,7 @@ class AdaPLDBase(Drafter, ABC):
             else:
                 length = min(self.options.max_copy, available)
             length = min(length, budget)
-            main = add_copy(tree, memory, anchor, length, self.confidence, self.cuts)
+            main = add_copy(tree, memory, anchor, length, self.confidence, self.marks.cuts)
 
         # Branch only where a copy found by its last token is unsure: on a CPU every drafted
         # node adds verify compute, and a long confident copy rarely leaves room for an
