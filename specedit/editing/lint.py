@@ -19,11 +19,12 @@ brought in counts.
 Most of pylint's time on a long file goes to inferring what every call in it refers to, which
 builds each module the file imports (a second or two for a thousand lines that import
 `decimal` and `collections`). Where an answer changed the bodies of some top-level functions
-and nothing else, not even their parameters, pylint reads it without the bodies that cannot
-bring in a finding (`set_aside`): functions the changed ones do not reach by any name, that
-use no changed function (nor what uses one), and that assign nothing others read. The
-input's own findings are still read from the whole input, once, and only where the answer
-has some.
+and nothing else, not even their parameters, pylint reads it without what cannot bring in a
+finding (`set_aside`): the bodies of functions the changed ones do not reach by any name, that
+use no changed function (nor what uses one), and that assign nothing others read, and the
+other top-level statements of which the same holds (a module-level `namedtuple(...)` call
+builds `collections`). The input's own findings are still read from the whole input, once,
+and only where the answer has some.
 
 pylint reads no configuration and loads no plugin (its linter is built with two checkers
 and nothing else): a cloned project's `pylintrc` or `pyproject.toml` may name code to run
@@ -187,13 +188,15 @@ def new_findings(original: str, edited: str) -> list[Finding]:
 def set_aside(original: str, edited: str) -> str:
     """Python `edited` with the bodies of the top-level functions that cannot bring in a
     finding set aside (each a `raise NotImplementedError` on its first line, blank lines for
-    the rest, so that every other line keeps its number), where all that differs from
-    `original` is the code of top-level functions that keep their names, parameters,
-    decorators and return annotations. A body is read where the changed functions' findings
-    may be inferred through it (what they use, directly or through classes, module
+    the rest, so that every other line keeps its number) and the other top-level statements
+    that cannot either left out (blank lines, where `_can_leave_out`), where all that differs
+    from `original` is the code of top-level functions that keep their names, parameters,
+    decorators and return annotations. A statement is read where the changed functions'
+    findings may be inferred through it (what they use, directly or through classes, module
     statements and other functions), where its own may differ (it uses a changed function,
-    or what uses one), and where it assigns what others read (an attribute, a global): pylint
-    finds a member or a name wherever it is assigned. `edited` as it is otherwise (an import,
+    or what uses one), where it assigns what others read (an attribute, a global: pylint
+    finds a member or a name wherever it is assigned), and where a statement read shares its
+    line or reads what it binds. `edited` as it is otherwise (an import,
     a class, a signature changed; a text that does not parse)."""
     try:
         old, new = (
@@ -216,14 +219,15 @@ def set_aside(original: str, edited: str) -> str:
     statements = [_Statement.of(node) for node in new.body]
     read = _reached(statements, _depending(statements, changed))
     lines = LINE.findall(edited)
-    aside = [
-        node
-        for index, node in enumerate(new.body)
-        if index not in read and isinstance(node, FUNCTIONS) and _body_alone(lines, node)
-    ]
-    if not aside:
+    # a statement that cannot be left out is read, and so is what it reads
+    kept = {i for i, node in enumerate(new.body) if not _can_leave_out(new.body, i)}
+    read = _reached(statements, read | kept)
+    unread = [node for i, node in enumerate(new.body) if i not in read]
+    aside = [node for node in unread if isinstance(node, FUNCTIONS) and _body_alone(lines, node)]
+    left_out = [node for node in unread if not isinstance(node, FUNCTIONS)]
+    if not (aside or left_out):
         return edited
-    stubbed = _stubbed(lines, aside)
+    stubbed = _stubbed(lines, aside, left_out)
     try:  # a body this cannot cut cleanly is read as it is
         ast.parse(stubbed.removeprefix("\ufeff"))
     except UNPARSABLE:
@@ -385,15 +389,38 @@ def _body_alone(lines: list[str], function: ast.FunctionDef | ast.AsyncFunctionD
     return len(line.encode()) - len(line.lstrip().encode()) == first.col_offset
 
 
-def _stubbed(lines: list[str], functions: list[ast.FunctionDef | ast.AsyncFunctionDef]) -> str:
+def _can_leave_out(body: list[ast.stmt], index: int) -> bool:
+    """Whether top-level statement `index` of `body` may be read as blank lines where nothing
+    changed reaches it: a function (its body is set aside instead), or a statement that shares
+    none of its lines with another (`a = 1; b = 2` do) and is no `from __future__` import,
+    which changes how the rest is read."""
+    node = body[index]
+    if isinstance(node, FUNCTIONS):
+        return True
+    if isinstance(node, ast.ImportFrom) and node.module == "__future__":
+        return False
+    before = body[index - 1].end_lineno if index else 0
+    after = first_line(body[index + 1]) if index + 1 < len(body) else None
+    return before < first_line(node) and (after is None or node.end_lineno < after)
+
+
+def _stubbed(
+    lines: list[str],
+    functions: list[ast.FunctionDef | ast.AsyncFunctionDef],
+    left_out: list[ast.stmt] = (),
+) -> str:
     """The text of `lines` with each of `functions`' bodies a `raise NotImplementedError` on
-    its first line and blank lines after it."""
+    its first line and blank lines after it, and each of the `left_out` statements blank
+    lines."""
     lines = list(lines)
     for function in functions:
         first, last = first_line(function.body[0]), function.body[-1].end_lineno
         line = lines[first - 1]
         lines[first - 1] = line[: len(line) - len(line.lstrip())] + "raise NotImplementedError\n"
         lines[first:last] = ["\n"] * (last - first)
+    for statement in left_out:
+        first, last = first_line(statement), statement.end_lineno
+        lines[first - 1 : last] = ["\n"] * (last - first + 1)
     return "".join(lines)
 
 

@@ -150,6 +150,35 @@ def test_functions_that_cannot_bring_in_a_finding_are_read_without_their_bodies(
     assert _inferred(MODULE.replace("a / 2", "ratio(a)"), MODULE) == [("call", "ratio(a)", 10)]
 
 
+def test_top_level_statements_nothing_changed_reaches_are_left_out():
+    """A class or a statement the changed bodies do not reach is read as blank lines (a
+    module-level call would build the module it calls into); one that shares a line with
+    another, and a `from __future__` import, stay."""
+    original = (
+        "from __future__ import annotations\n"
+        "import collections\n"
+        "\n"
+        "Pair = collections.namedtuple('Pair', 'a b')\n"
+        "\n"
+        "\n"
+        "@dataclass\n"
+        "class Unused:\n"
+        "    size: int = 1\n"
+        "LIMIT = 3; TOP = Pair(1, 2)\n"
+        "\n"
+        "\n"
+        "def half(a):\n"
+        "    return a / 2\n"
+    )
+    fixed = original.replace("a / 2", "a * 0.5")
+    read = lint.set_aside(original, fixed)
+    assert len(read.splitlines()) == len(fixed.splitlines())
+    assert "__future__" in read and "return a * 0.5" in read
+    assert "class Unused" not in read and "@dataclass" not in read
+    assert "LIMIT = 3; TOP = Pair(1, 2)" in read and "namedtuple" in read  # TOP reads Pair
+    assert "collections" in read
+
+
 @pytest.mark.parametrize(
     "edited",
     [
@@ -170,6 +199,10 @@ def test_a_changed_signature_is_read_at_its_callers():
     assert [f.line for f in lint.new_findings(MODULE, new_parameter)] == [13, 17]
 
 
+SHARED = (
+    "import collections\n\n\nclass Box:\n    pass\n\n\n"
+    "Pair = collections.namedtuple('Pair', 'a b')\nPair(1, 2); Box.label = 'x'\n\n\n"
+)
 HELPER = "def helper():\n    return [1]\n\n\n"
 CONFIG = "class Config:\n    pass\n\n\ndef register():\n    Config.debug = True\n\n\n"
 OWN = "class Box:\n    pass\n\n\ndef report():\n    return Box().label\n\n\n"
@@ -230,6 +263,12 @@ OWN = "class Box:\n    pass\n\n\ndef report():\n    return Box().label\n\n\n"
             HELPER + "match helper():\n    case y:\n        pass\n\n\n"
             "def changed():\n    return y.cnt(1)\n",
         ),
+        # statements the changed function does not reach are left out, not one on a line
+        # shared with one it reaches
+        (
+            SHARED + "def show():\n    return 1\n",
+            SHARED + "def show():\n    return Box().label\n",
+        ),
         # a body set aside that opens with a decorated function, or holds a line separator
         (
             "import functools\n\n\ndef deco(f):\n    @functools.wraps(f)\n"
@@ -258,6 +297,7 @@ OWN = "class Box:\n    pass\n\n\ndef report():\n    return Box().label\n\n\n"
         "a statement assigns",
         "a changed global",
         "a capture",
+        "a shared line",
         "decorated",
         "line separator",
     ],
