@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
@@ -65,8 +66,10 @@ from specedit.editing.verdicts import (
     choose,
     copied_from_prompt,
     judge,
+    judge_text,
     judged_language,
     prompt_words,
+    read_code,
     unchanged_problem,
 )
 
@@ -312,9 +315,17 @@ class Drawing:
         # A body written afresh replaces one function's body and keeps every other line, so
         # lines it drops are not the answer losing its place: the examples judge it instead.
         shorter = candidate.afresh is not None and self.examples is not None
-        verdict = judge(*asked, drops=not shorter)
-        if verdict.acceptable and self.examples is not None:
-            ran = self.examples(answer)
+        if self.examples is None:
+            return judge(*asked)
+        verdict = judge_text(*asked, drops=not shorter)
+        if verdict.acceptable:
+            # The examples run in a process of their own while pylint reads the answer here,
+            # on the other core; their outcome counts only where the code reads clean.
+            with ThreadPoolExecutor(max_workers=1) as reading:
+                read = reading.submit(read_code, verdict, self.original, request.language)
+                ran = self.examples(answer)
+                verdict = read.result()
+        if verdict.acceptable:
             problem = None if ran.passed else f"{file_examples.FAILED} ({ran.summary()})"
             if problem and shorter and not (strict := judge(*asked)).acceptable:
                 # shorter and failing them: refused, never delivered as the draw's fallback

@@ -21,7 +21,7 @@ import difflib
 import functools
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from specedit.editing import lint, safety
 from specedit.editing.checks import CheckResult
@@ -93,14 +93,35 @@ def judge(
     writes what cannot run (a name nothing defines, a call or an attribute that does not match
     its definition), where the input did not, is wrong too (editing/lint.py). `drops`: whether
     lines it drops count (`safety.problems`)."""
+    verdict = judge_text(original, text, instruction, language, unchanged, drops)
+    return read_code(verdict, original, language) if verdict.acceptable else verdict
+
+
+def judge_text(
+    original: str,
+    text: str,
+    instruction: str,
+    language: str,
+    unchanged: str | None,
+    drops: bool = True,
+) -> Verdict:
+    """`judge` up to reading the code: whether `text` is as unchanged as the input, and what
+    the safety checks find."""
     if counts_unchanged(original, text, instruction, language, unchanged):
         return Verdict(text, unchanged)
     checked = safety.check(original, text, instruction, language, drops)
     if checked.problems:
         return Verdict(text, checked.problems[0], checked)
-    if language == "python" and (finding := lint.first_new(original, text)):
-        return Verdict(text, finding.problem(text), checked, finding)
     return Verdict(text, None, checked)
+
+
+def read_code(verdict: Verdict, original: str, language: str) -> Verdict:
+    """`judge`'s last step for an acceptable `verdict`: what its Python writes that cannot run
+    where `original` did not (editing/lint.py) is its problem."""
+    text = verdict.text
+    if language == "python" and (finding := lint.first_new(original, text)):
+        return replace(verdict, problem=finding.problem(text), finding=finding)
+    return verdict
 
 
 def counts_unchanged(

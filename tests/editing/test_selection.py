@@ -922,3 +922,46 @@ def test_a_forced_start_begins_the_answer_and_the_model_goes_on_from_it(tiny_mod
     for forced, message in [((vocabulary,), "vocabulary"), ((1,) * 12, "token limit")]:
         with pytest.raises(EditError, match=message):
             prepare(lm, request.steered(forced=forced))
+
+
+def test_the_examples_run_while_the_answer_s_code_is_read(monkeypatch):
+    """After each answer the examples' process and pylint's read run side by side (each
+    waits here for the other to start); an answer whose code cannot run is refused for that,
+    whatever its examples said, and one that reads clean is judged by them."""
+    import threading
+
+    from specedit.editing.checks import CheckResult
+    from specedit.editing.editor import EditRequest, EditResult
+    from specedit.editing.prompts import EditPrompt
+    from specedit.engine.events import Generation, Stats
+
+    original = "def f(x):\n    return x + 0\n"
+    undefined, fixed = original.replace("x + 0", "y + 1"), original.replace("x + 0", "x + 1")
+    reading, running = threading.Event(), threading.Event()
+    read_code = verdicts.read_code
+
+    def read_meanwhile(verdict, text, language):
+        reading.set()
+        assert running.wait(10), "the examples did not run while the code was read"
+        return read_code(verdict, text, language)
+
+    def examples(text: str) -> CheckResult:
+        running.set()
+        assert reading.wait(10), "the code was not read while the examples ran"
+        reading.clear()
+        return CheckResult(True, 0, "", 0.0)
+
+    monkeypatch.setattr(selection, "read_code", read_meanwhile)
+    given = iter([undefined, fixed])
+
+    def run(request: EditRequest) -> EditResult:
+        generation = Generation([0, 1], "eos", Stats(), [0.9, 0.4], [0, 2])
+        return EditResult(next(given), generation, EditPrompt([], "```", original, 0, 0))
+
+    request = EditRequest(original, "f adds one", prompt="fix", language="python")
+    samples = selection.Samples(2, examples=Examples.CONFINED)
+    decode = lambda tokens: "".join("abc"[t] for t in tokens)  # noqa: E731
+    drawn = selection.draw_edits(run, request, str, samples, decode, examples)
+    first, second = (candidate.verdict for candidate in drawn.candidates)
+    assert "nothing defines" in first.problem and first.examples is None
+    assert second.acceptable and second.examples.passed and drawn.chosen.text == fixed
