@@ -189,7 +189,7 @@ def set_aside(original: str, edited: str) -> str:
     """Python `edited` with the bodies of the top-level functions that cannot bring in a
     finding set aside (each a `raise NotImplementedError` on its first line, blank lines for
     the rest, so that every other line keeps its number) and the other top-level statements
-    that cannot either left out (blank lines, where `_can_leave_out`), where all that differs
+    that cannot either read as blank lines (where `_can_leave_out`), where all that differs
     from `original` is the code of top-level functions that keep their names, parameters,
     decorators and return annotations. A statement is read where the changed functions'
     findings may be inferred through it (what they use, directly or through classes, module
@@ -407,7 +407,7 @@ def _can_leave_out(body: list[ast.stmt], index: int) -> bool:
 def _stubbed(
     lines: list[str],
     functions: list[ast.FunctionDef | ast.AsyncFunctionDef],
-    left_out: list[ast.stmt] = (),
+    left_out: list[ast.stmt],
 ) -> str:
     """The text of `lines` with each of `functions`' bodies a `raise NotImplementedError` on
     its first line and blank lines after it, and each of the `left_out` statements blank

@@ -319,8 +319,8 @@ class Drawing:
             return judge(*asked)
         verdict = judge_text(*asked, drops=not shorter)
         if verdict.acceptable:
-            # The examples run in a process of their own while pylint reads the answer here,
-            # on the other core; their outcome counts only where the code reads clean.
+            # The answer's code is read on a thread while its examples run in a process of
+            # their own, on the other core; their outcome counts only where it reads clean.
             with ThreadPoolExecutor(max_workers=1) as reading:
                 read = reading.submit(read_code, verdict, self.original, request.language)
                 ran = self.examples(answer)
