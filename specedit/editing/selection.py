@@ -66,7 +66,6 @@ from specedit.editing.verdicts import (
     choose,
     copied_from_prompt,
     judge,
-    judge_text,
     judged_language,
     prompt_words,
     read_code,
@@ -317,7 +316,7 @@ class Drawing:
         shorter = candidate.afresh is not None and self.examples is not None
         if self.examples is None:
             return judge(*asked)
-        verdict = judge_text(*asked, drops=not shorter)
+        verdict = judge(*asked, drops=not shorter, read=False)
         if verdict.acceptable:
             # The answer's code is read on a thread while its examples run in a process of
             # their own, on the other core; their outcome counts only where it reads clean.

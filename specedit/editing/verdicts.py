@@ -80,6 +80,7 @@ def judge(
     language: str,
     unchanged: str | None,
     drops: bool = True,
+    read: bool = True,
 ) -> Verdict:
     """What is wrong with `text` as an answer, knowable without tests; `unchanged` is what is
     wrong with an unchanged one (None: it may be right, as a clean document's rewrite). For a
@@ -92,27 +93,15 @@ def judge(
     (`NO_CODE_WORDS`), which may ask for just that (trailing spaces removed). Python that
     writes what cannot run (a name nothing defines, a call or an attribute that does not match
     its definition), where the input did not, is wrong too (editing/lint.py). `drops`: whether
-    lines it drops count (`safety.problems`)."""
-    verdict = judge_text(original, text, instruction, language, unchanged, drops)
-    return read_code(verdict, original, language) if verdict.acceptable else verdict
-
-
-def judge_text(
-    original: str,
-    text: str,
-    instruction: str,
-    language: str,
-    unchanged: str | None,
-    drops: bool = True,
-) -> Verdict:
-    """`judge` up to reading the code: whether `text` is as unchanged as the input, and what
-    the safety checks find."""
+    lines it drops count (`safety.problems`); `read`: whether the code is read here too
+    (`read_code`; without, the caller reads it, beside the file's examples)."""
     if counts_unchanged(original, text, instruction, language, unchanged):
         return Verdict(text, unchanged)
     checked = safety.check(original, text, instruction, language, drops)
     if checked.problems:
         return Verdict(text, checked.problems[0], checked)
-    return Verdict(text, None, checked)
+    verdict = Verdict(text, None, checked)
+    return read_code(verdict, original, language) if read else verdict
 
 
 def read_code(verdict: Verdict, original: str, language: str) -> Verdict:
