@@ -58,9 +58,9 @@ from specedit.editing.checks import CheckResult
 from specedit.editing.editor import (
     EditRequest,
     EditResult,
-    LineBreaks,
     Mode,
     first_copy,
+    line_breaks,
     prepare,
 )
 from specedit.editing.examples import Examples, examples_check, judging, reported
@@ -355,7 +355,7 @@ def _edit_row(
     row.input_span = [prepared.prompt.input_start, prepared.prompt.input_end]
     row.instruction_span = list(prepared.prompt.instruction or ())
     row.first_copy = first_copy(request, prepared.prompt)
-    breaks = LineBreaks(lm.tokenizer)
+    breaks = line_breaks(lm.tokenizer)  # the drafter's own, each token decoded already
     row.line_breaks = sorted(t for t in {*run.tokens, *prepared.prompt.ids} if breaks(t))
     if run.stats:
         row.relaxed = run.stats.relaxed_tokens

@@ -8,6 +8,7 @@ editing/local.py's.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -237,6 +238,13 @@ class LineBreaks:
         return breaks
 
 
+@functools.lru_cache(maxsize=4)
+def line_breaks(tokenizer) -> LineBreaks:
+    """`tokenizer`'s one LineBreaks, shared by every edit, redraw, request and bench row that
+    reads its tokens, so that each token is decoded once a process."""
+    return LineBreaks(tokenizer)
+
+
 def draft_sources(
     lm: LoadedModel, request: EditRequest, prompt: prompts.EditPrompt
 ) -> DraftSources:
@@ -251,7 +259,7 @@ def draft_sources(
         lm.pass_cost(),
         prompt.instruction,
         first_copy(request, prompt),
-        LineBreaks(lm.tokenizer),
+        line_breaks(lm.tokenizer),
     )
 
 

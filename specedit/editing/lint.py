@@ -217,11 +217,10 @@ def set_aside(original: str, edited: str) -> str:
             return edited
         changed.add(index)
     statements = [_Statement.of(node) for node in new.body]
-    read = _reached(statements, _depending(statements, changed))
-    lines = LINE.findall(edited)
     # a statement that cannot be left out is read, and so is what it reads
-    kept = {i for i, node in enumerate(new.body) if not _can_leave_out(new.body, i)}
-    read = _reached(statements, read | kept)
+    kept = {i for i in range(len(new.body)) if not _can_leave_out(new.body, i)}
+    read = _reached(statements, _depending(statements, changed) | kept)
+    lines = LINE.findall(edited)
     unread = [node for i, node in enumerate(new.body) if i not in read]
     aside = [node for node in unread if isinstance(node, FUNCTIONS) and _body_alone(lines, node)]
     left_out = [node for node in unread if not isinstance(node, FUNCTIONS)]

@@ -18,7 +18,7 @@ from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, ConfigDict, Field
 
 from specedit.drafting.registry import DraftSources, make_drafter, method_for
-from specedit.editing.editor import LineBreaks, default_token_limit
+from specedit.editing.editor import default_token_limit, line_breaks
 from specedit.editing.local import LocalEditor
 from specedit.editing.prompts import AnswerText
 from specedit.engine.events import Generation, Step
@@ -160,7 +160,7 @@ def _chat_run(lm: LoadedModel, body: ChatRequest) -> Run:
             references=references,
             draft=lm.draft,
             pass_cost=lm.pass_cost(),
-            line_break=LineBreaks(lm.tokenizer),
+            line_break=line_breaks(lm.tokenizer),
         )
         generation = generate(
             lm.model,
