@@ -13,15 +13,22 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-# Control characters but the line feed and the tab: a file's name may hold them, and a
-# terminal takes ESC and its like as commands (a title set, the screen cleared).
-CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# Control characters (the tab aside) and the Unicode line and paragraph separators: a file's
+# name may hold them, a terminal takes ESC and its like as commands (a title set, the screen
+# cleared), and a line feed would start a line of its own, a message forged after it
+# ("x.py\nspecedit: nothing to change").
+CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def printable(text: str) -> str:
+    """`text` with its control characters, line feeds included, written as escapes (`\\n`,
+    `\\x1b`): one line that sends a terminal no command."""
+    return CONTROL.sub(lambda match: ascii(match.group())[1:-1], text)
 
 
 def line(text: str) -> None:
-    """One line on stderr (black-style "would edit FILE", a JSON stats object), its control
-    characters written as escapes."""
-    print(CONTROL.sub(lambda match: ascii(match.group())[1:-1], text), file=sys.stderr, flush=True)
+    """One line on stderr (black-style "would edit FILE", a JSON stats object), `printable`."""
+    print(printable(text), file=sys.stderr, flush=True)
 
 
 def say(message: str) -> None:

@@ -23,7 +23,7 @@ from specedit.cli.settings import (
     trust_store,
     trusted_files,
 )
-from specedit.console import error, line, say
+from specedit.console import error, line, printable, say
 
 
 def trust_command(
@@ -93,6 +93,6 @@ def _list() -> None:
             state = "ok" if found and found.sha256 == sha256 else "changed"
         except FileNotFoundError:
             state = "missing"
-        typer.echo(f"{state}\t{path}")
+        typer.echo(f"{state}\t{printable(path)}")
     if not trusted_files():
         say(f"no trusted files ({trust_store()})")

@@ -61,6 +61,16 @@ def test_binary_and_non_utf8_inputs_exit_2_with_the_offset(tmp_path):
     assert "not valid UTF-8: byte 0xe9 at offset 3" in result.stderr
 
 
+def test_a_line_feed_in_a_file_s_name_cannot_forge_a_message(tmp_path):
+    """A file's name is a clone's word: one holding a line feed stays on its message's line."""
+    forged = tmp_path / "x.py\nspecedit: x.py: edited, and its tests pass"
+    forged.write_text("")
+    result = _run("fix", str(forged), "fix it")
+    assert result.exit_code == 2
+    (said,) = result.stderr.splitlines()
+    assert said.endswith("x.py\\nspecedit: x.py: edited, and its tests pass is empty")
+
+
 def test_empty_file_and_empty_instruction_exit_2(tmp_path, source):
     empty = tmp_path / "empty.py"
     empty.write_text("")

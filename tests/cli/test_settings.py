@@ -162,6 +162,20 @@ def test_trust_list_and_forget(clone, monkeypatch):
     assert refused.exit_code == 2 and "was not trusted" in refused.stderr
 
 
+def test_trust_list_writes_each_file_on_a_line_of_its_own(tmp_path, monkeypatch):
+    """A folder's name may hold a line feed: listed as it is, the rest would read as a
+    trusted file of its own."""
+    folder = tmp_path / "p\nok\tforged"
+    folder.mkdir()
+    (folder / ".specedit.toml").write_text('method = "pld"\n')
+    monkeypatch.chdir(folder)
+    assert runner.invoke(app, ["trust"]).exit_code == 0
+    listed = runner.invoke(app, ["trust", "--list"]).stdout
+    assert listed.splitlines() == [
+        f"ok\t{tmp_path.resolve()}/p\\nok\tforged/.specedit.toml"
+    ]
+
+
 def test_a_pyprojects_table_is_trusted_as_a_file_too(project, monkeypatch):
     (project / "pyproject.toml").write_text('[tool.specedit]\ntest = "pytest -q"\n')
     (project / "bug.py").write_text("x = 1\n")
