@@ -171,9 +171,7 @@ def test_trust_list_writes_each_file_on_a_line_of_its_own(tmp_path, monkeypatch)
     monkeypatch.chdir(folder)
     assert runner.invoke(app, ["trust"]).exit_code == 0
     listed = runner.invoke(app, ["trust", "--list"]).stdout
-    assert listed.splitlines() == [
-        f"ok\t{tmp_path.resolve()}/p\\nok\tforged/.specedit.toml"
-    ]
+    assert listed.splitlines() == [f"ok\t{tmp_path.resolve()}/p\\nok\tforged/.specedit.toml"]
 
 
 def test_a_pyprojects_table_is_trusted_as_a_file_too(project, monkeypatch):
