@@ -80,10 +80,10 @@ PROSE_WORDS = re.compile(r"\b(?:comments?|docstrings?|doc strings?|documentation
 # unchanged fix or edit, an unsafe answer), which wins on the suite (docs/quality.md, "--samples").
 DEFAULT_SAMPLES = 2
 # ... and where the file's examples judge them: where the first answer fails the examples, a
-# redraw from its first doubt, the function written afresh (a fix's), and three more redraws,
-# drawn only while every candidate fails them (docs/quality.md, "Six candidates where the
+# redraw from its first doubt, the function written afresh (a fix's), and five more redraws,
+# drawn only while every candidate fails them (docs/quality.md, "Eight candidates where the
 # examples judge").
-EXAMPLES_SAMPLES = 6
+EXAMPLES_SAMPLES = 8
 # The steps of a draw that `Samples.without` may leave out: the redraws of an unchanged answer
 # from its branch points (it is sampled and told so instead), and a fix's first answer
 # stopping once its change is made (it is written to its end instead).

@@ -96,7 +96,7 @@ def test_bench_selections_parse(spec, parsed):
 
 
 def test_where_the_examples_judge_the_candidates_up_to_checked_are_drawn():
-    assert parse_selection("default").judged_by_examples().count == EXAMPLES_SAMPLES == 6
+    assert parse_selection("default").judged_by_examples().count == EXAMPLES_SAMPLES == 8
     assert parse_selection("examples3").judged_by_examples().count == 3
 
 
@@ -255,17 +255,18 @@ def test_with_examples_a_call_the_instruction_gives_with_its_value_checks_each_c
 def test_with_examples_that_no_candidate_passes_what_a_draw_without_them_picks_is_delivered(
     tmp_path, tiny_model_dir, tokenizer, monkeypatch
 ):
-    """Six candidates by default: the first, a redraw from its first doubt, the function
-    written afresh (here as it was: unchanged), then three sampled and shown doctest's report
+    """Eight candidates by default: the first, a redraw from its first doubt, the function
+    written afresh (here as it was: unchanged), then five sampled and shown doctest's report
     on the last that failed the examples; none passes, so the examples tell nothing and the
     first is delivered, as without them, with a warning."""
     file = tmp_path / "add.py"
     file.write_text(DOCUMENTED)
-    answers = [DOCUMENTED.replace("a - b", f"a {op} b") for op in ("*", "/", "%", "//", "**")]
+    operators = ("*", "/", "%", "//", "**", "&", "|")
+    answers = [DOCUMENTED.replace("a - b", f"a {op} b") for op in operators]
     calls = _answering(monkeypatch, [*answers[:2], DOCUMENTED, *answers[2:]], tokenizer)
     result = _run_fix(file, tiny_model_dir, "--examples")
     assert result.exit_code == 0, result.stderr
-    assert result.stdout == answers[0] and len(calls) == 6
+    assert result.stdout == answers[0] and len(calls) == 8
     assert calls[2].request.prompt == "afresh"
     for sampled in calls[3:]:
         assert "Failed example" in sampled.request.feedback  # doctest's own report
@@ -330,7 +331,8 @@ def test_a_body_written_afresh_may_be_shorter_where_it_passes_the_examples(
     assert "number 3 delivered" in result.stderr
 
     file.write_text(LONG)
-    _answering(monkeypatch, [*wrong, short.replace("a + b", "a * b"), *wrong, wrong[0]], tokenizer)
+    wrong_short = short.replace("a + b", "a * b")
+    _answering(monkeypatch, [*wrong, wrong_short, *wrong * 2, wrong[0]], tokenizer)
     result = _run_fix(file, tiny_model_dir)
     assert result.exit_code == 0, result.stderr
     # the third, refused for both
