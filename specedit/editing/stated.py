@@ -1,8 +1,9 @@
 """The examples an instruction states: a call and the value it should give, as a bug report
 writes them ("`median([1, 3, 5, 7])` gives 5.0, not 4.0", "`dirname('/usr')` returns ''
 instead of '/'", "`f(2)` should be 4"); and those a docstring gives outside doctest, a call and
-its value on one line ("search([4, 1, 2]) == 2", "eat(5, 6) -> [11, 4]"). With `--examples`
-they are run on each candidate beside the file's own `>>>` examples (editing/examples.py).
+its value on one line ("search([4, 1, 2]) == 2", "eat(5, 6) -> [11, 4]", "can_arrange([1,2,3])
+= -1") or in its sentences as a report writes them. With `--examples` they are run on each
+candidate beside the file's own `>>>` examples (editing/examples.py).
 
 Only what leaves no doubt is read: the call in backticks (or a bare `name(...)`), then in the
 same sentence "instead of", ", not", or "should/must be/return/give", then a Python literal that
@@ -42,10 +43,15 @@ VALUE_END = re.compile(
     r"\s*(?:$|[.,;:!?)](?!\w)|(?:and|but|when|whenever|which|while|since|because|so|instead)\b)",
     re.IGNORECASE,
 )
-# A docstring's example: a call that starts a line, then an arrow or `==` before its value.
-DOCSTRING_CALL = re.compile(r"^[ \t]*(?:[*\-•][ \t]+)?([^\W\d][\w.]*\()", re.MULTILINE)
-ARROW = re.compile(r"[ \t]*(?:#[ \t]*)?(?:==>|==|=>|->|➞|→|returns\b|gives\b)[ \t]*")
+# A docstring's example: a call, then an arrow, `==` or `=` before its value; not on
+# doctest's own lines.
+DOCSTRING_CALL = re.compile(r"(?<![\w.])[^\W\d][\w.]*\(")
+DOCTEST_LINE = re.compile(r"^[ \t]*(?:>>>|\.\.\.).*$", re.MULTILINE)
+ARROW = re.compile(r"[ \t]*(?:#[ \t]*)?(?:==>|==|=>|->|➞|→|(?P<equals>=)|returns\b|gives\b)[ \t]*")
+# Worked arithmetic between the arrow and the value: "-> 19 - 5 - 6 = 8".
+WORKED = re.compile(r"(?:[\d.+\-*/%() \t]+=(?!=)[ \t]*)+")
 VALUE_CHARS = 400  # the longest value read: each shorter start is parsed in turn
+LINE_CHARS = 4 * VALUE_CHARS  # the longest rest of a line after a docstring's call read
 SHOWN = reprlib.Repr()  # a returned value as the report shows it: cut, not megabytes
 SHOWN.maxstring = SHOWN.maxother = 200
 SHOWN.maxlist = SHOWN.maxtuple = SHOWN.maxdict = 20
@@ -154,10 +160,12 @@ def _case(call: str, clause: str) -> Stated | None:
 
 def docstring_examples(text: str) -> list[Stated]:
     """The calls a Python file's docstrings give with their values in the forms written
-    outside doctest: a call that starts a line (after a bullet, if any), then `==`, `->`, `=>`,
-    `==>`, `➞`, "returns", "gives" or "should be/return/give" (after a `#`, if any), then a
-    literal that ends the line ("search([4, 1, 2]) == 2", "* eat(5, 6, 10) -> [11, 4]",
-    "f('a')  # returns 'b'"). A call may span lines; a `>>>` line is doctest's."""
+    outside doctest: a call, then `==`, `->`, `=>`, `==>`, `➞`, `=`, "returns" or "gives"
+    (after a `#`, if any), then a literal that ends the line, worked arithmetic before it
+    allowed ("search([4, 1, 2]) == 2", "* eat(5, 6, 10) -> [11, 4]", "f('a')  # returns 'b'",
+    "for pick(7, 34) == 34", "f([1, 3]) == 1 + 9 = 10"); and those its sentences give as an
+    instruction's are read ("f(1) should return 15 and f(-1) should return -15"). A call may
+    span lines; a `>>>` line is doctest's."""
     try:
         tree = ast.parse(text)
     except UNPARSABLE:
@@ -166,22 +174,42 @@ def docstring_examples(text: str) -> list[Stated]:
 
 
 def _docstring_cases(docstring: str) -> list[Stated]:
-    found, position = [], 0
-    while match := DOCSTRING_CALL.search(docstring, position):
-        end = _closing(docstring, match.end())
+    """The docstring's calls with an arrow before their values, then those its sentences give
+    as a report would; a call that a formula defines (`tri(n) = 1 + n / 2`, then `tri(2) = 2`)
+    is not read from its `=` lines, which are the formula's values rather than the function's."""
+    text = DOCTEST_LINE.sub(lambda line: " " * len(line[0]), docstring)  # doctest's to run
+    found, formulas, position = [], set(), 0
+    while match := DOCSTRING_CALL.search(text, position):
+        end = _closing(text, match.end())
         if end is None:
             break
-        call, position = docstring[match.start(1) : end], end
-        line_end = docstring.find("\n", end)
-        rest = docstring[end : line_end if line_end >= 0 else len(docstring)]
-        if arrow := ARROW.match(rest):
-            value = _literal(rest[arrow.end() :])
-            case = Stated(call, value[0]) if value and _is_call(call) else None
-        else:
-            case = _case(call, rest)
-        if case is not None:
-            found.append(replace(case, said_by="the docstring"))
-    return found
+        call, position = text[match.start() : end], end
+        line_end = text.find("\n", end, end + LINE_CHARS)
+        if line_end < 0 and (line_end := len(text)) > end + LINE_CHARS:
+            continue  # a line no example is that long
+        rest = text[end:line_end]
+        if not (arrow := ARROW.match(rest)):
+            continue
+        value = _value(rest[arrow.end() :])
+        if arrow["equals"] and value is None:
+            formulas.add(match[0])
+        elif value is not None and _is_call(call):
+            found.append((Stated(call, value[0], "the docstring"), bool(arrow["equals"])))
+    cases = [case for case, equals in found if not (equals and _function(case) in formulas)]
+    prose = [replace(case, said_by="the docstring") for case in stated_examples(docstring)]
+    return [*cases, *(case for case in prose if case not in cases)]
+
+
+def _value(text: str) -> tuple[str, object] | None:
+    """The literal that starts `text`, or that follows its worked arithmetic."""
+    if (value := _literal(text)) is None and (worked := WORKED.match(text)):
+        value = _literal(text[worked.end() :])
+    return value
+
+
+def _function(case: Stated) -> str:
+    """What a call calls, with its opening parenthesis: `tri(` of `tri(2)`."""
+    return case.call[: case.call.index("(") + 1]
 
 
 def _is_call(source: str) -> bool:

@@ -81,13 +81,35 @@ DOCSTRINGS = [
         "get([\n  [1, 2],\n  [3, 1]\n], 1) == [(0, 0), (1, 1)]",
         [("get([\n  [1, 2],\n  [3, 1]\n], 1)", "[(0, 0), (1, 1)]")],
     ),
-    # what leaves a doubt is not read: a value in words, prose, a call mid-line, doctest's own
-    # lines (a call that reads a name the file does not bind is read, and not run: below)
+    # `=` as an arrow, a call mid-line, worked arithmetic before the value
+    (
+        "arrange([1,2,3]) = -1\nsimplify('1/5', '5/1') = True",
+        [
+            ("arrange([1,2,3])", "-1"),
+            ("simplify('1/5', '5/1')", "True"),
+        ],
+    ),
+    ("for pick(7, 34) == 34", [("pick(7, 34)", "34")]),
+    ("f(1) == 2 and f(2) == 4", [("f(1)", "2"), ("f(2)", "4")]),
+    ('fruit("5 a", 19) ->19 - 5 - 6 = 8', [('fruit("5 a", 19)', "8")]),
+    ("double([1, 3, 2, 0]) == 1 + 9 + 0 + 0 = 10", [("double([1, 3, 2, 0])", "10")]),
+    # sentences, read as an instruction's: a sentence may go on over a line break
+    (
+        'For example near("14.5") should\n    return 15 and near("-14.5") should return -15.',
+        [('near("14.5")', "15"), ('near("-14.5")', "-15")],
+    ),
+    # what leaves a doubt is not read: a value in words, a formula, doctest's own lines (a
+    # call that reads a name the file does not bind is read, and not run: below)
     ("simple(1, 4) => true\nhappy(a) => False", [("happy(a)", "False")]),
-    ("tri(n) = 1 + n / 2, if n is even.\nf(x) returns the sum of x", []),
-    ("for pick(7, 34) == 34", []),
-    (">>> f(1) == 2\nTrue", []),
-    ("f(1) == 2 and f(2) == 4", [("f(1)", "2")]),  # a call mid-line is prose's
+    ("f(x) returns the sum of x\ng(2) -> 19 - x = 8", []),
+    # a function a formula defines: its `=` lines are the formula's values, not its returns
+    (
+        "tri(n) = 1 + n / 2, if n is even.\ntri(2) = 1 + (2 / 2) = 2\ntri(3) -> [1, 3, 2, 8]",
+        [
+            ("tri(3)", "[1, 3, 2, 8]"),
+        ],
+    ),
+    (">>> f(1) == 2\nTrue\n... g(1) = 2", []),
 ]
 
 
