@@ -52,6 +52,12 @@ ARROW = re.compile(r"[ \t]*(?:#[ \t]*)?(?:==>|==|=>|->|➞|→|(?P<equals>=)|ret
 WORKED = re.compile(r"(?:[\d.+\-*/%() \t]+=(?!=)[ \t]*)+")
 VALUE_CHARS = 400  # the longest value read: each shorter start is parsed in turn
 LINE_CHARS = 4 * VALUE_CHARS  # the longest rest of a line after a docstring's call read
+# A function's example given as its parameters' values: "For lst = [1,2,3] the output should be 14".
+BOUND = re.compile(
+    rf"\bfor[ \t]+(?P<bound>[^\W\d]\w*[ \t]*=[^\n]{{0,{VALUE_CHARS}}}?),?[ \t]+"
+    r"the[ \t]+(?:output|result)[ \t]+should[ \t]+be[ \t]+",
+    re.IGNORECASE,
+)
 SHOWN = reprlib.Repr()  # a returned value as the report shows it: cut, not megabytes
 SHOWN.maxstring = SHOWN.maxother = 200
 SHOWN.maxlist = SHOWN.maxtuple = SHOWN.maxdict = 20
@@ -170,7 +176,11 @@ def docstring_examples(text: str) -> list[Stated]:
         tree = ast.parse(text)
     except UNPARSABLE:
         return []
-    return [case for node in documented(tree) for case in _docstring_cases(ast.get_docstring(node))]
+    return [
+        case
+        for node in documented(tree)
+        for case in [*_docstring_cases(ast.get_docstring(node)), *_bound_cases(node)]
+    ]
 
 
 def _docstring_cases(docstring: str) -> list[Stated]:
@@ -198,6 +208,40 @@ def _docstring_cases(docstring: str) -> list[Stated]:
     cases = [case for case, equals in found if not (equals and _function(case) in formulas)]
     prose = [replace(case, said_by="the docstring") for case in stated_examples(docstring)]
     return [*cases, *(case for case in prose if case not in cases)]
+
+
+def _bound_cases(node: ast.AST) -> list[Stated]:
+    """A function's examples written as its parameters' values and the output: "For lst =
+    [1,2,3] the output should be 14", "For s = "ab", c = "a" the result should be 'b'"; read
+    where the values are literals and name exactly the function's parameters, the call
+    written with them in the signature's order."""
+    if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+        return []
+    docstring = ast.get_docstring(node) or ""
+    parameters = [argument.arg for argument in [*node.args.posonlyargs, *node.args.args]]
+    found = []
+    for match in BOUND.finditer(docstring):
+        line_end = docstring.find("\n", match.end())
+        rest = docstring[match.end() : line_end if line_end >= 0 else len(docstring)]
+        want = _literal(rest[: end.start()] if (end := SENTENCE_END.search(rest)) else rest)
+        given = _bindings(match["bound"])
+        if want is not None and given is not None and sorted(given) == sorted(parameters):
+            call = f"{node.name}({', '.join(given[name] for name in parameters)})"
+            found.append(Stated(call, want[0], "the docstring"))
+    return found
+
+
+def _bindings(text: str) -> dict[str, str] | None:
+    """The `name = literal` pairs that `text` is, comma-separated, each literal as source."""
+    try:
+        call = ast.parse(f"f({text})", mode="eval").body
+        if not isinstance(call, ast.Call) or call.args:
+            return None
+        for keyword in call.keywords:
+            ast.literal_eval(keyword.value)
+    except (*UNPARSABLE, TypeError):
+        return None
+    return {str(keyword.arg): ast.unparse(keyword.value) for keyword in call.keywords}
 
 
 def _value(text: str) -> tuple[str, object] | None:

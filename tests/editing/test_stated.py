@@ -119,6 +119,24 @@ def test_a_docstring_s_examples_written_outside_doctest_are_read(docstring, case
     assert docstring_examples(_documented(docstring)) == said
 
 
+def test_a_function_s_examples_given_as_its_parameters_values_are_read():
+    text = (
+        "def rd(s, c):\n"
+        '    """For c = "b", s = "ab" the result should be "a".\n'
+        "    For s = 'x', c = 'y' the output should be 'x'\n"
+        # what leaves a doubt is not read: a name not a parameter, one left out, not a literal
+        "    For s = 'x', n = 1 the output should be 'x'\n"
+        "    For s = 'x' the output should be 'x'\n"
+        "    For s = 'x', c = y the output should be 'x'\n"
+        "    For s = 'x', c = 'y', the sum of it will be 1 the output should be 'x'\n"
+        '    """\n'
+    )
+    assert docstring_examples(text) == [
+        Stated("rd('ab', 'b')", '"a"', "the docstring"),
+        Stated("rd('x', 'y')", "'x'", "the docstring"),
+    ]
+
+
 def test_every_docstring_of_the_file_is_read_and_nothing_else():
     text = (
         '"""Module.\n\ntop(1) == 1\n"""\n\nclass C:\n    """C.\n\n    c(2) -> 2\n    """\n\n'
