@@ -98,10 +98,10 @@ def examples_check(
 def _commands(doctests: bool, cases: list[stated.Stated]) -> str:
     """The shell command that runs the examples on `{file}` as --test runs a command."""
     python = shlex.quote(sys.executable)
-    commands = [f"{python} -m doctest {{file}}"] if doctests else []
+    # -P: the copy's folder (the cwd) is not searched first for the checkers' own modules.
+    commands = [f"{python} -P -m specedit.editing.doctests {{file}}"] if doctests else []
     if cases:
         encoded = shlex.quote(stated.encode(cases))
-        # -P: the copy's folder (the cwd) is not searched first for the checker's own modules.
         commands.append(f"{python} -P -m specedit.editing.stated {{file}} {encoded}")
     return " && ".join(commands)
 

@@ -47,6 +47,7 @@ CANNOT_RUN = 87  # ... where the file's own code raised before any example ran
 MEMORY_BYTES = 2 << 30  # address space the child may map
 PROBE_SECONDS = 10.0
 ENVIRONMENT = {"LC_ALL": "C.UTF-8"}  # all the child sees of ours: no key or token
+DOCTESTS = "specedit.editing.doctests"  # how the child runs doctest
 SECCOMP_PLATFORM = sys.platform.startswith("linux")  # elsewhere no child is started
 
 # What a computation needs of the kernel; every other system call fails with EPERM. Reading
@@ -237,7 +238,7 @@ def run_examples(path: str, source: str, doctests: bool, cases: list[list[str]])
     """Run the file's code as a module, then its doctests (reported as `python -m doctest`
     reports them) and each stated call; 0 where all pass, CANNOT_RUN where the file's own code
     raised, 1 otherwise."""
-    import doctest
+    doctests_run = importlib.import_module(DOCTESTS)  # imported before the filter closed
 
     name = Path(path).stem or "candidate"
     module = types.ModuleType(name)
@@ -249,7 +250,7 @@ def run_examples(path: str, source: str, doctests: bool, cases: list[list[str]])
     except (Exception, SystemExit) as exc:
         print(f"running the file raised {type(exc).__name__}: {exc}")
         return CANNOT_RUN
-    failed = doctest.testmod(module, verbose=False).failed if doctests else 0
+    failed = doctests_run.testmod(module) if doctests else 0
     failed += stated.run_calls(module.__dict__, cases)
     return 1 if failed else 0
 
@@ -264,7 +265,7 @@ def main(path: str, spec: str) -> int:
     sys.argv[1:] = []  # a module that reads its arguments when imported reads none
     try:
         prepare()
-        for module in ["doctest", *standard_imports(source)]:  # none is imported once confined
+        for module in [DOCTESTS, *standard_imports(source)]:  # none is imported once confined
             if module.partition(".")[0] not in ACTING and "__main__" not in module.split("."):
                 with contextlib.suppress(BaseException):
                     importlib.import_module(module)
