@@ -27,6 +27,8 @@ import torch
 from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
 
 from specedit.drafting.kinds import BRANCH
+from specedit.editing import sandbox
+from specedit.editing.examples import Examples
 from specedit.engine.drafter import Drafter
 from specedit.engine.memory import Memory
 from specedit.engine.target import TransformersTarget
@@ -49,6 +51,19 @@ def tool(name: str):
 # End-to-end tests run on the small bundled model, whatever the product's default is
 # (conftest.py sets SPECEDIT_MODEL to it).
 TEST_MODEL = "qwen2.5-coder-0.5b"
+
+
+# The examples' two runs: as the user's own code (--examples) and confined (the default).
+EXAMPLE_RUNS = pytest.mark.parametrize(
+    "run",
+    [
+        Examples.ASKED,
+        pytest.param(
+            Examples.CONFINED,
+            marks=pytest.mark.skipif(not sandbox.available(), reason="no seccomp on this system"),
+        ),
+    ],
+)
 
 
 # A planted bug and candidate answers to it, for the tests that judge and choose candidates.

@@ -176,11 +176,11 @@ def docstring_examples(text: str) -> list[Stated]:
         tree = ast.parse(text)
     except UNPARSABLE:
         return []
-    return [
-        case
-        for node in documented(tree)
-        for case in [*_docstring_cases(ast.get_docstring(node)), *_bound_cases(node)]
-    ]
+    found = []
+    for node in documented(tree):
+        docstring = ast.get_docstring(node)
+        found += [*_docstring_cases(docstring), *_bound_cases(node, docstring)]
+    return found
 
 
 def _docstring_cases(docstring: str) -> list[Stated]:
@@ -204,20 +204,20 @@ def _docstring_cases(docstring: str) -> list[Stated]:
         if arrow["equals"] and value is None:
             formulas.add(match[0])
         elif value is not None and _is_call(call):
-            found.append((Stated(call, value[0], "the docstring"), bool(arrow["equals"])))
-    cases = [case for case, equals in found if not (equals and _function(case) in formulas)]
+            # what an `=` line calls (`tri(`), to leave out if a formula defines it
+            found.append((Stated(call, value[0], "the docstring"), arrow["equals"] and match[0]))
+    cases = [case for case, equated in found if equated not in formulas]
     prose = [replace(case, said_by="the docstring") for case in stated_examples(docstring)]
     return [*cases, *(case for case in prose if case not in cases)]
 
 
-def _bound_cases(node: ast.AST) -> list[Stated]:
+def _bound_cases(node: ast.AST, docstring: str) -> list[Stated]:
     """A function's examples written as its parameters' values and the output: "For lst =
     [1,2,3] the output should be 14", "For s = "ab", c = "a" the result should be 'b'"; read
     where the values are literals and name exactly the function's parameters, the call
     written with them in the signature's order."""
     if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
         return []
-    docstring = ast.get_docstring(node) or ""
     parameters = [argument.arg for argument in [*node.args.posonlyargs, *node.args.args]]
     found = []
     for match in BOUND.finditer(docstring):
@@ -249,11 +249,6 @@ def _value(text: str) -> tuple[str, object] | None:
     if (value := _literal(text)) is None and (worked := WORKED.match(text)):
         value = _literal(text[worked.end() :])
     return value
-
-
-def _function(case: Stated) -> str:
-    """What a call calls, with its opening parenthesis: `tri(` of `tri(2)`."""
-    return case.call[: case.call.index("(") + 1]
 
 
 def _is_call(source: str) -> bool:

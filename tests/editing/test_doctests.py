@@ -6,11 +6,10 @@ import doctest
 import subprocess
 import sys
 
-import pytest
+from helpers import EXAMPLE_RUNS
 
-from specedit.editing import sandbox
 from specedit.editing.doctests import ComparisonsParser
-from specedit.editing.examples import Examples, examples_check
+from specedit.editing.examples import examples_check
 
 DOCSTRING = """
 >>> f(1) == 2
@@ -51,16 +50,7 @@ def test_run_as_a_module_it_passes_the_right_code_and_reports_the_wrong(tmp_path
     assert "***Test Failed*** 2 failures." in wrong.stdout
 
 
-@pytest.mark.parametrize(
-    "run",
-    [
-        Examples.ASKED,
-        pytest.param(
-            Examples.CONFINED,
-            marks=pytest.mark.skipif(not sandbox.available(), reason="no seccomp on this system"),
-        ),
-    ],
-)
+@EXAMPLE_RUNS
 def test_both_runs_of_the_examples_read_such_a_comparison_so(tmp_path, run):
     path = tmp_path / "m.py"
     path.write_text(FILE)

@@ -7,8 +7,9 @@ import subprocess
 import sys
 
 import pytest
+from helpers import EXAMPLE_RUNS
 
-from specedit.editing import sandbox, stated
+from specedit.editing import stated
 from specedit.editing.editor import Mode
 from specedit.editing.examples import Examples, examples_check, judging, runnable
 from specedit.editing.stated import Stated, docstring_examples, stated_examples
@@ -152,19 +153,6 @@ FILE = (
 )
 
 
-# The examples' two runs: as the user's own code (--examples) and confined (the default).
-RUNS = pytest.mark.parametrize(
-    "run",
-    [
-        Examples.ASKED,
-        pytest.param(
-            Examples.CONFINED,
-            marks=pytest.mark.skipif(not sandbox.available(), reason="no seccomp on this system"),
-        ),
-    ],
-)
-
-
 def _run(text: str, language: str, instruction: str = "") -> list[str]:
     """The calls `runnable` would run on `text`."""
     return [case.call for case in runnable(text, language, instruction)[1]]
@@ -185,7 +173,7 @@ def test_only_calls_of_what_the_file_defines_are_run():
     assert runnable(">>> add(1, 1)\n" + FILE, "python", "") == (True, [])
 
 
-@RUNS
+@EXAMPLE_RUNS
 def test_the_check_runs_each_call_on_the_candidate_and_says_what_it_gave(tmp_path, run):
     path = tmp_path / "add.py"
     path.write_text(FILE)
@@ -201,7 +189,7 @@ def test_the_check_runs_each_call_on_the_candidate_and_says_what_it_gave(tmp_pat
     assert path.read_text() == FILE  # the candidates ran in a copy
 
 
-@RUNS
+@EXAMPLE_RUNS
 def test_the_docstring_s_examples_are_run_and_said_to_be_its(tmp_path, run):
     text = _documented("Examples:\n    f(2) -> 3\n    f(0) -> 0\n")
     path = tmp_path / "f.py"
@@ -215,7 +203,7 @@ def test_the_docstring_s_examples_are_run_and_said_to_be_its(tmp_path, run):
     assert "f(0)" not in wrong.output
 
 
-@RUNS
+@EXAMPLE_RUNS
 def test_braces_in_an_instruction_do_not_read_as_the_command_s_placeholder(tmp_path, run):
     text = "def fill(s):\n    return s\n"
     path = tmp_path / "fill.py"
