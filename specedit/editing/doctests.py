@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-from specedit.editing.region import UNPARSABLE
+from specedit.editing.stated import parses_as
 
 
 class ComparisonsParser(doctest.DocTestParser):
@@ -23,17 +23,10 @@ class ComparisonsParser(doctest.DocTestParser):
 
     def parse(self, string: str, name: str = "<string>") -> list[str | doctest.Example]:
         pieces = super().parse(string, name)
-        for piece in pieces:
-            if isinstance(piece, doctest.Example) and not piece.want and _compares(piece.source):
-                piece.want = "True\n"
+        for example in (piece for piece in pieces if isinstance(piece, doctest.Example)):
+            if not example.want and parses_as(example.source, ast.Compare):
+                example.want = "True\n"
         return pieces
-
-
-def _compares(source: str) -> bool:
-    try:
-        return isinstance(ast.parse(source, mode="eval").body, ast.Compare)
-    except UNPARSABLE:
-        return False
 
 
 def testmod(module: ModuleType) -> int:

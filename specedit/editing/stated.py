@@ -155,7 +155,7 @@ def _case(call: str, clause: str) -> Stated | None:
     tells a right answer from the wrong one."""
     wanted = WANTED.search(clause)
     value = _literal(clause[wanted.end() :]) if wanted else None
-    if value is None or not _is_call(call):
+    if value is None or not parses_as(call, ast.Call):
         return None
     said_wrong = WRONG.search(clause, 0, wanted.start())
     wrong = _literal(clause[said_wrong.end() : wanted.start()]) if said_wrong else None
@@ -203,7 +203,7 @@ def _docstring_cases(docstring: str) -> list[Stated]:
         value = _value(rest[arrow.end() :])
         if arrow["equals"] and value is None:
             formulas.add(match[0])
-        elif value is not None and _is_call(call):
+        elif value is not None and parses_as(call, ast.Call):
             # what an `=` line calls (`tri(`), to leave out if a formula defines it
             found.append((Stated(call, value[0], "the docstring"), arrow["equals"] and match[0]))
     cases = [case for case, equated in found if equated not in formulas]
@@ -251,9 +251,10 @@ def _value(text: str) -> tuple[str, object] | None:
     return value
 
 
-def _is_call(source: str) -> bool:
+def parses_as(source: str, kind: type[ast.expr]) -> bool:
+    """Whether `source` is one Python expression of `kind` (a call, a comparison)."""
     try:
-        return isinstance(ast.parse(source, mode="eval").body, ast.Call)
+        return isinstance(ast.parse(source, mode="eval").body, kind)
     except UNPARSABLE:
         return False
 
