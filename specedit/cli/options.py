@@ -162,7 +162,8 @@ class EditOptions:
         bool | None,
         opt(
             "--examples/--no-examples",
-            help="Run the >>> examples in the Python file's docstrings, and each call the "
+            help="Run the >>> examples in the Python file's docstrings, its own tests (a "
+            "__main__ block's asserts, test_* functions, TestCase classes) and each call the "
             'instruction gives with its value ("`f(2)` returns 5 instead of 4"), on each '
             "candidate as your own code (in a temporary copy of its folder, as --test runs) "
             "and deliver one that passes them where one does. By default they run confined "

@@ -1,6 +1,7 @@
 """A Python file's own examples (`>>>`, and calls its docstrings give with their values outside
-doctest) and the calls its instruction says the value of (editing/stated.py), run on each
-candidate to prefer one that passes them.
+doctest), its own tests (editing/file_tests.py: a `__main__` block's asserts, `test_*`
+functions, TestCase classes) and the calls its instruction says the value of
+(editing/stated.py), run on each candidate to prefer one that passes them.
 
 A docstring's examples say what its function must do (`>>> median([1, 3, 2])` then `2`), and a
 fix that breaks them, or leaves the bug they show, is wrong whatever else it does; so does a
@@ -23,8 +24,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
+from typing import NamedTuple
 
-from specedit.editing import sandbox, stated
+from specedit.editing import file_tests, sandbox, stated
 from specedit.editing.checks import CheckResult, command_check
 from specedit.editing.editor import Mode
 
@@ -56,14 +58,25 @@ def reported(instruction: str, mode: Mode | None) -> str:
     return "" if mode is Mode.APPLY else instruction
 
 
-def runnable(text: str, language: str | None, instruction: str) -> tuple[bool, list[stated.Stated]]:
-    """Whether `text` has `>>>` examples, and the calls its docstrings and the instruction give
-    with their values to run on it: those whose names the file binds at its top level or
-    Python's builtins are (not a variable the instruction speaks of, which the file does not
-    have), and that read at least one of the file's. Nothing for a language other than
-    Python."""
+class Runnable(NamedTuple):
+    """What of a file and its instruction can run on its candidates."""
+
+    doctests: bool  # `>>>` examples in its docstrings
+    cases: list[stated.Stated]  # calls its docstrings and the instruction give with values
+    tests: bool  # tests of its own (editing/file_tests.py)
+
+    def __bool__(self) -> bool:
+        return bool(self.doctests or self.cases or self.tests)
+
+
+def runnable(text: str, language: str | None, instruction: str) -> Runnable:
+    """Whether `text` has `>>>` examples, the calls its docstrings and the instruction give
+    with their values to run on it (those whose names the file binds at its top level or
+    Python's builtins are, not a variable the instruction speaks of, which the file does not
+    have, and that read at least one of the file's), and whether it has tests of its own.
+    Nothing for a language other than Python."""
     if language != "python":
-        return False, []
+        return Runnable(False, [], False)
     names = stated.top_level_names(text)
     known = names | set(dir(builtins))
     cases = [
@@ -71,46 +84,51 @@ def runnable(text: str, language: str | None, instruction: str) -> tuple[bool, l
         for case in [*stated.docstring_examples(text), *stated.stated_examples(instruction)]
         if case.names <= known and case.names & names
     ]
-    return EXAMPLE.search(text) is not None, cases
+    return Runnable(EXAMPLE.search(text) is not None, cases, file_tests.has_tests(text))
 
 
 @contextmanager
 def examples_check(
     path: Path, text: str, language: str | None, examples: Examples, instruction: str = ""
 ) -> Iterator[Callable[[str], CheckResult] | None]:
-    """Where `text` (the file at `path`) has examples and `examples` runs them:
-    `check(candidate)`, which runs doctest and then the docstrings' and the instruction's calls
-    on the candidate by this interpreter, confined (`sandbox.confined_check`) or, asked, as a
-    `--test` command in a copy of the file's folder (`checks.command_check`); None otherwise."""
+    """Where `text` (the file at `path`) has examples or tests and `examples` runs them:
+    `check(candidate)`, which runs doctest, the docstrings' and the instruction's calls and the
+    file's own tests on the candidate by this interpreter, confined (`sandbox.confined_check`)
+    or, asked, as a `--test` command in a copy of the file's folder (`checks.command_check`);
+    None otherwise."""
     wanted = examples is not Examples.OFF
-    doctests, cases = runnable(text, language, instruction) if wanted else (False, [])
-    if not (doctests or cases):
+    found = runnable(text, language, instruction) if wanted else Runnable(False, [], False)
+    if not found:
         yield None
     elif examples is Examples.CONFINED:
         name = path.name if path.suffix == ".py" else "candidate.py"
-        with sandbox.confined_check(name, text, doctests, cases, TIMEOUT) as check:
+        doctests, cases, tests = found
+        with sandbox.confined_check(name, text, doctests, cases, TIMEOUT, tests) as check:
             yield check
     else:
-        with command_check(_commands(doctests, cases), path, TIMEOUT) as check:
+        with command_check(_commands(found), path, TIMEOUT) as check:
             yield check
 
 
-def _commands(doctests: bool, cases: list[stated.Stated]) -> str:
-    """The shell command that runs the examples on `{file}` as --test runs a command."""
+def _commands(found: Runnable) -> str:
+    """The shell command that runs the examples and tests on `{file}` as --test runs a
+    command."""
     python = shlex.quote(sys.executable)
     # -P: the copy's folder (the cwd) is not searched first for the checkers' own modules.
-    commands = [f"{python} -P -m specedit.editing.doctests {{file}}"] if doctests else []
-    if cases:
-        encoded = shlex.quote(stated.encode(cases))
+    commands = [f"{python} -P -m specedit.editing.doctests {{file}}"] if found.doctests else []
+    if found.cases:
+        encoded = shlex.quote(stated.encode(found.cases))
         commands.append(f"{python} -P -m specedit.editing.stated {{file}} {encoded}")
+    if found.tests:
+        commands.append(f"{python} -P -m specedit.editing.file_tests {{file}}")
     return " && ".join(commands)
 
 
 def feedback(output: str) -> str:
     """What the model is told after an answer failed the examples: their report, its end."""
     return (
-        "Your previous answer fails the examples (the file's docstrings, the calls in the "
-        "instruction), which show what the code must do. The report:\n```\n"
+        "Your previous answer fails the examples (the file's docstrings and tests, the calls in "
+        "the instruction), which show what the code must do. The report:\n```\n"
         f"{output[-FEEDBACK_CHARS:].strip()}\n```\nReturn the complete file with the code "
         "changed as asked and every other line exactly as it was."
     )

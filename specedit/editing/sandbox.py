@@ -44,10 +44,13 @@ from specedit.editing.region import UNPARSABLE
 
 UNAVAILABLE = 86  # the child's exit code where the filter could not be set up
 CANNOT_RUN = 87  # ... where the file's own code raised before any example ran
+UNTESTABLE = 88  # ... where a test of the file's own failed for want of a file or a module
+TIMED_OUT = None  # a check's exit code where it did not end in time (checks.py)
 MEMORY_BYTES = 2 << 30  # address space the child may map
 PROBE_SECONDS = 10.0
 ENVIRONMENT = {"LC_ALL": "C.UTF-8"}  # all the child sees of ours: no key or token
 DOCTESTS = "specedit.editing.doctests"  # how the child runs doctest
+FILE_TESTS = ("specedit.editing.file_tests", "unittest")  # ... and the file's own tests
 SECCOMP_PLATFORM = sys.platform.startswith("linux")  # elsewhere no child is started
 
 # What a computation needs of the kernel; every other system call fails with EPERM. Reading
@@ -234,10 +237,13 @@ def _docstring(node: ast.AST) -> str | None:
     return ast.get_docstring(node, clean=False) if isinstance(node, kinds) else None
 
 
-def run_examples(path: str, source: str, doctests: bool, cases: list[list[str]]) -> int:
+def run_examples(
+    path: str, source: str, doctests: bool, cases: list[list[str]], tests: bool = False
+) -> int:
     """Run the file's code as a module, then its doctests (reported as `python -m doctest`
-    reports them) and each stated call; 0 where all pass, CANNOT_RUN where the file's own code
-    raised, 1 otherwise."""
+    reports them), each stated call and, with `tests`, its own tests (editing/file_tests.py);
+    0 where all pass, CANNOT_RUN where the file's own code raised, UNTESTABLE where a test
+    failed for want of a file or a module, 1 otherwise."""
     from specedit.editing.doctests import testmod  # imported before the filter closed
 
     name = Path(path).stem or "candidate"
@@ -252,20 +258,29 @@ def run_examples(path: str, source: str, doctests: bool, cases: list[list[str]])
         return CANNOT_RUN
     failed = testmod(module) if doctests else 0
     failed += stated.run_calls(module.__dict__, cases)
+    if tests:
+        from specedit.editing import file_tests  # imported before the filter closed
+
+        try:
+            failed += file_tests.run_tests(module, source)
+        except file_tests.CannotJudge as exc:
+            print(exc)
+            return UNTESTABLE
     return 1 if failed else 0
 
 
 def main(path: str, spec: str) -> int:
     """The child: read the candidate, import its standard-library modules under the first
     filter, close the second, prove it holds (the candidate's file cannot be read back), run
-    its examples (`spec`: JSON {"doctests": bool, "cases": `stated.encode`'s text, "seconds":
-    float}); UNAVAILABLE where the filters cannot be set up or do not hold."""
+    its examples (`spec`: JSON {"doctests": bool, "cases": `stated.encode`'s text, "tests":
+    bool, "seconds": float}); UNAVAILABLE where the filters cannot be set up or do not hold."""
     source = Path(path).read_text(encoding="utf-8")
     wanted = json.loads(spec)
     sys.argv[1:] = []  # a module that reads its arguments when imported reads none
     try:
         prepare()
-        for module in [DOCTESTS, *standard_imports(source)]:  # none is imported once confined
+        runners = [DOCTESTS, *(FILE_TESTS if wanted["tests"] else ())]
+        for module in [*runners, *standard_imports(source)]:  # none is imported once confined
             if module.partition(".")[0] not in ACTING and "__main__" not in module.split("."):
                 with contextlib.suppress(BaseException):
                     importlib.import_module(module)
@@ -274,7 +289,8 @@ def main(path: str, spec: str) -> int:
     except Unavailable as exc:
         print(exc)
         return UNAVAILABLE
-    return run_examples(path, source, wanted["doctests"], json.loads(wanted["cases"]))
+    cases = json.loads(wanted["cases"])
+    return run_examples(path, source, wanted["doctests"], cases, wanted["tests"])
 
 
 def _holds(path: str) -> None:
@@ -293,24 +309,34 @@ def available() -> bool:
     if not SECCOMP_PLATFORM:
         return False
     with tempfile.TemporaryDirectory(prefix="specedit-probe-") as folder:
-        return _child(Path(folder) / "probe.py", "", False, stated.encode([]), PROBE_SECONDS).passed
+        probe = Path(folder) / "probe.py"
+        return _child(probe, "", False, stated.encode([]), False, PROBE_SECONDS).passed
 
 
-def _child(path: Path, text: str, doctests: bool, cases: str, seconds: float) -> CheckResult:
+def _child(
+    path: Path, text: str, doctests: bool, cases: str, tests: bool, seconds: float
+) -> CheckResult:
     path.write_text(text, encoding="utf-8")
-    spec = json.dumps({"doctests": doctests, "cases": cases, "seconds": seconds})
+    spec = json.dumps({"doctests": doctests, "cases": cases, "tests": tests, "seconds": seconds})
     args = ["-m", "specedit.editing.sandbox", str(path), spec]
     return run_isolated(args, seconds, environment=ENVIRONMENT)
 
 
 @contextlib.contextmanager
 def confined_check(
-    name: str, text: str, doctests: bool, cases: list[stated.Stated], seconds: float
+    name: str,
+    text: str,
+    doctests: bool,
+    cases: list[stated.Stated],
+    seconds: float,
+    tests: bool = False,
 ) -> Iterator[Callable[[str], CheckResult] | None]:
-    """`check(candidate)`, which runs the examples on a candidate in the sandbox (the file
-    named `name` in an empty folder); None where the sandbox cannot be set up here, or where
-    the input `text` itself cannot run in it (a module it needs is not Python's own, or is
-    imported late): the examples could not tell its candidates apart."""
+    """`check(candidate)`, which runs the examples (and, with `tests`, the file's own tests)
+    on a candidate in the sandbox (the file named `name` in an empty folder); None where the
+    sandbox cannot be set up here, or where the input `text` itself cannot run in it (a module
+    it needs is not Python's own, or is imported late; its examples do not end in time): the
+    examples could not tell its candidates apart. Where the input's own tests need what the
+    sandbox withholds, or do not end in time, they are left out, and the rest judge."""
     if not SECCOMP_PLATFORM:
         yield None
         return
@@ -319,9 +345,13 @@ def confined_check(
         path = Path(folder) / (Path(name).name or "candidate.py")
 
         def check(candidate: str) -> CheckResult:
-            return _child(path, candidate, doctests, calls, seconds)
+            return _child(path, candidate, doctests, calls, tests, seconds)
 
-        yield None if check(text).returncode in (CANNOT_RUN, UNAVAILABLE) else check
+        outcome = check(text).returncode
+        if tests and outcome in (UNTESTABLE, TIMED_OUT):
+            tests = False
+            outcome = check(text).returncode if doctests or cases else CANNOT_RUN
+        yield None if outcome in (CANNOT_RUN, UNAVAILABLE, TIMED_OUT) else check
 
 
 if __name__ == "__main__":

@@ -252,6 +252,26 @@ def test_with_examples_a_call_the_instruction_gives_with_its_value_checks_each_c
     assert file.read_text() == SOURCE
 
 
+@pytest.mark.skipif(not sandbox.available(), reason="no seccomp on this system")
+def test_by_default_the_file_s_own_tests_judge_each_candidate(
+    tmp_path, tiny_model_dir, tokenizer, monkeypatch
+):
+    """A file whose `__main__` block asserts what its function gives, no docstring examples:
+    the first answer fails the block's assert and is redrawn; the redraw passes and is
+    delivered."""
+    tested = SOURCE + "\n\nif __name__ == '__main__':\n    assert add(2, 3) == 5\n"
+    file = tmp_path / "add.py"
+    file.write_text(tested)
+    wrong, fixed = tested.replace("a - b", "a * b"), tested.replace("a - b", "a + b")
+    _answering(monkeypatch, [wrong, fixed], tokenizer)
+    result = _run_fix(file, tiny_model_dir)
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == fixed
+    assert "number 2 delivered (refused: it fails the examples (failed (exit 1): Assertion" in (
+        result.stderr
+    )
+
+
 def test_with_examples_that_no_candidate_passes_what_a_draw_without_them_picks_is_delivered(
     tmp_path, tiny_model_dir, tokenizer, monkeypatch
 ):

@@ -170,7 +170,7 @@ def test_only_calls_of_what_the_file_defines_are_run():
     assert _run(FILE, "python", "add subtracts") == []
     assert _run(_documented("f(1) -> 1"), "python") == ["f(1)"]
     assert _run(_documented("f(a) -> 1"), "python") == []  # `a` is nothing of the file's
-    assert runnable(">>> add(1, 1)\n" + FILE, "python", "") == (True, [])
+    assert runnable(">>> add(1, 1)\n" + FILE, "python", "") == (True, [], False)
 
 
 @EXAMPLE_RUNS

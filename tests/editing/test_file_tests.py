@@ -1,0 +1,129 @@
+"""A Python file's own tests judge its candidates (editing/file_tests.py): the asserts of its
+`__main__` block, its `test_*` functions, its TestCase classes; what they cannot run without
+says nothing of the code."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from helpers import EXAMPLE_RUNS
+
+from specedit.editing import sandbox
+from specedit.editing.examples import Examples, examples_check
+from specedit.editing.file_tests import has_tests
+from specedit.editing.stated import Stated
+
+AREA = "def area(w, h):\n    return w + h\n"
+MAIN = AREA + '\n\nif __name__ == "__main__":\n    assert area(2, 3) == 6\n    print("ok")\n'
+FUNCTIONS = AREA + "\n\ndef test_area():\n    assert area(2, 3) == 6\n"
+CASES = (
+    "import unittest\n\n\n"
+    + AREA
+    + "\n\nclass AreaTest(unittest.TestCase):\n    def test_area(self):\n"
+    + "        self.assertEqual(area(2, 3), 6)\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("source", "tested"),
+    [
+        (MAIN, True),
+        (FUNCTIONS, True),
+        (CASES, True),
+        (AREA + "\nif '__main__' == __name__:\n    assert area(1, 1) == 1\n", True),
+        (AREA + "\nfrom unittest import TestCase\nclass T(TestCase):\n    pass\n", True),
+        (AREA + "\nif __name__ == '__main__':\n    print(area(2, 3))\n", False),  # no assert
+        (AREA + "\nif __name__ != '__main__':\n    assert area(1, 1) == 1\n", False),
+        (AREA + "\ndef test_area(tmp_path):\n    assert tmp_path\n", False),  # a fixture's
+        (AREA + "\ndef main():\n    assert area(1, 1) == 1\n", False),
+        (AREA, False),
+        ("def broken(:\n", False),
+    ],
+)
+def test_what_counts_as_a_file_s_own_tests(source, tested):
+    assert has_tests(source) is tested
+
+
+def _checked(tmp_path, run: Examples, text: str, *candidates: str):
+    path = tmp_path / "area.py"
+    path.write_text(text)
+    with examples_check(path, text, "python", run) as check:
+        assert check is not None
+        return [check(candidate) for candidate in candidates]
+
+
+@EXAMPLE_RUNS
+@pytest.mark.parametrize("text", [MAIN, FUNCTIONS, CASES], ids=["main", "functions", "cases"])
+def test_the_file_s_tests_fail_the_bug_and_pass_the_fix(tmp_path, run, text):
+    wrong, right = _checked(tmp_path, run, text, text, text.replace("w + h", "w * h"))
+    assert not wrong.passed
+    assert "AssertionError" in wrong.output or "5 != 6" in wrong.output, wrong.output
+    assert right.passed, right.output
+
+
+@EXAMPLE_RUNS
+def test_the_main_block_runs_once_and_an_exit_counts_by_its_code(tmp_path, run):
+    """Imported under its own name, the module does not run its block; run alone, the block's
+    exit with 0 passes and with anything else fails."""
+    counted = AREA + "\nRUNS = []\n\nif __name__ == '__main__':\n    RUNS.append(1)\n"
+    counted += "    assert RUNS == [1]\n    assert area(2, 3) == 5\n    raise SystemExit(0)\n"
+    passes, exits = _checked(tmp_path, run, counted, counted, counted.replace("(0)", "(3)"))
+    assert passes.passed, passes.output
+    assert not exits.passed
+
+
+CONFINED = pytest.mark.skipif(not sandbox.available(), reason="no seccomp on this system")
+
+
+@CONFINED
+def test_tests_that_need_a_file_do_not_judge_where_it_is_withheld(tmp_path):
+    """Confined, a test that reads a data file fails on every candidate for want of it: the
+    input's tests are left out, and the docstring's examples still judge."""
+    reading = FUNCTIONS + "\n\ndef test_data():\n    assert open('data.txt').read()\n"
+    path = tmp_path / "area.py"
+    path.write_text(reading)
+    with examples_check(path, reading, "python", Examples.CONFINED) as check:
+        assert check is None
+    docstring = '    """\n    >>> area(2, 3)\n    6\n    """\n'
+    documented = reading.replace("    return", docstring + "    return")
+    with examples_check(path, documented, "python", Examples.CONFINED) as check:
+        assert check is not None
+        right = check(documented.replace("w + h", "w * h"))
+        wrong = check(documented)
+    assert right.passed, right.output
+    assert not wrong.passed and "Failed example" in wrong.output
+
+
+@CONFINED
+def test_a_candidate_whose_tests_need_what_is_withheld_fails(tmp_path):
+    fixed = FUNCTIONS.replace("w + h", "w * h")
+    (result,) = _checked(
+        tmp_path, Examples.CONFINED, FUNCTIONS, fixed.replace("assert", "open('x'); assert")
+    )
+    assert not result.passed
+    assert result.returncode == sandbox.UNTESTABLE
+
+
+def test_run_as_a_module_it_runs_the_file_s_tests(tmp_path):
+    path = tmp_path / "area.py"
+    command = [sys.executable, "-P", "-m", "specedit.editing.file_tests", str(path)]
+    path.write_text(CASES.replace("w + h", "w * h"))
+    right = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    path.write_text(CASES)
+    wrong = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert (right.returncode, right.stdout) == (0, "")
+    assert wrong.returncode == 1
+    assert "FAIL: test_area (area.AreaTest" in wrong.stdout and "5 != 6" in wrong.stdout
+
+
+@CONFINED
+def test_tests_that_do_not_end_in_time_do_not_judge():
+    looping = FUNCTIONS + "\n\ndef test_forever():\n    while True:\n        pass\n"
+    with sandbox.confined_check("area.py", looping, False, [], 2.0, tests=True) as check:
+        assert check is None
+    cases = [Stated("area(2, 3)", "6", "the instruction")]
+    with sandbox.confined_check("area.py", looping, False, cases, 2.0, tests=True) as check:
+        assert check is not None
+        assert check(looping.replace("w + h", "w * h")).passed  # the call alone judges
