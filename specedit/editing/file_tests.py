@@ -7,11 +7,12 @@ They run in the module's namespace after the module is imported under its own na
 importing it runs its `__main__` block no more than `python -m doctest` does; the block is then
 run alone, and only where it asserts something (one that parses arguments, reads files or
 serves requests is a program's entry point, not a test). A test that fails for want of what
-its check withholds (a file, a third-party module: an OSError or an ImportError) says nothing
-of the code: `CannotJudge`, and where the input's tests fail so they do not judge at all.
+its check withholds (a file, a third-party module, its standard input: an OSError, an
+ImportError, an EOFError) says nothing of the code: `CannotJudge`, and where the input's tests
+fail so they do not judge at all.
 
-Imported only where examples run: the sandbox's child, and, run as a module, the `--examples`
-check's own: `python -m specedit.editing.file_tests FILE`.
+`has_tests` reads the file in the edit's process; the tests run in a child: the sandbox's, or,
+run as a module, the `--examples` check's own: `python -m specedit.editing.file_tests FILE`.
 """
 
 from __future__ import annotations
@@ -26,8 +27,9 @@ from types import ModuleType
 
 from specedit.editing.region import UNPARSABLE
 
-# What a test raises where its check withholds what it needs, not where the code is wrong.
-WITHHELD = (OSError, ImportError)
+# What a test raises where its check withholds what it needs (a file, a package, its standard
+# input), not where the code is wrong.
+WITHHELD = (OSError, ImportError, EOFError)
 
 
 class CannotJudge(Exception):

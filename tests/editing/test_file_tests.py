@@ -78,10 +78,11 @@ CONFINED = pytest.mark.skipif(not sandbox.available(), reason="no seccomp on thi
 
 
 @CONFINED
-def test_tests_that_need_a_file_do_not_judge_where_it_is_withheld(tmp_path):
-    """Confined, a test that reads a data file fails on every candidate for want of it: the
-    input's tests are left out, and the docstring's examples still judge."""
-    reading = FUNCTIONS + "\n\ndef test_data():\n    assert open('data.txt').read()\n"
+@pytest.mark.parametrize("needs", ["open('data.txt').read()", "input()"], ids=["file", "stdin"])
+def test_tests_that_need_what_is_withheld_do_not_judge(tmp_path, needs):
+    """Confined, a test that reads a data file (or its standard input) fails on every candidate
+    for want of it: the input's tests are left out, and the docstring's examples still judge."""
+    reading = FUNCTIONS + f"\n\ndef test_data():\n    assert {needs}\n"
     path = tmp_path / "area.py"
     path.write_text(reading)
     with examples_check(path, reading, "python", Examples.CONFINED) as check:
