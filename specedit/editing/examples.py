@@ -29,6 +29,7 @@ from typing import NamedTuple
 from specedit.editing import file_tests, sandbox, stated
 from specedit.editing.checks import CheckResult, command_check
 from specedit.editing.editor import Mode
+from specedit.editing.safety import asks_for_removal
 
 EXAMPLE = re.compile(r"^[ \t]*>>> ", re.MULTILINE)
 FEEDBACK_CHARS = 1500  # of the examples' report, shown to the model on a sampled redraw
@@ -104,10 +105,29 @@ def examples_check(
         name = path.name if path.suffix == ".py" else "candidate.py"
         doctests, cases, tests = found
         with sandbox.confined_check(name, text, doctests, cases, TIMEOUT, tests) as check:
-            yield check
+            yield _keeping_tests(check, text, instruction) if check and tests else check
     else:
         with command_check(_commands(found), path, TIMEOUT) as check:
-            yield check
+            yield _keeping_tests(check, text, instruction) if found.tests else check
+
+
+def _keeping_tests(
+    check: Callable[[str], CheckResult], text: str, instruction: str
+) -> Callable[[str], CheckResult]:
+    """`check`, failing a candidate with fewer tests of its own than the input `text` has
+    (`file_tests.tests_in`) unless the instruction asks to remove something: an answer that
+    deletes the assert that shows the bug must not pass by it."""
+    had = file_tests.tests_in(text)
+    if asks_for_removal(instruction):
+        return check
+
+    def checked(candidate: str) -> CheckResult:
+        if (has := file_tests.tests_in(candidate)) < had:
+            output = f"the answer has {has} of the file's {had} tests (asserts, test functions)"
+            return CheckResult(False, 1, output, 0.0)
+        return check(candidate)
+
+    return checked
 
 
 def _commands(found: Runnable) -> str:

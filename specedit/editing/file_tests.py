@@ -1,12 +1,12 @@
 """A Python file's own tests: the asserts of its `if __name__ == "__main__":` block, its
-top-level `test_*` functions that take no argument, and its `unittest.TestCase` classes. Where
+top-level `test...` functions that take no argument, and its `unittest.TestCase` classes. Where
 a file has them, they judge its candidates beside its docstrings' examples (editing/examples.py):
 a fix that leaves the failure they show, or breaks what they guard, is wrong.
 
 They run in the module's namespace after the module is imported under its own name, so that
 importing it runs its `__main__` block no more than `python -m doctest` does; the block is then
-run alone, and only where it asserts something (one that parses arguments, reads files or
-serves requests is a program's entry point, not a test). A test that fails for want of what
+run alone, and only where it asserts something and reads no command line (one that parses
+its arguments is a program's entry point, not a test). A test that fails for want of what
 its check withholds (a file, a third-party module, its standard input: an OSError, an
 ImportError, an EOFError) says nothing of the code: `CannotJudge`, and where the input's tests
 fail so they do not judge at all.
@@ -18,18 +18,23 @@ run as a module, the `--examples` check's own: `python -m specedit.editing.file_
 from __future__ import annotations
 
 import ast
-import importlib
+import importlib.machinery
+import importlib.util
 import io
 import sys
 import traceback
+from collections.abc import Callable
 from pathlib import Path
-from types import ModuleType
+from types import CodeType, ModuleType
 
 from specedit.editing.region import UNPARSABLE
 
 # What a test raises where its check withholds what it needs (a file, a package, its standard
 # input), not where the code is wrong.
 WITHHELD = (OSError, ImportError, EOFError)
+# Names a `__main__` block reads its command line or options by: a program's entry point, whose
+# asserts check what it was given rather than what the code does.
+ARGUMENTS = {"argv", "argparse", "optparse", "getopt", "parse_args", "ArgumentParser"}
 
 
 class CannotJudge(Exception):
@@ -49,54 +54,85 @@ def _is_main_guard(node: ast.stmt) -> bool:
     return names == {"__name__"} and values == {"__main__"}
 
 
+def _named(node: ast.AST) -> str | None:
+    """The name a Name or an Attribute node ends in."""
+    if isinstance(node, ast.Name):
+        return node.id
+    return node.attr if isinstance(node, ast.Attribute) else None
+
+
 def main_block(tree: ast.Module) -> list[ast.stmt]:
-    """The body of the module's `__main__` block where it asserts something, else nothing."""
+    """The body of the module's `__main__` block where it asserts something and reads no
+    command line (ARGUMENTS), else nothing."""
     for node in tree.body:
-        if _is_main_guard(node) and any(isinstance(n, ast.Assert) for n in ast.walk(node)):
-            return node.body
+        if _is_main_guard(node):
+            inside = list(ast.walk(node))
+            if any(isinstance(n, ast.Assert) for n in inside) and not any(
+                _named(n) in ARGUMENTS for n in inside
+            ):
+                return node.body
     return []
 
 
-def test_functions(tree: ast.Module) -> list[str]:
-    """The module's top-level `test_*` functions that take no argument (pytest's way of
-    writing a test; one with arguments wants fixtures)."""
-    return [
-        node.name
-        for node in tree.body
-        if isinstance(node, ast.FunctionDef)
-        and node.name.startswith("test")
-        and not (node.args.args or node.args.posonlyargs or node.args.kwonlyargs)
-        and not (node.args.vararg or node.args.kwarg)
-    ]
-
-
-def _test_cases(tree: ast.Module) -> bool:
-    """Whether the module defines a class whose base is named `TestCase`."""
-    return any(
-        isinstance(node, ast.ClassDef)
-        and any(ast.unparse(base).rpartition(".")[2] == "TestCase" for base in node.bases)
-        for node in tree.body
+def plain_tests(tree: ast.Module) -> list[str]:
+    """The module's top-level functions named as pytest collects tests (`test...`) that take
+    no argument (one with arguments wants fixtures), each once."""
+    return list(
+        dict.fromkeys(
+            node.name
+            for node in tree.body
+            if isinstance(node, ast.FunctionDef)
+            and node.name.startswith("test")
+            and not (node.args.args or node.args.posonlyargs or node.args.kwonlyargs)
+            and not (node.args.vararg or node.args.kwarg)
+        )
     )
+
+
+def _test_case_methods(tree: ast.Module) -> int:
+    """How many `test...` methods the module's classes based on a `TestCase` define."""
+    return sum(
+        isinstance(method, ast.FunctionDef | ast.AsyncFunctionDef)
+        and method.name.startswith("test")
+        for node in tree.body
+        if isinstance(node, ast.ClassDef) and any(_named(b) == "TestCase" for b in node.bases)
+        for method in node.body
+    )
+
+
+def _tree(source: str) -> ast.Module | None:
+    try:
+        return ast.parse(source)
+    except UNPARSABLE:
+        return None
+
+
+def tests_in(source: str) -> int:
+    """How many tests `source` has of its own: the asserts of its `__main__` block, its plain
+    test functions and its TestCase classes' test methods (0 where it does not parse)."""
+    tree = _tree(source)
+    if tree is None:
+        return 0
+    asserts = sum(isinstance(n, ast.Assert) for s in main_block(tree) for n in ast.walk(s))
+    return asserts + len(plain_tests(tree)) + _test_case_methods(tree)
 
 
 def has_tests(source: str) -> bool:
     """Whether `source` has tests of its own to run."""
-    try:
-        tree = ast.parse(source)
-    except UNPARSABLE:
-        return False
-    return bool(main_block(tree) or test_functions(tree) or _test_cases(tree))
+    return tests_in(source) > 0
 
 
 def run_tests(module: ModuleType, source: str) -> int:
-    """Run the tests of `module` (imported from `source`) and print what failed: its test
-    functions, its TestCase classes, then its `__main__` block; how many failed. CannotJudge
-    where one failed for want of a file or a module."""
+    """Run the tests of `module` (imported from `source`) and print what failed: its plain
+    test functions, its TestCase classes, then its `__main__` block; how many failed.
+    CannotJudge where one failed for want of a file or a module."""
     tree = ast.parse(source)
     path = module.__file__ or "<file>"
     failed = 0
-    for name in test_functions(tree):
-        failed += _failed(f"{name}()", lambda name=name: module.__dict__[name](), path)
+    for name in plain_tests(tree):
+        test = getattr(module, name, None)
+        if callable(test):
+            failed += _failed(f"{name}()", test, path)
     failed += _unittests(module)
     if body := main_block(tree):
         code = compile(ast.Module(body=body, type_ignores=[]), path, "exec")
@@ -104,7 +140,9 @@ def run_tests(module: ModuleType, source: str) -> int:
     return failed
 
 
-def _run_main(code, module: ModuleType) -> None:
+def _run_main(code: CodeType, module: ModuleType) -> None:
+    """Run the `__main__` block's `code` in the module's namespace, as running the file would:
+    an exit with 0 (or None) passes, any other fails."""
     try:
         exec(code, module.__dict__)  # in a child process: a check's, or the sandbox's
     except SystemExit as exc:
@@ -112,7 +150,7 @@ def _run_main(code, module: ModuleType) -> None:
             raise AssertionError(f"it exits with {exc.code!r}") from None
 
 
-def _failed(what: str, test, path: str) -> int:
+def _failed(what: str, test: Callable[[], object], path: str) -> int:
     """1 where `test()` raised (its traceback printed from the first frame in the file at
     `path`), else 0; CannotJudge for WITHHELD."""
     try:
@@ -134,21 +172,28 @@ def _unittests(module: ModuleType) -> int:
     import unittest  # imported before the sandbox's filter closes, where tests run
 
     class Result(unittest.TextTestResult):
-        """unittest's text result, noting the first test that raised for want of a file."""
+        """unittest's text result, noting the first test (or subtest) that raised for want of
+        a file."""
 
         withheld = ""
 
-        def addError(self, test, err):
-            if issubclass(err[0], WITHHELD) and not self.withheld:
+        def _note(self, test, err) -> None:
+            if err is not None and issubclass(err[0], WITHHELD) and not self.withheld:
                 self.withheld = f"{test.id()} raised {err[0].__name__}: {err[1]}"
+
+        def addError(self, test, err):
+            self._note(test, err)
             super().addError(test, err)
+
+        def addSubTest(self, test, subtest, err):
+            self._note(subtest, err)
+            super().addSubTest(test, subtest, err)
 
     suite = unittest.defaultTestLoader.loadTestsFromModule(module)
     if not suite.countTestCases():
         return 0
     report = io.StringIO()
-    runner = unittest.TextTestRunner(stream=report, resultclass=Result)
-    result = runner.run(suite)
+    result = unittest.TextTestRunner(stream=report, resultclass=Result).run(suite)
     if result.withheld:
         raise CannotJudge(result.withheld)
     bad = len(result.failures) + len(result.errors) + len(result.unexpectedSuccesses)
@@ -157,14 +202,28 @@ def _unittests(module: ModuleType) -> int:
     return bad
 
 
+def module_name(path: str) -> str:
+    """The name a file's module is run under: its own, unless that is `__main__` (whose block
+    would then run on import), a module already loaded here (`types.py`, `copy.py`), or no
+    identifier (a script without a suffix)."""
+    stem = Path(path).stem
+    if stem.isidentifier() and stem != "__main__" and stem not in sys.modules:
+        return stem
+    return "candidate"
+
+
 def main(path: str) -> int:
-    """Import the file as doctest does (its folder first on the path, the module named after
-    the file) and run its tests; 1 where one failed or could not run."""
+    """Run the file as a module from its path (its folder first on the path for its own
+    imports) and its tests; 1 where one failed or could not run."""
     file = Path(path)
     sys.path.insert(0, str(file.parent))
     sys.argv = [path]
+    name = module_name(path)
+    loader = importlib.machinery.SourceFileLoader(name, str(file))
+    module = importlib.util.module_from_spec(importlib.util.spec_from_loader(name, loader))
+    sys.modules[name] = module
     try:
-        module = importlib.import_module(file.stem)
+        loader.exec_module(module)
         return 1 if run_tests(module, file.read_text(encoding="utf-8")) else 0
     except (Exception, SystemExit) as exc:
         print(f"the file's tests could not run: {type(exc).__name__}: {exc}")

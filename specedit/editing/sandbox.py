@@ -45,12 +45,12 @@ from specedit.editing.region import UNPARSABLE
 UNAVAILABLE = 86  # the child's exit code where the filter could not be set up
 CANNOT_RUN = 87  # ... where the file's own code raised before any example ran
 UNTESTABLE = 88  # ... where a test of the file's own failed for want of a file or a module
-TIMED_OUT = None  # a check's exit code where it did not end in time (checks.py)
 MEMORY_BYTES = 2 << 30  # address space the child may map
 PROBE_SECONDS = 10.0
 ENVIRONMENT = {"LC_ALL": "C.UTF-8"}  # all the child sees of ours: no key or token
 DOCTESTS = "specedit.editing.doctests"  # how the child runs doctest
-FILE_TESTS = ("specedit.editing.file_tests", "unittest")  # ... and the file's own tests
+# ... and the file's own tests (`assertLogs` imports unittest._log when first called)
+FILE_TESTS = ("specedit.editing.file_tests", "unittest", "unittest._log")
 SECCOMP_PLATFORM = sys.platform.startswith("linux")  # elsewhere no child is started
 
 # What a computation needs of the kernel; every other system call fails with EPERM. Reading
@@ -246,7 +246,8 @@ def run_examples(
     failed for want of a file or a module, 1 otherwise."""
     from specedit.editing.doctests import testmod  # imported before the filter closed
 
-    name = Path(path).stem or "candidate"
+    stem = Path(path).stem
+    name = stem if stem not in ("", "__main__") else "candidate"  # a guard runs on import
     module = types.ModuleType(name)
     module.__file__ = path
     linecache.cache[path] = (len(source), None, source.splitlines(True), path)
@@ -334,9 +335,9 @@ def confined_check(
     """`check(candidate)`, which runs the examples (and, with `tests`, the file's own tests)
     on a candidate in the sandbox (the file named `name` in an empty folder); None where the
     sandbox cannot be set up here, or where the input `text` itself cannot run in it (a module
-    it needs is not Python's own, or is imported late; its examples do not end in time): the
-    examples could not tell its candidates apart. Where the input's own tests need what the
-    sandbox withholds, or do not end in time, they are left out, and the rest judge."""
+    it needs is not Python's own, or is imported late): the examples could not tell its
+    candidates apart. Where the input's own tests need what the sandbox withholds, they are
+    left out, and the rest judge."""
     if not SECCOMP_PLATFORM:
         yield None
         return
@@ -348,10 +349,13 @@ def confined_check(
             return _child(path, candidate, doctests, calls, tests, seconds)
 
         outcome = check(text).returncode
-        if tests and outcome in (UNTESTABLE, TIMED_OUT):
+        if outcome == UNTESTABLE:
+            if not (doctests or cases):
+                yield None
+                return
             tests = False
-            outcome = check(text).returncode if doctests or cases else CANNOT_RUN
-        yield None if outcome in (CANNOT_RUN, UNAVAILABLE, TIMED_OUT) else check
+            outcome = check(text).returncode
+        yield None if outcome in (CANNOT_RUN, UNAVAILABLE) else check
 
 
 if __name__ == "__main__":

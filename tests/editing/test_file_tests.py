@@ -13,7 +13,6 @@ from helpers import EXAMPLE_RUNS
 from specedit.editing import sandbox
 from specedit.editing.examples import Examples, examples_check
 from specedit.editing.file_tests import has_tests
-from specedit.editing.stated import Stated
 
 AREA = "def area(w, h):\n    return w + h\n"
 MAIN = AREA + '\n\nif __name__ == "__main__":\n    assert area(2, 3) == 6\n    print("ok")\n'
@@ -33,11 +32,14 @@ CASES = (
         (FUNCTIONS, True),
         (CASES, True),
         (AREA + "\nif '__main__' == __name__:\n    assert area(1, 1) == 1\n", True),
-        (AREA + "\nfrom unittest import TestCase\nclass T(TestCase):\n    pass\n", True),
+        (AREA + "\nclass T(TestCase):\n    def test_one(self):\n        assert area(1, 1)\n", True),
+        (AREA + "\nfrom unittest import TestCase\nclass T(TestCase):\n    pass\n", False),
         (AREA + "\nif __name__ == '__main__':\n    print(area(2, 3))\n", False),  # no assert
         (AREA + "\nif __name__ != '__main__':\n    assert area(1, 1) == 1\n", False),
         (AREA + "\ndef test_area(tmp_path):\n    assert tmp_path\n", False),  # a fixture's
         (AREA + "\ndef main():\n    assert area(1, 1) == 1\n", False),
+        (AREA + "\nif __name__ == '__main__':\n    assert len(sys.argv) == 3\n", False),  # argv
+        (AREA + "\nif __name__ == '__main__':\n    assert ArgumentParser().parse_args()\n", False),
         (AREA, False),
         ("def broken(:\n", False),
     ],
@@ -120,11 +122,55 @@ def test_run_as_a_module_it_runs_the_file_s_tests(tmp_path):
 
 
 @CONFINED
-def test_tests_that_do_not_end_in_time_do_not_judge():
-    looping = FUNCTIONS + "\n\ndef test_forever():\n    while True:\n        pass\n"
+def test_tests_that_do_not_end_in_time_still_judge():
+    """A loop the bug leaves is what the tests show: the input's run times out, and a
+    candidate that ends and passes is told from one that loops."""
+    looping = FUNCTIONS.replace("    return w + h", "    while w:\n        pass")
     with sandbox.confined_check("area.py", looping, False, [], 2.0, tests=True) as check:
-        assert check is None
-    cases = [Stated("area(2, 3)", "6", "the instruction")]
-    with sandbox.confined_check("area.py", looping, False, cases, 2.0, tests=True) as check:
         assert check is not None
-        assert check(looping.replace("w + h", "w * h")).passed  # the call alone judges
+        assert check(looping).timed_out
+        assert check(FUNCTIONS.replace("w + h", "w * h")).passed
+
+
+@EXAMPLE_RUNS
+@pytest.mark.parametrize("name", ["copy.py", "__main__.py"])
+def test_a_file_named_as_a_loaded_module_or_main_runs_as_itself_once(tmp_path, run, name):
+    """`copy.py` is not Python's `copy`, and `__main__.py`'s block runs once, not on import too."""
+    counted = AREA + "\nRUNS = []\n\nif __name__ == '__main__':\n    RUNS.append(1)\n"
+    counted += "    assert RUNS == [1]\n    assert area(2, 3) == 5\n"
+    path = tmp_path / name
+    path.write_text(counted)
+    with examples_check(path, counted, "python", run) as check:
+        assert check is not None
+        right, wrong = check(counted), check(counted.replace("w + h", "w * h"))
+    assert right.passed, right.output
+    assert not wrong.passed
+
+
+@EXAMPLE_RUNS
+def test_a_candidate_that_deletes_a_test_fails_unless_removal_was_asked(tmp_path, run):
+    path = tmp_path / "area.py"
+    path.write_text(MAIN)
+    deleted = MAIN.replace("    assert area(2, 3) == 6\n", "")
+    with examples_check(path, MAIN, "python", run, instruction="Fix area.") as check:
+        result = check(deleted)
+    assert not result.passed
+    assert "the answer has 0 of the file's 1 tests" in result.output
+    with examples_check(path, MAIN, "python", run, instruction="Remove the assert.") as check:
+        assert check(deleted.replace("w + h", "w * h")).passed
+
+
+@CONFINED
+def test_unittest_s_log_assertions_run_and_a_subtest_needing_a_file_cannot_judge():
+    logs = (
+        CASES.replace("import unittest\n", "import logging\nimport unittest\n")
+        + "\n    def test_logs(self):\n        with self.assertLogs() as seen:\n"
+    )
+    logs += "            logging.warning('x')\n        self.assertEqual(len(seen.records), 1)\n"
+    fixed = logs.replace("w + h", "w * h")
+    with sandbox.confined_check("area.py", logs, False, [], 10.0, tests=True) as check:
+        assert check is not None
+        assert check(fixed).passed, check(fixed).output
+    subtest = "\n    def test_data(self):\n        with self.subTest(1):\n            open('x')\n"
+    with sandbox.confined_check("area.py", logs + subtest, False, [], 10.0, tests=True) as check:
+        assert check is None  # the input's tests need a file: nothing else judges
