@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 
 from specedit.editing import stated
 from specedit.editing.editor import UNSTEERED, EditRequest, Mode
-from specedit.editing.region import UNPARSABLE
+from specedit.editing.region import parsed
 from specedit.editing.snippets import indentation
 
 TEMPLATE = "afresh"
@@ -68,7 +68,7 @@ class Afresh:
 def function_to_write(text: str, instruction: str) -> Afresh | None:
     """The top-level function of `text` (Python) that `instruction` names, where it names one
     with a docstring and a body after it; None otherwise."""
-    tree = _parse(text)
+    tree = parsed(text)
     words = set(WORD.findall(instruction))
     named = [
         node
@@ -87,8 +87,8 @@ def graft(text: str, name: str, answer: str, imports: bool = True) -> str | None
     and, with `imports` (`text` is a whole file, not a region of one), the answer's imports of
     names `text` does not bind put after its own; None where the answer has no such function
     with a body of its own lines."""
-    written_tree = _parse(answer)
-    old, new = _function(_parse(text), name), _function(written_tree, name)
+    written_tree = parsed(answer)
+    old, new = _function(parsed(text), name), _function(written_tree, name)
     if old is None or new is None:
         return None
     old_start, new_start = _body_start(old), _body_start(new)
@@ -103,13 +103,6 @@ def graft(text: str, name: str, answer: str, imports: bool = True) -> str | None
     lines[old_start - 1 : old.end_lineno] = body
     grafted = "\n".join(lines)
     return _with_imports(grafted, answer, written_tree) if imports else grafted
-
-
-def _parse(source: str) -> ast.Module | None:
-    try:
-        return ast.parse(source)
-    except UNPARSABLE:
-        return None
 
 
 def _function(tree: ast.Module | None, name: str) -> ast.FunctionDef | None:
@@ -131,7 +124,7 @@ def _with_imports(text: str, answer: str, written: ast.Module) -> str:
     stands in for what the file defines: a copy of a standard module importing the real one),
     after its own last import (where it has none, before its first statement other than its
     docstring); `written` is the answer parsed."""
-    tree = _parse(text)
+    tree = parsed(text)
     if tree is None:
         return text
     bound = stated.bound_names(tree) | {n for node in tree.body for n in _imported(node)}

@@ -64,7 +64,7 @@ class Runnable(NamedTuple):
 
     doctests: bool  # `>>>` examples in its docstrings
     cases: list[stated.Stated]  # calls its docstrings and the instruction give with values
-    tests: bool  # tests of its own (editing/file_tests.py)
+    tests: int  # how many tests of its own it has (editing/file_tests.py)
 
     def __bool__(self) -> bool:
         return bool(self.doctests or self.cases or self.tests)
@@ -74,10 +74,10 @@ def runnable(text: str, language: str | None, instruction: str) -> Runnable:
     """Whether `text` has `>>>` examples, the calls its docstrings and the instruction give
     with their values to run on it (those whose names the file binds at its top level or
     Python's builtins are, not a variable the instruction speaks of, which the file does not
-    have, and that read at least one of the file's), and whether it has tests of its own.
+    have, and that read at least one of the file's), and how many tests of its own it has.
     Nothing for a language other than Python."""
     if language != "python":
-        return Runnable(False, [], False)
+        return Runnable(False, [], 0)
     names = stated.top_level_names(text)
     known = names | set(dir(builtins))
     cases = [
@@ -85,7 +85,7 @@ def runnable(text: str, language: str | None, instruction: str) -> Runnable:
         for case in [*stated.docstring_examples(text), *stated.stated_examples(instruction)]
         if case.names <= known and case.names & names
     ]
-    return Runnable(EXAMPLE.search(text) is not None, cases, file_tests.has_tests(text))
+    return Runnable(EXAMPLE.search(text) is not None, cases, file_tests.tests_in(text))
 
 
 @contextmanager
@@ -98,26 +98,25 @@ def examples_check(
     or, asked, as a `--test` command in a copy of the file's folder (`checks.command_check`);
     None otherwise."""
     wanted = examples is not Examples.OFF
-    found = runnable(text, language, instruction) if wanted else Runnable(False, [], False)
+    found = runnable(text, language, instruction) if wanted else Runnable(False, [], 0)
     if not found:
         yield None
     elif examples is Examples.CONFINED:
         name = path.name if path.suffix == ".py" else "candidate.py"
         doctests, cases, tests = found
-        with sandbox.confined_check(name, text, doctests, cases, TIMEOUT, tests) as check:
-            yield _keeping_tests(check, text, instruction) if check and tests else check
+        with sandbox.confined_check(name, text, doctests, cases, TIMEOUT, tests > 0) as check:
+            yield _keeping_tests(check, tests, instruction) if check and tests else check
     else:
         with command_check(_commands(found), path, TIMEOUT) as check:
-            yield _keeping_tests(check, text, instruction) if found.tests else check
+            yield _keeping_tests(check, found.tests, instruction) if found.tests else check
 
 
 def _keeping_tests(
-    check: Callable[[str], CheckResult], text: str, instruction: str
+    check: Callable[[str], CheckResult], had: int, instruction: str
 ) -> Callable[[str], CheckResult]:
-    """`check`, failing a candidate with fewer tests of its own than the input `text` has
-    (`file_tests.tests_in`) unless the instruction asks to remove something: an answer that
+    """`check`, failing a candidate with fewer tests of its own (`file_tests.tests_in`) than
+    the `had` of its input unless the instruction asks to remove something: an answer that
     deletes the assert that shows the bug must not pass by it."""
-    had = file_tests.tests_in(text)
     if asks_for_removal(instruction):
         return check
 

@@ -11,7 +11,7 @@ its check withholds (a file, a third-party module, its standard input: an OSErro
 ImportError, an EOFError) says nothing of the code: `CannotJudge`, and where the input's tests
 fail so they do not judge at all.
 
-`has_tests` reads the file in the edit's process; the tests run in a child: the sandbox's, or,
+`tests_in` reads the file in the edit's process; the tests run in a child: the sandbox's, or,
 run as a module, the `--examples` check's own: `python -m specedit.editing.file_tests FILE`.
 """
 
@@ -27,7 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from types import CodeType, ModuleType
 
-from specedit.editing.region import UNPARSABLE
+from specedit.editing.region import parsed
 
 # What a test raises where its check withholds what it needs (a file, a package, its standard
 # input), not where the code is wrong.
@@ -100,26 +100,14 @@ def _test_case_methods(tree: ast.Module) -> int:
     )
 
 
-def _tree(source: str) -> ast.Module | None:
-    try:
-        return ast.parse(source)
-    except UNPARSABLE:
-        return None
-
-
 def tests_in(source: str) -> int:
     """How many tests `source` has of its own: the asserts of its `__main__` block, its plain
     test functions and its TestCase classes' test methods (0 where it does not parse)."""
-    tree = _tree(source)
+    tree = parsed(source)
     if tree is None:
         return 0
     asserts = sum(isinstance(n, ast.Assert) for s in main_block(tree) for n in ast.walk(s))
     return asserts + len(plain_tests(tree)) + _test_case_methods(tree)
-
-
-def has_tests(source: str) -> bool:
-    """Whether `source` has tests of its own to run."""
-    return tests_in(source) > 0
 
 
 def run_tests(module: ModuleType, source: str) -> int:

@@ -27,6 +27,14 @@ NAME_IN_BACKTICKS = re.compile(r"`([^\W\d]\w*(?:\.[^\W\d]\w*)*)")
 UNPARSABLE = (SyntaxError, ValueError, RecursionError, MemoryError)
 
 
+def parsed(source: str) -> ast.Module | None:
+    """Python `source`'s syntax tree; None where it does not parse."""
+    try:
+        return ast.parse(source)
+    except UNPARSABLE:
+        return None
+
+
 def documented(tree: ast.AST) -> list[ast.AST]:
     """The nodes of `tree` whose body opens with a docstring: the module, classes, functions."""
     return [

@@ -10,9 +10,8 @@ import sys
 import pytest
 from helpers import EXAMPLE_RUNS
 
-from specedit.editing import sandbox
+from specedit.editing import file_tests, sandbox
 from specedit.editing.examples import Examples, examples_check
-from specedit.editing.file_tests import has_tests
 
 AREA = "def area(w, h):\n    return w + h\n"
 MAIN = AREA + '\n\nif __name__ == "__main__":\n    assert area(2, 3) == 6\n    print("ok")\n'
@@ -45,7 +44,7 @@ CASES = (
     ],
 )
 def test_what_counts_as_a_file_s_own_tests(source, tested):
-    assert has_tests(source) is tested
+    assert (file_tests.tests_in(source) > 0) is tested
 
 
 def _checked(tmp_path, run: Examples, text: str, *candidates: str):
