@@ -304,9 +304,10 @@ def choose_candidate(
             refused = f" (refused: {'; '.join(drawn.problems)})" if drawn.problems else ""
             number = chosen.number + 1
             say(f"{name}: {count} candidates drawn, number {number} delivered{refused}")
-    if chosen.verdict and chosen.verdict.finding:  # no candidate without one was drawn
-        warning(f"{name}: {chosen.verdict.problem}")
-    if chosen.verdict and chosen.verdict.failed_examples:  # none passed them
+    verdict = chosen.verdict
+    if verdict and (verdict.finding or verdict.removed):  # no candidate without one was drawn
+        warning(f"{name}: {verdict.problem}")
+    if verdict and verdict.failed_examples:  # none passed them
         warning(f"{name}: no candidate passes the examples; delivering one as without them")
     elif chosen.afresh and not quiet:
         say(

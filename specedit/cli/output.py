@@ -260,6 +260,8 @@ class Report:
             stats["passes"] = list(result.before_passes)
         if candidate.verdict and (finding := candidate.verdict.finding):
             stats["finding"] = {"kind": finding.kind, "name": finding.name, "line": finding.line}
+        if candidate.verdict and candidate.verdict.removed:
+            stats["removed"] = list(candidate.verdict.removed)
         if candidate.verdict and (examples := candidate.verdict.examples):
             stats["examples"] = examples.summary()
         if candidate.afresh:

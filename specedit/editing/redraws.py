@@ -5,9 +5,9 @@ An answer that copied its prompt's own words is redrawn from just before them, o
 what cannot run (a name nothing defines, a call or attribute that does not match) from the line
 that writes it, a fix whose first two candidates could not be right, where the examples judge
 it, written afresh from its function's docstring, one that fails the examples from a branch
-point, an unchanged answer to a fix or an edit from the first candidate's next branch point,
-and any other is sampled as the editing benchmarks sample and told why the last could not be
-right.
+point, an unchanged answer to a fix or an edit, and an edit that removed a definition its
+instruction leaves alone, from the first candidate's next branch point, and any other is
+sampled as the editing benchmarks sample and told why the last could not be right.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
 from specedit.editing import examples as file_examples
+from specedit.editing import removed
 from specedit.editing.afresh import Afresh, function_to_write
 from specedit.editing.branches import check_start, leak_start
 from specedit.editing.editor import EditRequest
@@ -147,15 +148,16 @@ class AfreshRedraw:
 
 @dataclass(frozen=True)
 class BranchRedraw:
-    """An unchanged answer to a fix or an edit, redrawn from the first candidate's next branch
-    point while it has one. A fix's keeps its first change only, and so may stop once that is
-    made (editing/first_change.py); an edit's is delivered whole: a translation or a rename
-    changes many places."""
+    """An unchanged answer to a fix or an edit, or an edit that removed a definition its
+    instruction leaves alone (editing/removed.py; sampled again, a small model mostly removes
+    it again), redrawn from the first candidate's next branch point while it has one. A fix's
+    keeps its first change only, and so may stop once that is made (editing/first_change.py);
+    an edit's is delivered whole: a translation or a rename changes many places."""
 
     fix: bool
 
     def redraw(self, drawing: Drawing, number: int, problem: str | None) -> Redraw | None:
-        if drawing.first is None or problem not in UNCHANGED:
+        if drawing.first is None or not (problem in UNCHANGED or removed.is_removal(problem)):
             return None
         start = drawing.next_branch()
         if not start:
@@ -186,8 +188,9 @@ def redraw_policies(unchanged: str | None, vote: bool, branches: bool = True) ->
     redrawn from just before them, one that writes what cannot run from the line that writes
     it, a fix with examples whose first two could not be right written afresh from its
     docstring, one that fails the examples from a branch point, an unchanged answer to a fix or
-    an edit (`unchanged`: what is wrong with one) from a branch point (unless not `branches`),
-    and any other is sampled."""
+    an edit (`unchanged`: what is wrong with one) or an edit that removed a definition its
+    instruction leaves alone from a branch point (unless not `branches`), and any other is
+    sampled."""
     if vote:
         return [SampledRedraw()]
     policies: list[RedrawPolicy] = [LeakRedraw(), CheckRedraw(), AfreshRedraw(), ExamplesRedraw()]

@@ -7,6 +7,8 @@
 - Python that uses a name nothing defines, calls a function with arguments it does not take or
   an attribute nothing has, or reads a variable where no assignment may have run, where the
   input did not, is wrong (editing/lint.py);
+- an edit of Python that no longer defines a function or method of the input the instruction
+  leaves alone is wrong (editing/removed.py);
 - an answer that copies a sentence of its prompt's own words is wrong (`copied_from_prompt`);
 - among the rest, the candidate whose change the others agree with most is the likeliest right
   (self-consistency: `choose`), so that a pick can be tested on recorded candidates.
@@ -23,7 +25,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from specedit.editing import lint, safety
+from specedit.editing import lint, removed, safety
 from specedit.editing.checks import CheckResult
 from specedit.editing.editor import EditRequest, EditResult, Mode
 from specedit.editing.region import UNPARSABLE, documented
@@ -53,14 +55,16 @@ PROMPT_WORDS = "it copied the prompt's own words"
 class Verdict:
     """A candidate judged on its text: why it cannot be right (None: it may be), what the
     safety checks found where they ran, which the delivery reads instead of checking again,
-    what it writes that cannot run where that is its problem (editing/lint.py), and how
-    the examples went where they ran (editing/examples.py)."""
+    what it writes that cannot run or the definitions it removed where that is its problem
+    (editing/lint.py, editing/removed.py), and how the examples went where they ran
+    (editing/examples.py)."""
 
     text: str
     problem: str | None
     checked: safety.Checked | None = None
     finding: lint.Finding | None = None
     examples: CheckResult | None = None
+    removed: tuple[str, ...] = ()
 
     @property
     def acceptable(self) -> bool:
@@ -92,14 +96,18 @@ def judge(
     quotes alone), unless the instruction speaks of the prose, the typos or the layout
     (`NO_CODE_WORDS`), which may ask for just that (trailing spaces removed). Python that
     writes what cannot run (a name nothing defines, a call or an attribute that does not match
-    its definition), where the input did not, is wrong too (editing/lint.py). `drops`: whether
-    lines it drops count (`safety.problems`); `read`: whether the code is read here too
-    (`read_code`; without, the caller reads it, beside the file's examples)."""
+    its definition), where the input did not, is wrong too (editing/lint.py), and so is an edit
+    of Python that removed a definition its instruction leaves alone (editing/removed.py).
+    `drops`: whether lines it drops count (`safety.problems`); `read`: whether the code is
+    read here too (`read_code`; without, the caller reads it, beside the file's examples)."""
     if counts_unchanged(original, text, instruction, language, unchanged):
         return Verdict(text, unchanged)
     checked = safety.check(original, text, instruction, language, drops)
     if checked.problems:
         return Verdict(text, checked.problems[0], checked)
+    edit_of_python = unchanged == UNCHANGED_EDIT and language == "python"
+    if edit_of_python and (gone := removed.removed_definitions(original, text, instruction)):
+        return Verdict(text, removed.problem(gone), checked, removed=tuple(gone))
     verdict = Verdict(text, None, checked)
     return read_code(verdict, original, language) if read else verdict
 

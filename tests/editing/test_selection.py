@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -188,7 +189,6 @@ def test_with_examples_a_fix_that_fails_them_is_redrawn_and_one_that_passes_deli
     them and is redrawn from where it was least sure, whole (the examples, not the first
     answer, say what the rest must be); the redraw passes and is delivered, its stats saying
     so."""
-    import json
 
     file = tmp_path / "add.py"
     file.write_text(DOCUMENTED)
@@ -213,7 +213,6 @@ def test_by_default_the_examples_judge_each_candidate_confined(
     """With no option the docstring's examples run confined (editing/sandbox.py): a first
     answer whose code writes a file when its example calls it fails them, writing nothing, and
     its redraw, which passes, is delivered. --no-examples runs nothing."""
-    import json
 
     file = tmp_path / "add.py"
     file.write_text(DOCUMENTED)
@@ -301,7 +300,6 @@ def test_with_examples_a_fix_whose_first_two_fail_them_gets_its_function_written
     out); the answer's body takes the old one's place, indented as it was, and it passes and
     is delivered with the file's docstring kept, the stats naming it. Without a function the
     instruction names, the third candidate is the sampled redraw, as before."""
-    import json
 
     file = tmp_path / "add.py"
     file.write_text(DOCUMENTED)
@@ -420,6 +418,40 @@ def test_an_unchanged_edit_is_redrawn_from_where_it_was_least_sure(
     calls = _answering(monkeypatch, [other, SOURCE], tokenizer)
     result = CliRunner().invoke(app, ["edit", str(file), "make add multiply", *tiny])
     assert result.stdout == other and len(calls) == 1
+
+
+def test_an_edit_that_leaves_undone_what_it_was_asked_is_redrawn_from_its_doubt(
+    tmp_path, tiny_model_dir, tokenizer, monkeypatch
+):
+    """An edit whose answer writes its new function over one the instruction leaves alone
+    (editing/removed.py) is redrawn from its branch point, as an unchanged edit is; where every
+    candidate does so, the first is delivered with a warning that says what it removed."""
+    from typer.testing import CliRunner
+
+    from specedit.cli import app
+
+    file = tmp_path / "ops.py"
+    two = SOURCE + "\n\ndef sub(a, b):\n    return a - b\n"
+    file.write_text(two)
+    over = SOURCE + "\n\ndef mul(a, b):\n    return a * b\n"
+    added = two + "\n\ndef mul(a, b):\n    return a * b\n"
+    tiny = ("--model", str(tiny_model_dir), "--dtype", "fp32", "--method", "pld")
+    command = ["edit", str(file), "Add a function `mul(a, b)`.", *tiny]
+    calls = _answering(monkeypatch, [over, added], tokenizer)
+    result = CliRunner().invoke(app, command)
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == added
+    x, z = (tokenizer.encode(letter, add_special_tokens=False)[0] for letter in "xz")
+    assert [p.request.steering.forced for p in calls] == [(), (x, z)]
+    assert "(refused: it removes `sub`, which the instruction does not ask to remove)" in (
+        result.stderr
+    )
+    _answering(monkeypatch, [over, over], tokenizer)
+    stats = tmp_path / "stats.json"
+    result = CliRunner().invoke(app, [*command, "--stats-file", str(stats)])
+    assert result.exit_code == 0 and result.stdout == over, result.stderr
+    assert f"warning: {file}: it removes `sub`, which the instruction" in result.stderr
+    assert json.loads(stats.read_text())["removed"] == ["sub"]
 
 
 def test_a_changed_fix_or_edit_is_delivered_with_no_other_candidate_drawn(
@@ -788,7 +820,6 @@ class CountingEditor:
 def _default_fix(tmp_path, monkeypatch, editor: CountingEditor) -> tuple[str, dict, int]:
     """`specedit fix -i` as the command runs it by default, on `editor`: the file written, the
     stats reported, and how often the safety checks ran."""
-    import json
 
     from rich.console import Console
 
@@ -840,7 +871,6 @@ def test_a_default_fix_makes_two_generations_at_most_and_checks_each_once(tmp_pa
 def _bench_add(tiny_model_dir, tmp_path, source=SOURCE, **setup):
     """The bench's row for one task: fix `add` (in `source`), checked by its tests, on the
     tiny model."""
-    import json
 
     from specedit.bench.runner import run_bench
     from specedit.models.load import load
