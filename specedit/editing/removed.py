@@ -4,9 +4,10 @@ A small model asked to add a method sometimes writes it over the method beside i
 where `keys()` was, `cost` handled where `tokens()` was). That breaks no syntax, names nothing
 undefined and drops too few lines for the safety checks, yet it loses the user's code without a
 word; it shows in the instruction and the two texts alone: a function, class or method of the
-input that the answer defines nowhere, where the instruction neither names it as code nor asks
-to remove, rename, move, merge or extract anything. Such an answer is a candidate's problem
-(editing/verdicts.py), redrawn from its branch points, and warned about where delivered.
+input whose name the answer binds nowhere, where the instruction neither names it as code nor
+asks to remove, rename, move, merge, split, convert or extract anything. Such an answer is a
+candidate's problem (editing/verdicts.py), redrawn from its branch points, and warned about
+where delivered.
 """
 
 from __future__ import annotations
@@ -18,10 +19,16 @@ from specedit.editing.region import parsed
 from specedit.editing.safety import asks_for_removal
 
 # Instructions under which a definition may rightly go, besides those that ask for less text
-# (`asks_for_removal`): it is renamed, moved, merged, inlined or the code reorganised.
+# (`asks_for_removal`): it is renamed, moved, merged, split, inlined, turned into a property, a
+# dataclass or a named tuple, or the code reorganised. Read outside the instruction's code
+# (`prose`): a new `merge_sort` asks for no merge.
 RESHAPING_WORDS = re.compile(
-    r"\b(?:renam\w*|replac\w*|merg\w*|mov(?:e|es|ed|ing)|inlin\w*|combin\w*|consolidat\w*"
-    r"|rewrit\w*|refactor\w*|restructur\w*|reorganiz\w*|reorganis\w*|unif\w*|extract\w*)\b",
+    r"\b(?:renam(?:e|es|ed|ing)|replac(?:e|es|ed|ing)|merg(?:e|es|ed|ing)|mov(?:e|es|ed|ing)"
+    r"|inlin(?:e|es|ed|ing)|combin(?:e|es|ed|ing)|consolidat(?:e|es|ed|ing)"
+    r"|rewrit(?:e|es|ing|ten)|refactor(?:s|ed|ing)?|restructur(?:e|es|ed|ing)"
+    r"|reorgani[sz](?:e|es|ed|ing)|unif(?:y|ies|ied|ying)|extract(?:s|ed|ing)?"
+    r"|split(?:s|ting)?|convert(?:s|ed|ing)?|turn(?:s|ed|ing)?|propert(?:y|ies)"
+    r"|dataclass(?:es)?|named ?tuples?)\b",
     re.IGNORECASE,
 )
 REMOVES = "it removes"
@@ -29,25 +36,28 @@ REMOVES = "it removes"
 
 def removed_definitions(original: str, answer: str, instruction: str) -> list[str]:
     """The input's top-level functions and classes and its classes' methods (as
-    `Class.method`) that `answer` defines nowhere, at any depth, under the same name, where the
-    instruction names none of them (`mentions`) and asks for nothing that may remove one; []
-    where either text does not parse."""
-    if asks_for_removal(instruction) or RESHAPING_WORDS.search(instruction):
+    `Class.method`; special methods aside, which a decorator or a base class may provide) whose
+    name `answer` binds nowhere (a definition at any depth, an assignment, an import), each
+    unless the instruction names it (`mentions`); [] where the instruction asks for something
+    that may remove one, or either text does not parse."""
+    words = prose(instruction)
+    if asks_for_removal(words) or RESHAPING_WORDS.search(words):
         return []
     before, after = parsed(original), parsed(answer)
     if before is None or after is None:
         return []
-    defined = {
-        node.name
-        for node in ast.walk(after)
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
-    }
+    bound = _bound(after)
     gone = []
     for qualified in _definitions(before):
         name = qualified.rpartition(".")[2]
-        if name not in defined and not mentions(instruction, name):
+        if name not in bound and not mentions(instruction, name) and qualified not in gone:
             gone.append(qualified)
     return gone
+
+
+def prose(instruction: str) -> str:
+    """The instruction without its code: backticked spans and calls (`name(...)`) left out."""
+    return re.sub(r"`[^`]*`|\b\w+\([^()]*\)", " ", instruction)
 
 
 def mentions(instruction: str, name: str) -> bool:
@@ -64,7 +74,8 @@ def mentions(instruction: str, name: str) -> bool:
 
 
 def _definitions(tree: ast.Module) -> list[str]:
-    """The module's own functions and classes, and its classes' methods, qualified."""
+    """The module's own functions and classes, and its classes' methods but the special ones
+    (`__init__`, `__eq__`: a dataclass or a base class writes those), qualified."""
     found = []
     for node in tree.body:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
@@ -75,8 +86,23 @@ def _definitions(tree: ast.Module) -> list[str]:
                 f"{node.name}.{item.name}"
                 for item in node.body
                 if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef)
+                and not (item.name.startswith("__") and item.name.endswith("__"))
             )
     return found
+
+
+def _bound(tree: ast.Module) -> set[str]:
+    """Every name `tree` binds anywhere: functions and classes, assignments (a class field,
+    `helper = lambda ...`, `self.width = ...`) and imports."""
+    bound = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            bound.add(node.name)
+        elif isinstance(node, ast.Name | ast.Attribute) and isinstance(node.ctx, ast.Store):
+            bound.add(node.id if isinstance(node, ast.Name) else node.attr)
+        elif isinstance(node, ast.alias):
+            bound.add((node.asname or node.name).partition(".")[0])
+    return bound
 
 
 def problem(gone: list[str]) -> str:
@@ -85,6 +111,6 @@ def problem(gone: list[str]) -> str:
     return f"{REMOVES} {names}, which the instruction does not ask to remove"
 
 
-def is_removal(problem: str | None) -> bool:
-    """Whether a candidate's `problem` is one `problem` wrote."""
-    return problem is not None and problem.startswith(REMOVES)
+def is_removal(said: str | None) -> bool:
+    """Whether a candidate's problem, `said`, is one `problem` wrote."""
+    return said is not None and said.startswith(REMOVES)

@@ -33,8 +33,8 @@ counted as unchanged and the examples judged (docs/quality.md, "What each step g
 An answer that writes what cannot run where the input did not (editing/lint.py: a helper never
 written, `Dict` with no import, a variable or method renamed in one place only, a call its
 definition does not take) is wrong too, and redrawn from where it was least sure on the line that
-first writes it (`CheckRedraw`). So is an edit of Python that no longer defines a function or
-method of the input its instruction leaves alone (editing/removed.py: a new method written over
+first writes it (`CheckRedraw`). So is an edit of Python that no longer defines a function, class
+or method of the input its instruction leaves alone (editing/removed.py: a new method written over
 the one beside it), redrawn from its branch points as an unchanged edit is.
 
 With `--examples` (editing/examples.py), an answer that fails the file's own `>>>` examples is

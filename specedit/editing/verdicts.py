@@ -7,8 +7,8 @@
 - Python that uses a name nothing defines, calls a function with arguments it does not take or
   an attribute nothing has, or reads a variable where no assignment may have run, where the
   input did not, is wrong (editing/lint.py);
-- an edit of Python that no longer defines a function or method of the input the instruction
-  leaves alone is wrong (editing/removed.py);
+- an edit of Python that no longer defines a function, class or method of the input the
+  instruction leaves alone is wrong (editing/removed.py);
 - an answer that copies a sentence of its prompt's own words is wrong (`copied_from_prompt`);
 - among the rest, the candidate whose change the others agree with most is the likeliest right
   (self-consistency: `choose`), so that a pick can be tested on recorded candidates.

@@ -420,7 +420,7 @@ def test_an_unchanged_edit_is_redrawn_from_where_it_was_least_sure(
     assert result.stdout == other and len(calls) == 1
 
 
-def test_an_edit_that_leaves_undone_what_it_was_asked_is_redrawn_from_its_doubt(
+def test_an_edit_that_removes_a_definition_left_alone_is_redrawn_from_its_doubt(
     tmp_path, tiny_model_dir, tokenizer, monkeypatch
 ):
     """An edit whose answer writes its new function over one the instruction leaves alone
