@@ -116,12 +116,24 @@ def narrowed(
     return (located.region if located else region), located
 
 
-def _named(units: list[_Unit], instruction: str) -> list[_Unit]:
-    """The units the instruction names as code (`name`, name(), obj.name, a_snake_name):
-    by their dotted name where it is written so, else by their own."""
+def code_names(instruction: str) -> set[str]:
+    """The names the instruction writes as code (`name`, name(), obj.name, a_snake_name,
+    camelCase), dotted where it writes them so."""
     written = set(CODE_NAME.findall(instruction))
     for quoted in QUOTED.findall(instruction):
         written.update(IDENTIFIER_PATH.findall(quoted))
+    return written
+
+
+def without_code(instruction: str) -> str:
+    """The instruction's prose: what it writes in backticks or as a name of code left out."""
+    return CODE_NAME.sub(" ", QUOTED.sub(" ", instruction))
+
+
+def _named(units: list[_Unit], instruction: str) -> list[_Unit]:
+    """The units the instruction names as code (`code_names`): by their dotted name where it
+    is written so, else by their own."""
+    written = code_names(instruction)
     exact = [u for u in units if u.name in written]
     if exact:
         return exact

@@ -16,7 +16,6 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
 from specedit.editing import examples as file_examples
-from specedit.editing import removed
 from specedit.editing.afresh import Afresh, function_to_write
 from specedit.editing.branches import check_start, leak_start
 from specedit.editing.editor import EditRequest
@@ -149,15 +148,18 @@ class AfreshRedraw:
 @dataclass(frozen=True)
 class BranchRedraw:
     """An unchanged answer to a fix or an edit, or an edit that removed a definition its
-    instruction leaves alone (editing/removed.py; sampled again, a small model mostly removes
-    it again), redrawn from the first candidate's next branch point while it has one. A fix's
-    keeps its first change only, and so may stop once that is made (editing/first_change.py);
-    an edit's is delivered whole: a translation or a rename changes many places."""
+    instruction leaves alone (its verdict's `removed`, editing/removed.py; sampled again, a
+    small model mostly removes it again), redrawn from the first candidate's next branch point
+    while it has one. A fix's keeps its first change only, and so may stop once that is made
+    (editing/first_change.py); an edit's is delivered whole: a translation or a rename changes
+    many places."""
 
     fix: bool
 
     def redraw(self, drawing: Drawing, number: int, problem: str | None) -> Redraw | None:
-        if drawing.first is None or not (problem in UNCHANGED or removed.is_removal(problem)):
+        if drawing.first is None:
+            return None
+        if problem not in UNCHANGED and not drawing.candidates[-1].verdict.removed:
             return None
         start = drawing.next_branch()
         if not start:

@@ -15,13 +15,14 @@ from __future__ import annotations
 import ast
 import re
 
+from specedit.editing.localize import code_names, without_code
 from specedit.editing.region import parsed
 from specedit.editing.safety import asks_for_removal
 
 # Instructions under which a definition may rightly go, besides those that ask for less text
 # (`asks_for_removal`): it is renamed, moved, merged, split, inlined, turned into a property, a
-# dataclass or a named tuple, or the code reorganised. Read outside the instruction's code
-# (`prose`): a new `merge_sort` asks for no merge.
+# dataclass or a named tuple, or the code reorganised. Read in the instruction's prose
+# (`without_code`): a new `merge_sort` asks for no merge.
 RESHAPING_WORDS = re.compile(
     r"\b(?:renam(?:e|es|ed|ing)|replac(?:e|es|ed|ing)|merg(?:e|es|ed|ing)|mov(?:e|es|ed|ing)"
     r"|inlin(?:e|es|ed|ing)|combin(?:e|es|ed|ing)|consolidat(?:e|es|ed|ing)"
@@ -31,7 +32,6 @@ RESHAPING_WORDS = re.compile(
     r"|dataclass(?:es)?|named ?tuples?)\b",
     re.IGNORECASE,
 )
-REMOVES = "it removes"
 
 
 def removed_definitions(original: str, answer: str, instruction: str) -> list[str]:
@@ -40,7 +40,7 @@ def removed_definitions(original: str, answer: str, instruction: str) -> list[st
     name `answer` binds nowhere (a definition at any depth, an assignment, an import), each
     unless the instruction names it (`mentions`); [] where the instruction asks for something
     that may remove one, or either text does not parse."""
-    words = prose(instruction)
+    words = without_code(instruction)
     if asks_for_removal(words) or RESHAPING_WORDS.search(words):
         return []
     before, after = parsed(original), parsed(answer)
@@ -55,22 +55,11 @@ def removed_definitions(original: str, answer: str, instruction: str) -> list[st
     return gone
 
 
-def prose(instruction: str) -> str:
-    """The instruction without its code: backticked spans and calls (`name(...)`) left out."""
-    return re.sub(r"`[^`]*`|\b\w+\([^()]*\)", " ", instruction)
-
-
 def mentions(instruction: str, name: str) -> bool:
-    """Whether the instruction names the definition `name` as code: inside backticks, as a
-    call or an attribute (`name(`, `.name`), or anywhere where the name cannot be an English
-    word (`_` or a capital inside it, a digit). "a dict with the keys" does not name `keys()`."""
-    spans = " ".join(re.findall(r"`([^`]*)`", instruction))
-    if re.search(rf"(?<!\w){re.escape(name)}\b", spans):
-        return True
-    if re.search(rf"\.{re.escape(name)}\b|\b{re.escape(name)}\(", instruction):
-        return True
-    codelike = "_" in name or any(c.isdigit() for c in name) or not name[1:].islower()
-    return codelike and re.search(rf"(?<![\w.]){re.escape(name)}\b", instruction) is not None
+    """Whether the instruction names the definition `name` as code (`code_names`: in
+    backticks, as a call or an attribute, a snake_case or camelCase name), alone or as the
+    last part of a dotted name. "a dict with the keys" does not name `keys()`."""
+    return any(written.rpartition(".")[2] == name for written in code_names(instruction))
 
 
 def _definitions(tree: ast.Module) -> list[str]:
@@ -108,9 +97,4 @@ def _bound(tree: ast.Module) -> set[str]:
 def problem(gone: list[str]) -> str:
     """The definitions an answer removed (`removed_definitions`), as a candidate's problem."""
     names = ", ".join(f"`{name}`" for name in gone)
-    return f"{REMOVES} {names}, which the instruction does not ask to remove"
-
-
-def is_removal(said: str | None) -> bool:
-    """Whether a candidate's problem, `said`, is one `problem` wrote."""
-    return said is not None and said.startswith(REMOVES)
+    return f"it removes {names}, which the instruction does not ask to remove"
