@@ -27,6 +27,12 @@ if TYPE_CHECKING:
     import torch
 
 
+# A nucleus mostly holds a few tokens: it is looked for among this many likeliest first, and in
+# the whole vocabulary (a sort of all of it, most of a sampled token's cost) only where they
+# hold less than top_p or a tie crosses their edge.
+NUCLEUS_SEARCH = 256
+
+
 def probabilities(logits: np.ndarray | torch.Tensor, sampling: Sampling) -> np.ndarray:
     """The distribution plain sampling draws from: temperature, then top-k, then top-p."""
     logits = as_numpy(logits) / sampling.temperature
@@ -35,14 +41,42 @@ def probabilities(logits: np.ndarray | torch.Tensor, sampling: Sampling) -> np.n
         kth = np.partition(logits, -k, axis=-1)[..., -k, None]
         logits = np.where(logits < kth, -np.inf, logits)
     if sampling.top_p < 1:
-        order = np.argsort(-logits, axis=-1, kind="stable")
-        chances = softmax(np.take_along_axis(logits, order, axis=-1))
-        # drop a token when the tokens before it already hold top_p of the mass
-        drop_sorted = (chances.cumsum(axis=-1) - chances) >= sampling.top_p
-        drop = np.empty_like(drop_sorted)
-        np.put_along_axis(drop, order, drop_sorted, axis=-1)
+        drop = _outside_likeliest(logits, sampling.top_p)
+        if drop is None:
+            drop = _outside_nucleus(logits, sampling.top_p)
         logits = np.where(drop, -np.inf, logits)
     return softmax(logits)
+
+
+def _outside_nucleus(logits: np.ndarray, top_p: float) -> np.ndarray:
+    """Where a token lies outside the nucleus: the tokens before it (by score, ties by index)
+    already hold top_p of the mass."""
+    order = np.argsort(-logits, axis=-1, kind="stable")
+    chances = softmax(np.take_along_axis(logits, order, axis=-1))
+    drop_sorted = (chances.cumsum(axis=-1) - chances) >= top_p
+    drop = np.empty_like(drop_sorted)
+    np.put_along_axis(drop, order, drop_sorted, axis=-1)
+    return drop
+
+
+def _outside_likeliest(logits: np.ndarray, top_p: float) -> np.ndarray | None:
+    """`_outside_nucleus` of one row, found among its NUCLEUS_SEARCH likeliest tokens; None
+    where they cannot tell (they hold less than top_p, or the nucleus ends on a score that
+    tokens outside them may share, whose order among them is by index)."""
+    if logits.ndim != 1 or logits.shape[0] <= NUCLEUS_SEARCH:
+        return None
+    likeliest = np.argpartition(-logits, NUCLEUS_SEARCH - 1)[:NUCLEUS_SEARCH]
+    scores = logits[likeliest]
+    order = np.lexsort((likeliest, -scores))  # by score, ties by index, as the sort of all
+    likeliest, scores = likeliest[order], scores[order]
+    top = logits.max()
+    chances = np.exp(scores - top) / np.exp(logits - top).sum()
+    outside = (chances.cumsum() - chances) >= top_p
+    if not outside.any() or scores[outside.argmax()] == scores[-1]:
+        return None
+    drop = np.ones(logits.shape, dtype=bool)
+    drop[likeliest[~outside]] = False
+    return drop
 
 
 @dataclass

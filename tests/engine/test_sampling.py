@@ -13,6 +13,7 @@ import torch
 from helpers import tiny_model
 
 from specedit.drafting.kinds import BRANCH
+from specedit.engine import verify
 from specedit.engine.drafter import Drafter
 from specedit.engine.memory import Memory
 from specedit.engine.options import Sampling
@@ -256,3 +257,27 @@ def test_deep_drafts_keep_the_joint_sampling_distribution(
     biased, _ = _sample_prefixes(model, drafter, sampling, n)
     biased_statistic, biased_df = _chi_square(biased, exact, n)
     assert biased_statistic > _critical(biased_df), (biased_statistic, biased_df)
+
+
+def test_the_nucleus_found_among_the_likeliest_tokens_is_the_one_the_whole_sort_gives():
+    """Top-p looks for its nucleus among the likeliest tokens first; where they tell, it is
+    the nucleus a sort of the whole vocabulary gives, ties ordered by index; where a tie crosses
+    their edge or they hold too little, they do not tell and the whole sort decides."""
+    rng = np.random.default_rng(0)
+    told = 0
+    for trial in range(200):
+        logits = (rng.standard_normal(4000) * rng.uniform(1, 12)).astype(np.float32)
+        if trial % 3 == 0:
+            logits = np.round(logits)  # many ties
+        if trial % 5 == 0:
+            logits[rng.integers(4000)] += 30  # one token holds nearly all the mass
+        top_p = float(rng.uniform(0.5, 0.999))
+        found = verify._outside_likeliest(logits, top_p)
+        if found is not None:
+            told += 1
+            assert (found == verify._outside_nucleus(logits, top_p)).all(), trial
+    assert told > 150  # mostly they tell
+    tied = np.zeros(4000, dtype=np.float32)  # every token alike: the likeliest cannot tell
+    assert verify._outside_likeliest(tied, 0.5) is None
+    kept = ~verify._outside_nucleus(tied, 0.5)
+    assert 1990 < kept.sum() < 2010 and kept[: kept.sum()].all()  # half of them, first by index
