@@ -20,7 +20,7 @@ from specedit.drafting.registry import (
     refusal,
 )
 from specedit.editing.examples import Examples
-from specedit.editing.selection import DEFAULT_SAMPLES, EXAMPLES_SAMPLES
+from specedit.editing.selection import DEFAULT_SAMPLES, EXAMPLES_SAMPLES, SHORT_TEXT_TOKENS
 from specedit.engine.options import VERIFY_MODES
 from specedit.models.bundled import DEFAULT_MODEL
 from specedit.models.load import DTYPES, ENGINES
@@ -168,7 +168,8 @@ class EditOptions:
             "candidate as your own code (in a temporary copy of its folder, as --test runs) "
             "and deliver one that passes them where one does. By default they run confined "
             "to computing (no files, commands or network), where the system allows it; "
-            f"--no-examples: never. [--samples default where they run: {EXAMPLES_SAMPLES}]",
+            f"--no-examples: never. [--samples default where they run: {EXAMPLES_SAMPLES}; "
+            f"{DEFAULT_SAMPLES} where an answer is over {SHORT_TEXT_TOKENS} tokens]",
             show_default=False,
         ),
     ] = None

@@ -39,7 +39,9 @@ the one beside it), redrawn from its branch points as an unchanged edit is.
 
 With `--examples` (editing/examples.py), an answer that fails the file's own `>>>` examples is
 wrong too, and redrawn from the first candidate's next branch point (`ExamplesRedraw`); where
-none passes them, the one a draw without them would have delivered is.
+none passes them, the one a draw without them would have delivered is. The candidates they
+ask for past the two a draw makes are drawn for a short text only (SHORT_TEXT_TOKENS): of a
+long one, each is a rewrite of the whole, sampled.
 
 An answer that copies a sentence of its prompt's own words (`copied_from_prompt`: "Return the
 complete edited file ..." inside a docstring that paraphrased the instruction) is wrong, and
@@ -86,12 +88,19 @@ DEFAULT_SAMPLES = 2
 # drawn only while every candidate fails them (docs/quality.md, "Eight candidates where the
 # examples judge").
 EXAMPLES_SAMPLES = 8
+# The candidates past `count` that the examples ask for are drawn only where the text an
+# answer writes again (a region, a file edited whole) is this short: beyond it one more
+# candidate costs a rewrite of a long file, sampled, and six of those cost minutes where the
+# first answer took seconds (docs/quality.md, "Extra candidates for short texts only").
+SHORT_TEXT_TOKENS = 1024
 # The steps of a draw that `Samples.without` may leave out: the redraws of an unchanged answer
-# from its branch points (it is sampled and told so instead), and a fix's first answer
-# stopping once its change is made (it is written to its end instead).
+# from its branch points (it is sampled and told so instead), a fix's first answer stopping
+# once its change is made (it is written to its end instead), and the extra candidates kept
+# to short texts (a long one draws them too).
 UNCHANGED_REDRAWS = "unchanged"
 FIRST_STOP = "stop"
-STEPS = (UNCHANGED_REDRAWS, FIRST_STOP)
+SHORT_ONLY = "short"
+STEPS = (UNCHANGED_REDRAWS, FIRST_STOP, SHORT_ONLY)
 
 
 @dataclass(frozen=True)
@@ -101,7 +110,8 @@ class Samples:
     count: int = 1
     vote: bool = False  # draw all `count` and keep the one the others agree with
     # Whether the file's examples judge each candidate, and how they run (editing/examples.py);
-    # where they do, up to `checked` candidates (0: `count`).
+    # where they do, up to `checked` candidates (0: `count`), those past `count` for a short
+    # text only (SHORT_TEXT_TOKENS).
     examples: file_examples.Examples = file_examples.Examples.OFF
     checked: int = 0
     # Steps of the draw left out (`STEPS`), so that the bench can set what each gains against
@@ -178,16 +188,19 @@ def draw(
     original: str,
     samples: int,
     vote: bool,
+    may_draw: Callable[[int], bool] = lambda number: True,
 ) -> tuple[R | None, list[Verdict]]:
     """Draw up to `samples` candidates with `run(number, problem)` (None: that edit failed, e.g.
-    cut off) and pick one. Without `vote`, drawing stops at the first acceptable candidate (an
-    unchanged answer to a fix or an edit, or an unsafe one, draws another, told of the last
-    one's `problem`); with `vote`, all are drawn independently (`problem` None) and `choose`
-    picks by agreement. Returns the chosen result (None if every edit failed) and the verdicts
-    of the candidates that produced a text, in order."""
+    cut off) while `may_draw(number)`, and pick one. Without `vote`, drawing stops at the first
+    acceptable candidate (an unchanged answer to a fix or an edit, or an unsafe one, draws
+    another, told of the last one's `problem`); with `vote`, all are drawn independently
+    (`problem` None) and `choose` picks by agreement. Returns the chosen result (None if every
+    edit failed) and the verdicts of the candidates that produced a text, in order."""
     results: list[R] = []
     verdicts: list[Verdict] = []
     for number in range(samples):
+        if not may_draw(number):
+            break
         last = verdicts[-1].problem if verdicts and not vote else None
         result = run(number, last)
         if result is not None:
@@ -248,6 +261,13 @@ class Drawing:
     def first(self) -> Candidate | None:
         """The first candidate that produced a text: what redraws branch from."""
         return self.candidates[0] if self.candidates else None
+
+    @property
+    def short(self) -> bool:
+        """Whether the text an answer writes again is short (SHORT_TEXT_TOKENS), as the first
+        candidate's prompt counts it; not known before one produced a text."""
+        prompt = self.first.result.prompt if self.first else None
+        return prompt is not None and prompt.input_end - prompt.input_start <= SHORT_TEXT_TOKENS
 
     def next_branch(self) -> tuple[int, ...] | None:
         """The next start for a redraw of the first candidate, its branch points listed once."""
@@ -376,15 +396,21 @@ def draw_edits(
     (`decode` reads them), else sampled and told why. A rewrite's candidates are proofread
     (editing/proofread.py): a second look, word by word. An unchanged edit is redrawn from its
     branch points as an unchanged fix is, and an answer that copied its prompt's own words
-    from just before them (`redraw_policies`)."""
-    if examples is not None:
-        samples = samples.judged_by_examples()
-    drawing = Drawing(make, request, whole, samples, decode, examples)
+    from just before them (`redraw_policies`). Those past `samples.count` that the examples
+    ask for are drawn for a short text only (SHORT_TEXT_TOKENS), unless that step is left out."""
+    judged = samples.judged_by_examples() if examples is not None else samples
+    drawing = Drawing(make, request, whole, judged, decode, examples)
+    short_only = SHORT_ONLY not in samples.without
+
+    def may_draw(number: int) -> bool:
+        return number < samples.count or not short_only or drawing.short
+
     delivered, _ = draw(
         drawing.candidate,
         lambda candidate: candidate.verdict,
         drawing.original,
-        samples.count,
+        judged.count,
         samples.vote,
+        may_draw,
     )
     return Drawn(delivered, tuple(drawing.candidates), tuple(drawing.failures))

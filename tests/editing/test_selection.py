@@ -90,7 +90,8 @@ DEFAULT = Samples(2, examples=Examples.CONFINED, checked=EXAMPLES_SAMPLES)  # th
     + [("default", DEFAULT)]
     + [("2-unchanged", Samples(2, without=frozenset({"unchanged"})))]
     + [("default-unchanged", replace(DEFAULT, without=frozenset({"unchanged"})))]
-    + [("default-unchanged-stop", replace(DEFAULT, without=frozenset(STEPS)))],
+    + [("default-unchanged-stop", replace(DEFAULT, without=frozenset({"unchanged", "stop"})))]
+    + [("default-unchanged-stop-short", replace(DEFAULT, without=frozenset(STEPS)))],
 )
 def test_bench_selections_parse(spec, parsed):
     assert parse_selection(spec) == parsed
@@ -1017,3 +1018,38 @@ def test_the_examples_run_while_the_answer_s_code_is_read(monkeypatch):
     first, second = (candidate.verdict for candidate in drawn.candidates)
     assert "nothing defines" in first.problem and first.examples is None
     assert second.acceptable and second.examples.passed and drawn.chosen.text == fixed
+
+
+@pytest.mark.parametrize(
+    ("text_tokens", "without", "drawn"),
+    [(selection.SHORT_TEXT_TOKENS, (), EXAMPLES_SAMPLES)]
+    + [(selection.SHORT_TEXT_TOKENS + 1, (), 2)]
+    + [(selection.SHORT_TEXT_TOKENS + 1, (selection.SHORT_ONLY,), EXAMPLES_SAMPLES)],
+)
+def test_the_extra_candidates_the_examples_ask_for_are_drawn_for_a_short_text_only(
+    text_tokens, without, drawn
+):
+    """Every answer fails the examples: the default draws eight candidates where the text an
+    answer writes again is short, and its own two where it is longer (one more would cost a
+    rewrite of it), unless that step is left out."""
+    from specedit.editing.checks import CheckResult
+    from specedit.editing.editor import EditResult
+    from specedit.editing.prompts import EditPrompt
+    from specedit.engine.events import Generation, Stats
+
+    original = "def f(x):\n    return x + 0\n"
+    asked: list[EditRequest] = []
+
+    def run(request: EditRequest) -> EditResult:
+        asked.append(request)
+        generation = Generation([0, 1], "eos", Stats(), [0.9, 0.4], [0, 2])
+        prompt = EditPrompt([], "```", original, 3, 3 + text_tokens)
+        return EditResult(original.replace("0", str(len(asked))), generation, prompt)
+
+    failing = lambda text: CheckResult(False, 1, "Failed example", 0.0)  # noqa: E731
+    request = EditRequest(original, "f adds one", prompt="edit", language="python")
+    samples = replace(DEFAULT, without=frozenset(without))
+    decode = lambda tokens: "".join("abc"[t] for t in tokens)  # noqa: E731
+    chosen = selection.draw_edits(run, request, str, samples, decode, failing)
+    assert len(asked) == len(chosen.candidates) == drawn
+    assert chosen.chosen.text == original.replace("0", "1")  # what a draw without them gives
