@@ -89,9 +89,9 @@ DEFAULT_SAMPLES = 2
 # examples judge").
 EXAMPLES_SAMPLES = 8
 # The candidates past `count` that the examples ask for are drawn only where the text an
-# answer writes again (a region, a file edited whole) is this short: beyond it one more
-# candidate costs a rewrite of a long file, sampled, and six of those cost minutes where the
-# first answer took seconds (docs/quality.md, "Extra candidates for short texts only").
+# answer writes again (a region, a file edited whole) is this short: beyond it each one more is
+# a sampled rewrite of a long text, costing far more than the first answer did (docs/quality.md,
+# "Extra candidates for short texts only").
 SHORT_TEXT_TOKENS = 1024
 # The steps of a draw that `Samples.without` may leave out: the redraws of an unchanged answer
 # from its branch points (it is sampled and told so instead), a fix's first answer stopping
