@@ -46,20 +46,24 @@ def removed_definitions(original: str, answer: str, instruction: str) -> list[st
     before, after = parsed(original), parsed(answer)
     if before is None or after is None:
         return []
-    bound = _bound(after)
-    gone = []
-    for qualified in _definitions(before):
-        name = qualified.rpartition(".")[2]
-        if name not in bound and not mentions(instruction, name) and qualified not in gone:
-            gone.append(qualified)
-    return gone
+    kept = _bound(after) | _named(instruction)
+    return [
+        qualified
+        for qualified in dict.fromkeys(_definitions(before))  # a definition written twice: once
+        if qualified.rpartition(".")[2] not in kept
+    ]
 
 
 def mentions(instruction: str, name: str) -> bool:
     """Whether the instruction names the definition `name` as code (`code_names`: in
     backticks, as a call or an attribute, a snake_case or camelCase name), alone or as the
     last part of a dotted name. "a dict with the keys" does not name `keys()`."""
-    return any(written.rpartition(".")[2] == name for written in code_names(instruction))
+    return name in _named(instruction)
+
+
+def _named(instruction: str) -> set[str]:
+    """The names the instruction writes as code, each dotted one by its last part."""
+    return {written.rpartition(".")[2] for written in code_names(instruction)}
 
 
 def _definitions(tree: ast.Module) -> list[str]:
