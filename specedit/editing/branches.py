@@ -1,6 +1,8 @@
 """Where a redraw of an answer starts: its tokens up to one it was unsure of, then the likeliest
 other token there (`branch_points`), or, where it went on to copy words of its prompt, the
-least sure token just before them (`leak_start`).
+least sure token just before them (`leak_start`), where it wrote what cannot run, the least
+sure on that line (`check_start`), and where it left out lines of its input, the least sure on
+the line it wrote after them (`gap_start`).
 
 The answer's prompt and its text up to the branch are those of the first candidate, so an
 engine that keeps its cache (llama.cpp) computes only what follows the branch. Which
@@ -16,6 +18,7 @@ import tokenize
 from collections.abc import Callable
 
 from specedit.editing.editor import EditResult
+from specedit.editing.safety import DROP_MIN_LINES, gaps
 
 
 def branch_points(
@@ -107,6 +110,36 @@ def check_start(
         if at < 0 or (within := _word_at(line.strip(), name)) < 0:
             return None
         return text.rfind("\n", 0, at) + 1, at + within + len(name) - 1
+
+    return _least_sure_start(result, decode, window, lambda mine, other: False)
+
+
+def gap_start(
+    result: EditResult, original: str, decode: Callable[[list[int]], str]
+) -> tuple[int, ...] | None:
+    """A start for a redraw of `result`, whose answer to `original` (the text it rewrites) left
+    out DROP_MIN_LINES or more of its non-blank lines in one place: its tokens up to the least
+    sure one on the line it wrote after them, then the likeliest other token there (where it
+    could have gone on with the lines it left out). A model that copies a passage its input
+    repeats (two docstrings that end alike) may go on after the second one, and the choice it
+    made there is often a near tie. None where there is no such gap in what it wrote itself
+    (an answer that ended early lost its tail, not its place), or no choice on that line."""
+    lines = result.text.split("\n")
+    after = next(
+        (line for count, line in gaps(original, result.text) if count >= DROP_MIN_LINES), None
+    )
+    while after is not None and after < len(lines) and not lines[after].strip():
+        after += 1  # the line it wrote after them, blank lines aside
+    if after is None or after >= len(lines):
+        return None
+    # Where it jumped: the line before the gap and the one after, which stand together nowhere
+    # in the input, and so are found in the answer where the model wrote them.
+    before = lines[after - 1] + "\n" if after else ""
+    seam = before + lines[after]
+
+    def window(text: str) -> tuple[int, int] | None:
+        at = text.find(seam)
+        return None if at < 0 else (at + len(before), at + len(seam) - 1)
 
     return _least_sure_start(result, decode, window, lambda mine, other: False)
 

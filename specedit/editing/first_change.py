@@ -13,6 +13,12 @@ has changed a line of the first answer and then written more than CHANGE_GAP of 
 a row again, its first change is complete, and the first answer's lines that follow are what
 `first_change` would deliver after it.
 
+A redraw of a first answer that left out lines of the input puts them back, and they stand
+nowhere in the answer it rejoins; their last few may stand later in it all the same, a passage
+the file repeats (docstrings that end alike). Such a redraw never rejoins where that would
+leave out lines of the earlier answer (`keep_lines`), but goes on until it rejoins where it
+leaves none out.
+
 A fix's first answer stops the same way against the input, once its change is one of code
 (`Change`): changes to docstrings, comments, blanks and imports before it are kept and do
 not stop it, and an answer that lost its place (it skipped lines) is written to its end, as
@@ -26,6 +32,7 @@ from collections.abc import Callable
 from enum import Enum
 
 from specedit.editing.prompts import Lines
+from specedit.editing.safety import DROP_MIN_LINES
 
 # Changes of a fix's branch redraw this many unchanged lines apart, or fewer, are one change
 # (an even number: the diff's context on either side of a change is half of it).
@@ -67,15 +74,20 @@ class Rejoin:
     `earlier`, from that line on. `text` then gives the answer's text: its lines so far and
     `earlier`'s after the ones it rejoined. It reads the answer from its first token, forced
     ones included. Where `weigh` is given (a fix's first answer, `Steering.rejoin_input`), it
-    says what each change so completed is: only a MADE one ends the answer."""
+    says what each change so completed is: only a MADE one ends the answer. With `keep_lines`
+    (a redraw that puts back lines `earlier` left out) it never rejoins where that would leave
+    out DROP_MIN_LINES or more non-blank lines of `earlier`; elsewhere a rejoin that leaves
+    lines out is the answer's own change, shorter, as the model wrote it."""
 
     def __init__(
         self,
         earlier: str,
         decode_token: Callable[[int], str],
         weigh: Callable[[str], Change] | None = None,
+        keep_lines: bool = False,
     ) -> None:
         self.earlier = earlier.split("\n")
+        self.keep_lines = keep_lines
         # A file's leading blank lines come in one token with the input fence's line break, so
         # an answer starts at its first line of text (prompts.framed): the two are read
         # against each other from their first lines that are not blank.
@@ -132,10 +144,22 @@ class Rejoin:
         if self.changed is None or len(self.lines) - run < self.changed:
             return None
         window = self.lines[-run:]
+        since = self.changed + self.shift  # where `earlier` stood at the answer's change
         for start in self.starts.get(window[0], ()):
-            if start >= self.changed + self.shift and self.earlier[start : start + run] == window:
+            if start >= since and self.earlier[start : start + run] == window:
+                if self.keep_lines and self._left_out(since, start) >= DROP_MIN_LINES:
+                    return None  # any later start leaves out as many or more
                 return start + run
         return None
+
+    def _left_out(self, since: int, start: int) -> int:
+        """How many more non-blank lines `earlier` has from `since` to `start` than the answer
+        wrote from its change to its last CHANGE_GAP + 1 lines: what a rejoin there leaves out."""
+        written = self.lines[self.changed : len(self.lines) - (CHANGE_GAP + 1)]
+        skipped = self.earlier[since:start]
+        return sum(1 for line in skipped if line.strip()) - sum(
+            1 for line in written if line.strip()
+        )
 
     def text(self, answer: str) -> str:
         """The whole answer's text, given the `answer` decoded where this stop ended it."""

@@ -51,13 +51,17 @@ def either(*stops: StopCondition | None) -> StopCondition | None:
 
 def rejoining(request: EditRequest, decode_token: Callable[[int], str]) -> Rejoin | None:
     """The stop of an answer that keeps to its first change (editing/first_change.py): a fix's
-    redraw rejoins the answer it branched from, a fix's first answer the input once it has
+    redraw rejoins the answer it branched from (never where that leaves out lines of it, where
+    that answer left out lines of the input), a fix's first answer the input once it has
     changed the code (a change after which it would still count as unchanged, or that adds
     or changes imports alone, goes on; one the safety checks refuse, such as lines dropped,
     lets it run to its end)."""
     steering = request.steering
     if steering.rejoin is not None:
-        return Rejoin(steering.rejoin, decode_token)
+        # A redraw of an answer that left out lines of the input puts them back (GapRedraw).
+        gaps = safety.gaps(request.text, steering.rejoin)
+        lost = any(count >= safety.DROP_MIN_LINES for count, _ in gaps)
+        return Rejoin(steering.rejoin, decode_token, keep_lines=lost)
     if not steering.rejoin_input:
         return None
     around = request.surroundings

@@ -1,7 +1,8 @@
 """How a candidate after the first is drawn: one small policy per way (`RedrawPolicy`), asked
 in turn by a `Drawing` (editing/selection.py) until one has its say.
 
-An answer that copied its prompt's own words is redrawn from just before them, one that writes
+An answer that copied its prompt's own words is redrawn from just before them, one that could
+not be right and left out lines of its input from the line it wrote after them, one that writes
 what cannot run (a name nothing defines, a call or attribute that does not match) from the line
 that writes it, a fix whose first two candidates could not be right, where the examples judge
 it, written afresh from its function's docstring, one that fails the examples from a branch
@@ -17,8 +18,9 @@ from typing import TYPE_CHECKING, Protocol
 
 from specedit.editing import examples as file_examples
 from specedit.editing.afresh import Afresh, function_to_write
-from specedit.editing.branches import check_start, leak_start
+from specedit.editing.branches import check_start, gap_start, leak_start
 from specedit.editing.editor import EditRequest
+from specedit.editing.safety import asks_for_removal
 from specedit.editing.verdicts import PROMPT_WORDS, UNCHANGED, UNCHANGED_EDIT, UNCHANGED_FIX
 from specedit.engine.options import Sampling
 
@@ -95,6 +97,27 @@ class LeakRedraw:
         if not start:
             return None
         return Redraw(drawing.request.steered(forced=start, statement=first.result.statement))
+
+
+class GapRedraw:
+    """A first answer that could not be right and left out lines of its input that its
+    instruction does not ask to remove, redrawn from where it was least sure on the line it
+    wrote after them (`gap_start`): the model lost its place there, mostly copying on after
+    the second of two passages that read alike, and what it left out is often what the rest
+    of the file needs (a definition its later lines call). A fix's keeps its first change
+    only, the lines put back and what it changed among them, as a branch redraw's does."""
+
+    def redraw(self, drawing: Drawing, number: int, problem: str | None) -> Redraw | None:
+        first = drawing.first
+        if number != 1 or first is None or problem is None or problem in UNCHANGED:
+            return None
+        request = drawing.request
+        if first.verdict.failed_examples or asks_for_removal(request.instruction):
+            return None
+        start = gap_start(first.result, request.text, drawing.decode)
+        if not start:
+            return None
+        return Redraw(drawing.branched(start, drawing.unchanged == UNCHANGED_FIX))
 
 
 class CheckRedraw:
@@ -187,15 +210,22 @@ class SampledRedraw:
 def redraw_policies(unchanged: str | None, vote: bool, branches: bool = True) -> list[RedrawPolicy]:
     """The policies for the candidates after the first, in the order they are asked: votes
     are independent samples; otherwise a first answer that copied its prompt's words is
-    redrawn from just before them, one that writes what cannot run from the line that writes
-    it, a fix with examples whose first two could not be right written afresh from its
-    docstring, one that fails the examples from a branch point, an unchanged answer to a fix or
+    redrawn from just before them, one that could not be right and left out lines of its input
+    from the line after them, one that writes what cannot run from the line that writes it, a
+    fix with examples whose first two could not be right written afresh from its docstring,
+    one that fails the examples from a branch point, an unchanged answer to a fix or
     an edit (`unchanged`: what is wrong with one) or an edit that removed a definition its
     instruction leaves alone from a branch point (unless not `branches`), and any other is
     sampled."""
     if vote:
         return [SampledRedraw()]
-    policies: list[RedrawPolicy] = [LeakRedraw(), CheckRedraw(), AfreshRedraw(), ExamplesRedraw()]
+    policies: list[RedrawPolicy] = [
+        LeakRedraw(),
+        GapRedraw(),
+        CheckRedraw(),
+        AfreshRedraw(),
+        ExamplesRedraw(),
+    ]
     if unchanged is not None and branches:
         policies.append(BranchRedraw(fix=unchanged == UNCHANGED_FIX))
     return [*policies, SampledRedraw()]

@@ -42,6 +42,12 @@ REMOVAL_WORDS = re.compile(
 def dropped_lines(before: str, after: str) -> int:
     """How many of `before`'s non-blank lines have no counterpart in `after` (deleted, or
     replaced by fewer lines)."""
+    return sum(count for count, _ in gaps(before, after))
+
+
+def gaps(before: str, after: str) -> list[tuple[int, int]]:
+    """Each place where `after` leaves out non-blank lines of `before` (deleted, or replaced by
+    fewer lines): how many, and the line of `after` (from 0) that follows them there."""
     old, new = before.splitlines(), after.splitlines()
     # Lines the two share at either end are kept: matching only the middle keeps a local edit
     # of a long file fast (the matcher is quadratic in a line that repeats, such as a blank).
@@ -53,13 +59,14 @@ def dropped_lines(before: str, after: str) -> int:
         end += 1
     old, new = old[start : len(old) - end], new[start : len(new) - end]
     matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
-    dropped = 0
+    found = []
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag in ("delete", "replace"):
             gone = sum(1 for line in old[i1:i2] if line.strip())
             kept = sum(1 for line in new[j1:j2] if line.strip())
-            dropped += max(gone - kept, 0)
-    return dropped
+            if gone > kept:
+                found.append((gone - kept, start + j2))
+    return found
 
 
 def _python(text: str) -> None:

@@ -10,11 +10,11 @@ from specedit.editing.first_change import CHANGE_GAP, REJOINED, Rejoin, first_ch
 EARLIER = "".join(f"x{i} = {i}\n" for i in range(14))
 
 
-def feed(earlier: str, answer: str) -> tuple[Rejoin, str | None, str]:
+def feed(earlier: str, answer: str, keep_lines: bool = False) -> tuple[Rejoin, str | None, str]:
     """`answer` fed to a Rejoin a line at a time (a line's text and its newline as two
     tokens); the stop's reason and what had been fed when it stopped."""
     pieces = [piece for line in answer.splitlines(keepends=True) for piece in (line[:-1], "\n")]
-    stop = Rejoin(earlier, lambda token: pieces[token])
+    stop = Rejoin(earlier, lambda token: pieces[token], keep_lines=keep_lines)
     for token in range(len(pieces)):
         if said := stop(token):
             return stop, said, "".join(pieces[: token + 1])
@@ -51,6 +51,41 @@ def test_inserted_and_removed_lines_rejoin_where_the_earlier_answer_goes_on():
         stop, said, fed = feed(EARLIER, redraw)
         assert said == REJOINED
         assert stop.text(fed) == redraw == first_change(EARLIER, redraw)
+
+
+def test_a_redraw_that_puts_lines_back_rejoins_where_it_leaves_none_out():
+    """The first answer lost `b`'s head and docstring, whose last lines are `a`'s too; the
+    redraw puts them back. Its last lines then stand later in the first answer (at `c`'s
+    docstring): a redraw does not rejoin there, which would leave out `b`'s body and `c`'s
+    head, but where it goes on with `b`'s body, and delivers the whole file. A stop that may
+    leave lines out (a first answer's, against the input) rejoins at `c`."""
+    doc = ['    """Docstring.', "", "    Same ending.", "    of lines.", '    """']
+    whole = [
+        *("def a():", *doc, "    return 1", "", ""),
+        *("def b():", *doc, "    x = 2", "    y = 3", "    z = 4", "    return x + y + z"),
+        *("", "", "def c():", *doc, "    return 5", ""),
+    ]
+    text = "\n".join(whole)
+    lost = text.replace("\n".join(whole[6:15]) + "\n", "")  # a's body to b's docstring
+    stop, said, fed = feed(lost, text, keep_lines=True)
+    assert said == REJOINED and stop.text(fed) == text
+    assert fed.count("\n") == 15 + CHANGE_GAP + 1  # b's body written, then rejoined
+    stop, said, fed = feed(lost, text)
+    assert said == REJOINED and "    x = 2" not in stop.text(fed)
+
+
+def test_only_a_redraw_of_an_answer_that_left_lines_out_keeps_every_line():
+    """A redraw keeps the earlier answer's lines where that answer left out lines of the input
+    (the redraw puts them back); a redraw of any other answer rejoins as its change, shorter
+    or not, leads it."""
+    from specedit.editing.editor import EditRequest
+    from specedit.editing.local import rejoining
+
+    request = EditRequest(EARLIER, "x1 is wrong", prompt="fix")
+    lost = EARLIER.replace("x3 = 3\nx4 = 4\nx5 = 5\n", "")
+    for earlier, keeps in ((lost, True), (EARLIER.replace("x3 = 3\n", ""), False)):
+        stop = rejoining(request.steered(rejoin=earlier), str)
+        assert stop.keep_lines is keeps and stop.earlier == earlier.split("\n")
 
 
 def test_no_stop_while_the_answer_copies_or_never_comes_back():

@@ -149,6 +149,16 @@ def test_removal_words_are_whole_words():
     assert safety.asks_for_removal("the lines were trimmed: put them back") is True
 
 
+def test_each_gap_says_how_many_lines_it_leaves_out_and_the_line_after_it():
+    """Blank lines are not counted, a replacement by fewer lines leaves out the difference, and
+    the line after a gap is the edited text's (from 0), where a redraw would go on."""
+    long = "".join(f"line {i}\n" for i in range(20))
+    edited = long.replace("line 3\nline 4\nline 5\n", "").replace("line 9\nline 10\n", "nine\n")
+    assert safety.gaps(long, edited) == [(3, 3), (1, 7)]
+    assert safety.dropped_lines(long, edited) == 4
+    assert safety.gaps("a\n\n\nb\n", "a\nb\n") == []
+
+
 def test_small_deletions_and_small_files_are_fine():
     two_gone = MODULE.replace("    return 2 * math.pi * radius\n", "").replace(
         '"""Shapes."""\n', ""

@@ -620,6 +620,60 @@ def test_an_answer_that_copies_the_prompt_s_own_words_is_redrawn_before_them():
     assert verdicts.copied_from_prompt("Edit this file:\n", "", words) is None  # too short
 
 
+TWINS = (
+    'def a(x):\n    """Add one.\n\n    Works on ints.\n    """\n    return x + 2\n\n\n'
+    'def b(x):\n    """Take one.\n\n    Works on ints.\n    """\n    return a(x) - 2\n'
+    "\n\nprint(b(1))\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("instruction", "mode", "redrawn"),
+    [
+        ("a() adds two", "fix", True),  # the first change kept, the rest the first answer's
+        ("a() adds two", "edit", True),  # delivered as the redraw wrote it
+        ("a() adds two; remove b()", "fix", False),  # left out as asked: sampled
+    ],
+)
+def test_an_answer_that_left_out_lines_is_redrawn_from_the_line_after_them(
+    instruction, mode, redrawn
+):
+    """Copying `a`'s docstring, the model went on after `b`'s, which ends alike: `a`'s body
+    and `b`'s head are lost, and the answer is refused. It is redrawn from where it was least
+    sure on the line it wrote after the gap, greedy, taking the token it could have gone on
+    with there, unless the instruction asks for a removal: then only `b` used undefined
+    refuses it, and with no choice on that line it is sampled again."""
+    from specedit.editing.editor import EditResult
+    from specedit.editing.prompts import EditPrompt
+    from specedit.engine.events import Generation, Stats
+
+    head = TWINS[: TWINS.index("    return x + 2")]
+    vocabulary = [head, "   ", " return", " a(x) - 2\n", " x + 1\n", "\n\nprint(b(1))\n"]
+    decode = lambda tokens: "".join(vocabulary[t] for t in tokens)  # noqa: E731
+    tokens = [0, 1, 2, 3, 5]
+    lost = decode(tokens)
+    right = TWINS.replace("x + 2", "x + 1")
+    answers = iter([lost, right])
+    asked: list[EditRequest] = []
+
+    def run(request: EditRequest) -> EditResult:
+        asked.append(request)
+        generation = Generation(tokens, "eos", Stats(), [1, 1, 0.9, 0.5, 1], [0, 1, 2, 4, 5])
+        return EditResult(next(answers), generation, EditPrompt([], "```", TWINS, 0, 0))
+
+    request = EditRequest(TWINS, instruction, prompt=mode, language="python")
+    drawn = selection.draw_edits(run, request, str, selection.Samples(2), decode)
+    refused = drawn.problems[0]
+    if redrawn:
+        assert refused.startswith("the edit drops 5 of 11 non-blank lines")
+        assert [r.steering.forced for r in asked] == [(), (0, 1, 2, 4)]
+        assert asked[1].sampling.greedy and drawn.chosen.text == right
+        assert asked[1].steering.rejoin == (lost if mode == "fix" else None)
+    else:
+        assert "'b', which nothing defines" in refused
+        assert not asked[1].steering.forced and not asked[1].sampling.greedy
+
+
 def test_branch_points_take_the_second_choice_where_the_answer_was_least_sure():
     """Least sure first; an other token that writes the same characters (`ab` for `a` then
     `b`), only other spaces, or nothing (a special token) is passed over."""
