@@ -111,7 +111,7 @@ def check_start(
             return None
         return text.rfind("\n", 0, at) + 1, at + within + len(name) - 1
 
-    return _least_sure_start(result, decode, window, lambda mine, other: False)
+    return _least_sure_start(result, decode, window)
 
 
 def gap_start(
@@ -125,12 +125,13 @@ def gap_start(
     made there is often a near tie. None where there is no such gap in what it wrote itself
     (an answer that ended early lost its tail, not its place), or no choice on that line."""
     lines = result.text.split("\n")
-    after = next(
+    gap = next(
         (line for count, line in gaps(original, result.text) if count >= DROP_MIN_LINES), None
     )
-    while after is not None and after < len(lines) and not lines[after].strip():
-        after += 1  # the line it wrote after them, blank lines aside
-    if after is None or after >= len(lines):
+    if gap is None:
+        return None
+    after = next((k for k in range(gap, len(lines)) if lines[k].strip()), None)  # blanks aside
+    if after is None:
         return None
     # Where it jumped: the line before the gap and the one after, which stand together nowhere
     # in the input, and so are found in the answer where the model wrote them.
@@ -141,7 +142,7 @@ def gap_start(
         at = text.find(seam)
         return None if at < 0 else (at + len(before), at + len(seam) - 1)
 
-    return _least_sure_start(result, decode, window, lambda mine, other: False)
+    return _least_sure_start(result, decode, window)
 
 
 def _word_at(text: str, word: str) -> int:
@@ -154,7 +155,7 @@ def _least_sure_start(
     result: EditResult,
     decode: Callable[[list[int]], str],
     window: Callable[[str], tuple[int, int] | None],
-    passed_over: Callable[[str, str], bool],
+    passed_over: Callable[[str, str], bool] = lambda mine, other: False,
 ) -> tuple[int, ...] | None:
     """`result`'s tokens up to the least sure one that overlaps the characters `window` gives
     in its answer (its first and last), then the likeliest other token there; an other token

@@ -32,7 +32,7 @@ from collections.abc import Callable
 from enum import Enum
 
 from specedit.editing.prompts import Lines
-from specedit.editing.safety import DROP_MIN_LINES
+from specedit.editing.safety import DROP_MIN_LINES, non_blank
 
 # Changes of a fix's branch redraw this many unchanged lines apart, or fewer, are one change
 # (an even number: the diff's context on either side of a change is half of it).
@@ -156,10 +156,7 @@ class Rejoin:
         """How many more non-blank lines `earlier` has from `since` to `start` than the answer
         wrote from its change to its last CHANGE_GAP + 1 lines: what a rejoin there leaves out."""
         written = self.lines[self.changed : len(self.lines) - (CHANGE_GAP + 1)]
-        skipped = self.earlier[since:start]
-        return sum(1 for line in skipped if line.strip()) - sum(
-            1 for line in written if line.strip()
-        )
+        return non_blank(self.earlier[since:start]) - non_blank(written)
 
     def text(self, answer: str) -> str:
         """The whole answer's text, given the `answer` decoded where this stop ended it."""

@@ -58,7 +58,7 @@ def dropped_run(original: str, answer: str, instruction: str) -> tuple[int, int]
     if safety.drop_problem(original, answer, instruction) is None:
         return None
     for tag, i1, i2, j1, _ in opcodes:
-        gone = sum(1 for line in old[i1:i2] if line.strip())
+        gone = safety.non_blank(old[i1:i2])
         if tag == "delete" and gone >= safety.DROP_MIN_LINES and not moved(i1, i2):
             return i1, j1
     return None

@@ -13,6 +13,7 @@ import re
 import tomllib
 import warnings
 import xml.etree.ElementTree as ElementTree
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import yaml
@@ -39,6 +40,11 @@ REMOVAL_WORDS = re.compile(
 )
 
 
+def non_blank(lines: Iterable[str]) -> int:
+    """How many of `lines` are not blank."""
+    return sum(1 for line in lines if line.strip())
+
+
 def dropped_lines(before: str, after: str) -> int:
     """How many of `before`'s non-blank lines have no counterpart in `after` (deleted, or
     replaced by fewer lines)."""
@@ -62,8 +68,7 @@ def gaps(before: str, after: str) -> list[tuple[int, int]]:
     found = []
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag in ("delete", "replace"):
-            gone = sum(1 for line in old[i1:i2] if line.strip())
-            kept = sum(1 for line in new[j1:j2] if line.strip())
+            gone, kept = non_blank(old[i1:i2]), non_blank(new[j1:j2])
             if gone > kept:
                 found.append((gone - kept, start + j2))
     return found
@@ -210,7 +215,7 @@ def drop_problem(original: str, edited: str, instruction: str) -> str | None:
     does not."""
     if asks_for_removal(instruction):
         return None
-    total = sum(1 for line in original.splitlines() if line.strip())
+    total = non_blank(original.splitlines())
     dropped = dropped_lines(original, edited)
     if dropped < DROP_MIN_LINES or dropped <= DROP_SHARE * total:
         return None

@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from specedit.editing.safety import dropped_lines, syntax_error
+from specedit.editing.safety import dropped_lines, non_blank, syntax_error
 
 COMMENT = r"^\s*(?:#|//|/\*|<!--|--|;|%)\s*"
 MARKER = re.compile(
@@ -223,7 +223,7 @@ def _merge_unit(old: Unit, new: Unit, place) -> list[str]:
     if not partial:
         # A lazy snippet may shorten a body without a marker: losing most of it is a doubt.
         old_text, new_text = "\n".join(old.lines), "\n".join(new.lines)
-        if 2 * dropped_lines(old_text, new_text) > sum(1 for line in old.lines if line.strip()):
+        if 2 * dropped_lines(old_text, new_text) > non_blank(old.lines):
             raise Doubt(f"the snippet's {new.key!r} drops most of the file's")
         return place(new.lines)
     _, old_body, old_footer = old.parts()

@@ -69,7 +69,7 @@ def _outside_likeliest(logits: np.ndarray, top_p: float) -> np.ndarray | None:
     scores = logits[likeliest]
     order = np.lexsort((likeliest, -scores))  # by score, ties by index, as the sort of all
     likeliest, scores = likeliest[order], scores[order]
-    top = logits.max()
+    top = scores[0]  # the row's highest
     chances = np.exp(scores - top) / np.exp(logits - top).sum()
     outside = (chances.cumsum() - chances) >= top_p
     if not outside.any() or scores[outside.argmax()] == scores[-1]:
