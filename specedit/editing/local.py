@@ -59,8 +59,7 @@ def rejoining(request: EditRequest, decode_token: Callable[[int], str]) -> Rejoi
     steering = request.steering
     if steering.rejoin is not None:
         # A redraw of an answer that left out lines of the input puts them back (GapRedraw).
-        gaps = safety.gaps(request.text, steering.rejoin)
-        lost = any(count >= safety.DROP_MIN_LINES for count, _ in gaps)
+        lost = safety.left_out(request.text, steering.rejoin)
         return Rejoin(steering.rejoin, decode_token, keep_lines=lost)
     if not steering.rejoin_input:
         return None

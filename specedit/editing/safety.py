@@ -74,6 +74,12 @@ def gaps(before: str, after: str) -> list[tuple[int, int]]:
     return found
 
 
+def left_out(before: str, after: str) -> bool:
+    """Whether `after` leaves out DROP_MIN_LINES or more of `before`'s non-blank lines in one
+    place: an answer that lost its place (editing/redraws.py's GapRedraw)."""
+    return any(count >= DROP_MIN_LINES for count, _ in gaps(before, after))
+
+
 def _python(text: str) -> None:
     with warnings.catch_warnings():  # invalid escapes and the like are not our business
         warnings.simplefilter("ignore")

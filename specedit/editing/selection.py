@@ -194,8 +194,10 @@ def draw(
     cut off) while `may_draw(number)`, and pick one. Without `vote`, drawing stops at the first
     acceptable candidate (an unchanged answer to a fix or an edit, or an unsafe one, draws
     another, told of the last one's `problem`); with `vote`, all are drawn independently
-    (`problem` None) and `choose` picks by agreement. Returns the chosen result (None if every
-    edit failed) and the verdicts of the candidates that produced a text, in order."""
+    (`problem` None) and `choose` picks by agreement. Where none is acceptable, the first that
+    failed the examples alone is delivered, else the first that left out no lines of its input.
+    Returns the chosen result (None if every edit failed) and the verdicts of the candidates
+    that produced a text, in order."""
     results: list[R] = []
     verdicts: list[Verdict] = []
     for number in range(samples):
@@ -215,7 +217,12 @@ def draw(
     # None passed the examples, which then tell nothing: the one delivered is the one the
     # draw without them would have delivered, the first that failed them alone.
     untested = [i for i, verdict in enumerate(verdicts) if verdict.failed_examples]
-    return results[untested[0] if untested else 0], verdicts
+    if untested:
+        return results[untested[0]], verdicts
+    # None could be right: the first is delivered with its problem, unless it left out lines
+    # of its input and another did not (an unchanged answer loses nothing where it is written).
+    whole = [i for i, verdict in enumerate(verdicts) if not verdict.left_out_lines]
+    return results[whole[0] if whole else 0], verdicts
 
 
 class Drawing:

@@ -76,6 +76,17 @@ class Verdict:
         in every other way)."""
         return self.examples is not None and not self.examples.passed
 
+    @property
+    def left_out_lines(self) -> bool:
+        """Whether it leaves out lines of its input in one place that its instruction does not
+        ask to remove (`safety.left_out`): written, it would lose them."""
+        checked = self.checked
+        return (
+            checked is not None
+            and not safety.asks_for_removal(checked.instruction)
+            and safety.left_out(checked.original, checked.edited)
+        )
+
 
 def judge(
     original: str,

@@ -157,6 +157,9 @@ def test_each_gap_says_how_many_lines_it_leaves_out_and_the_line_after_it():
     assert safety.gaps(long, edited) == [(3, 3), (1, 7)]
     assert safety.dropped_lines(long, edited) == 4
     assert safety.gaps("a\n\n\nb\n", "a\nb\n") == []
+    # three non-blank lines in one place are left out; two here and one there are not
+    assert safety.left_out(long, edited)
+    assert not safety.left_out(long, long.replace("line 3\nline 4\n", "").replace("line 9\n", ""))
 
 
 def test_small_deletions_and_small_files_are_fine():

@@ -53,6 +53,40 @@ def test_without_an_acceptable_candidate_the_first_is_delivered():
     assert (chosen, asked) == (ORIGINAL, [0, 1, 2])
 
 
+# A module whose first answer below jumps from `first`'s docstring to `second`'s like one,
+# leaving out four lines (under the share the safety checks refuse) and the name `second`.
+MODULE = (
+    "".join(
+        f'def {name}(x):\n    """Return x."""\n    y = x + {k}\n    return y - {k}\n\n\n'
+        for k, name in enumerate(["first", "second", "third", "fourth", "fifth", "sixth"])
+    )
+    + "print(first(1), second(2))\n"
+)
+LOST_PLACE = MODULE.replace(
+    '    y = x + 0\n    return y - 0\n\n\ndef second(x):\n    """Return x."""\n', ""
+)
+
+
+@pytest.mark.parametrize(
+    ("instruction", "delivered"),
+    [("first() is wrong", MODULE), ("remove the lines of first() that are wrong", LOST_PLACE)],
+)
+def test_without_an_acceptable_candidate_one_that_left_out_lines_is_delivered_last(
+    instruction, delivered
+):
+    answers = [LOST_PLACE, MODULE]
+
+    def judge(text: str) -> verdicts.Verdict:
+        return verdicts.judge(MODULE, text, instruction, "python", verdicts.UNCHANGED_FIX)
+
+    chosen, seen = selection.draw(lambda number, problem: answers[number], judge, MODULE, 2, False)
+    assert "second" in seen[0].problem and seen[1].problem == verdicts.UNCHANGED_FIX
+    assert chosen == delivered
+    # where every candidate left lines out, the first is delivered, as where none did
+    both = selection.draw(lambda number, problem: LOST_PLACE, judge, MODULE, 2, False)
+    assert both[0] == LOST_PLACE
+
+
 def test_voting_draws_every_candidate_and_skips_failed_edits():
     chosen, seen, asked = draw([WRONG, None, RIGHT, REFORMATTED], 4, vote=True)
     assert asked == [0, 1, 2, 3] and seen == [WRONG, RIGHT, REFORMATTED]
