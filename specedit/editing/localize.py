@@ -41,6 +41,8 @@ CODE_NAME = re.compile(
     r"|\b[a-z]+[A-Z]\w*"  # camelCase
 )
 QUOTED = re.compile(r"`([^`]+)`")
+# An attribute of an instance as a report writes one: `Queue(maxsize=2).full()`, `Path('x').suffix`.
+INSTANCE_ATTRIBUTE = re.compile(r"\b([A-Za-z_]\w*)\([^()]*\)\.([A-Za-z_]\w*)")
 IDENTIFIER_PATH = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
 SUBWORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 # Words that say nothing of where: English glue, the words of any bug report, Python's own
@@ -90,10 +92,10 @@ def locate(request: EditRequest) -> Located | None:
         return None
     if WHOLE_FILE.search(instruction):
         return None
-    units = _units(text)
+    units, bases = _units(text)
     if not units:
         return None
-    named = _named(units, instruction)
+    named = _named(units, bases, instruction)
     if len(named) == 1:
         unit, why = named[0], "named in the instruction"
     else:  # several named: told apart by the instruction's other words; none: by its words
@@ -130,15 +132,35 @@ def without_code(instruction: str) -> str:
     return CODE_NAME.sub(" ", QUOTED.sub(" ", instruction))
 
 
-def _named(units: list[_Unit], instruction: str) -> list[_Unit]:
+def _named(units: list[_Unit], bases: dict[str, list[str]], instruction: str) -> list[_Unit]:
     """The units the instruction names as code (`code_names`): by their dotted name where it
-    is written so, else by their own."""
+    is written so (a class's own or one it inherits: `Cls.name`, or `Cls(...).name` on an
+    instance), else by their own."""
     written = code_names(instruction)
-    exact = [u for u in units if u.name in written]
-    if exact:
-        return exact
+    dotted = written | {f"{cls}.{name}" for cls, name in INSTANCE_ATTRIBUTE.findall(instruction)}
+    defined = {u.name for u in units}
+    exact = {_inherited(name, bases, defined) for name in dotted if "." in name}
+    found = [u for u in units if u.name in written or u.name in exact]
+    if found:
+        return found
     short = {name.rsplit(".", 1)[-1] for name in written}
     return [u for u in units if u.short in short]
+
+
+def _inherited(name: str, bases: dict[str, list[str]], defined: set[str]) -> str | None:
+    """The unit `Cls.attr` stands for: the attribute of the class or of the first of its bases
+    the file defines that has it (depth first, left to right); None where none does."""
+    cls, _, attr = name.rpartition(".")
+    todo, seen = [cls], set()
+    while todo:
+        current = todo.pop(0)
+        if current in seen or current not in bases:
+            continue
+        seen.add(current)
+        if f"{current}.{attr}" in defined:
+            return f"{current}.{attr}"
+        todo = bases[current] + todo
+    return None
 
 
 def _ranked(units: list[_Unit], instruction: str) -> tuple[_Unit, list[str]] | None:
@@ -167,19 +189,25 @@ def _ranked(units: list[_Unit], instruction: str) -> tuple[_Unit, list[str]] | N
     return unit, sorted({w for w in written if set(_words(w)) & shared})
 
 
-def _units(text: str) -> list[_Unit]:
+def _units(text: str) -> tuple[list[_Unit], dict[str, list[str]]]:
     """The file's functions and methods, nested ones inside theirs (a method of a nested
-    class is its class's)."""
+    class is its class's), and the names of each class's bases, by the class's dotted name."""
     try:
         tree = parse_lines(text)
     except ValueError:  # not Python, or line numbers a region would cut elsewhere
-        return []
+        return [], {}
     lines = text.split("\n")
     units = []
+    bases: dict[str, list[str]] = {}
 
     def visit(node: ast.AST, prefix: str) -> None:
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.ClassDef):
+                bases[prefix + child.name] = [
+                    base.id if isinstance(base, ast.Name) else base.attr
+                    for base in child.bases
+                    if isinstance(base, (ast.Name, ast.Attribute))
+                ]
                 visit(child, f"{prefix}{child.name}.")
             elif isinstance(child, DEFINITIONS):
                 first = first_line(child)
@@ -191,7 +219,7 @@ def _units(text: str) -> list[_Unit]:
                 visit(child, prefix)
 
     visit(tree, "")
-    return units
+    return units, bases
 
 
 def _words(text: str) -> list[str]:

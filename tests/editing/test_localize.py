@@ -151,6 +151,29 @@ def test_a_name_defined_twice_is_told_apart_by_the_words():
     assert _locate(twice, "unread() is wrong") is None  # nothing tells them apart
 
 
+def test_an_attribute_of_an_instance_is_its_class_s_own_or_inherited():
+    """`Cls(...).name` names the method of that class, or of the first of its bases in the
+    file that has it, where the method's name alone is in several classes."""
+    far = textwrap.dedent(
+        '''\
+        class Outbox:
+            def unread(self):
+                """Drafts never sent."""
+                return [draft for draft in self.drafts if not draft.sent]
+
+
+        class Mailbox(Outbox):
+            """A mailbox is an outbox with a name."""
+        '''
+    )
+    twice = far + LONG
+    assert _locate(twice, "unread() is wrong") is None  # nothing tells them apart
+    assert _locate(twice, "Outbox().unread() is wrong").name == "Outbox.unread"
+    assert _locate(twice, "`Inbox(store).unread()` is wrong").name == "Inbox.unread"
+    assert _locate(twice, "Mailbox('home').unread() is wrong").name == "Outbox.unread"
+    assert _locate(twice, "Mailbox.unread is wrong").name == "Outbox.unread"
+
+
 def test_words_alone_choose_a_function_only_when_it_stands_out():
     # "message" is in send_message and in Inbox's methods: no function stands out
     assert _locate(LONG, "the message goes missing") is None
