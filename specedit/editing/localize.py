@@ -139,8 +139,8 @@ def _named(units: list[_Unit], bases: dict[str, list[str]], instruction: str) ->
     written = code_names(instruction)
     dotted = written | {f"{cls}.{name}" for cls, name in INSTANCE_ATTRIBUTE.findall(instruction)}
     defined = {u.name for u in units}
-    exact = {_inherited(name, bases, defined) for name in dotted if "." in name}
-    found = [u for u in units if u.name in written or u.name in exact]
+    inherited = {_inherited(name, bases, defined) for name in dotted if "." in name}
+    found = [u for u in units if u.name in written or u.name in inherited]
     if found:
         return found
     short = {name.rsplit(".", 1)[-1] for name in written}
