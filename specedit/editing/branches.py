@@ -18,7 +18,7 @@ import tokenize
 from collections.abc import Callable
 
 from specedit.editing.editor import EditResult
-from specedit.editing.safety import DROP_MIN_LINES, gaps
+from specedit.editing.safety import lost_place
 
 
 def branch_points(
@@ -125,9 +125,7 @@ def gap_start(
     made there is often a near tie. None where there is no such gap in what it wrote itself
     (an answer that ended early lost its tail, not its place), or no choice on that line."""
     lines = result.text.split("\n")
-    gap = next(
-        (line for count, line in gaps(original, result.text) if count >= DROP_MIN_LINES), None
-    )
+    gap = lost_place(original, result.text)
     if gap is None:
         return None
     after = next((k for k in range(gap, len(lines)) if lines[k].strip()), None)  # blanks aside

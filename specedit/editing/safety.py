@@ -74,10 +74,16 @@ def gaps(before: str, after: str) -> list[tuple[int, int]]:
     return found
 
 
+def lost_place(before: str, after: str) -> int | None:
+    """The line of `after` (from 0) that follows the first place where it leaves out
+    DROP_MIN_LINES or more of `before`'s non-blank lines: where an answer lost its place
+    (editing/redraws.py's GapRedraw); None where it leaves out none so."""
+    return next((line for count, line in gaps(before, after) if count >= DROP_MIN_LINES), None)
+
+
 def left_out(before: str, after: str) -> bool:
-    """Whether `after` leaves out DROP_MIN_LINES or more of `before`'s non-blank lines in one
-    place: an answer that lost its place (editing/redraws.py's GapRedraw)."""
-    return any(count >= DROP_MIN_LINES for count, _ in gaps(before, after))
+    """Whether `after` lost its place in `before` (`lost_place`)."""
+    return lost_place(before, after) is not None
 
 
 def _python(text: str) -> None:
