@@ -123,6 +123,12 @@ class EditRequest:
         """This request with its generation steered otherwise (`Steering`'s fields)."""
         return replace(self, steering=replace(self.steering, **controls))
 
+    @property
+    def headed_text(self) -> str:
+        """The text to edit, after its function's head where it is a function's body (a fix
+        narrowed so, `Surroundings.head`): the function whole."""
+        return (self.surroundings.head if self.surroundings else "") + self.text
+
 
 @dataclass
 class EditResult:

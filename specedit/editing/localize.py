@@ -24,6 +24,16 @@ NARROWED = (Mode.FIX, Mode.EDIT)  # a rewrite or a snippet to apply concerns the
 LONG_FILE_LINES = 200  # shorter files are edited whole
 CONTEXT_LINES = 20  # lines shown on each side of a chosen region
 MARGIN = 1.5  # a region found by words alone scores this much above the next, or none is chosen
+# A fix writes a documented function's body alone, its head (decorators, signature,
+# docstring) shown above it, where the head has this many lines or more (a one-line docstring
+# saves too little to leave out) and the instruction has none of these words, which may
+# concern the head rather than what the body does.
+HEAD_LINES = 3
+HEAD_WORDS = re.compile(
+    r"\b(?:doc\w*|comments?|signatures?|param\w*|arg\w*|keywords?|defaults?|annotat\w*"
+    r"|hints?|typ(?:e|ed|ing)|decorat\w*|renam\w*|async|generators?)\b",
+    re.IGNORECASE,
+)
 
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # Words of an instruction that ask for a change all over the file ("all the functions", not
@@ -75,6 +85,7 @@ class _Unit:
     first: int
     last: int
     words: Counter[str]
+    body: int | None = None  # the first line after its docstring, where it has one and more
 
     @property
     def short(self) -> str:
@@ -105,6 +116,10 @@ def locate(request: EditRequest) -> Located | None:
             return None
         unit, shared = ranked
         why = f"the instruction's words: {', '.join(shared)}"
+    if request.mode is Mode.FIX and unit.body and not HEAD_WORDS.search(instruction):
+        why += "; its body, the signature and docstring shown"
+        region = Region(unit.body, unit.last, context=CONTEXT_LINES, head=unit.first)
+        return Located(region, unit.name, why)
     return Located(Region(unit.first, unit.last, context=CONTEXT_LINES), unit.name, why)
 
 
@@ -211,15 +226,29 @@ def _units(text: str) -> tuple[list[_Unit], dict[str, list[str]]]:
                 visit(child, f"{prefix}{child.name}.")
             elif isinstance(child, DEFINITIONS):
                 first = first_line(child)
-                body = "\n".join(lines[first - 1 : child.end_lineno])
+                source = "\n".join(lines[first - 1 : child.end_lineno])
+                words = Counter(_words(source))
                 units.append(
-                    _Unit(prefix + child.name, first, child.end_lineno, Counter(_words(body)))
+                    _Unit(prefix + child.name, first, child.end_lineno, words, _body(child))
                 )
             elif isinstance(child, ast.stmt):
                 visit(child, prefix)
 
     visit(tree, "")
     return units, bases
+
+
+def _body(definition: ast.AST) -> int | None:
+    """The first line of a function's code after its docstring, where the two take HEAD_LINES
+    or more with its signature and decorators, and the code starts on a line of its own; None
+    otherwise (a class: its body is its methods)."""
+    statements = definition.body
+    if isinstance(definition, ast.ClassDef) or ast.get_docstring(definition) is None:
+        return None
+    if len(statements) < 2 or statements[1].lineno <= statements[0].end_lineno:
+        return None
+    body = first_line(statements[1])
+    return body if body - first_line(definition) >= HEAD_LINES else None
 
 
 def _words(text: str) -> list[str]:

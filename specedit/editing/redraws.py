@@ -162,7 +162,7 @@ class AfreshRedraw:
         if number != 2 or drawing.examples is None or drawing.unchanged != UNCHANGED_FIX:
             return None
         fix = drawing.request
-        found = function_to_write(fix.text, fix.instruction)
+        found = function_to_write(fix.headed_text, fix.instruction)
         if found is None:
             return None
         return Redraw(found.request(fix), afresh=found)

@@ -54,25 +54,41 @@ class Surroundings:
     first: int  # the region's first and last line numbers in the file (1-based, inclusive)
     last: int
     context: int | None = None  # lines shown on each side; None: the whole file
+    head: str = ""  # where the region is a function's body: its head, which `before` ends with
 
     def shown(self) -> tuple[str, str]:
         """The text before and after the region that the model is shown."""
         if self.context is None:
             return self.before, self.after
         before, after = _lines(self.before), _lines(self.after)
-        return "".join(before[max(len(before) - self.context, 0) :]), "".join(after[: self.context])
+        return "".join(before[len(before) - self._before_shown() :]), "".join(after[: self.context])
+
+    def _before_shown(self) -> int:
+        """How many lines before the region are shown: `context`, and the whole head where the
+        region is a function's body (its signature is part of what the body means)."""
+        return min(max(self.context, self.head.count("\n")), self.first - 1)
 
     def shown_lines(self) -> tuple[int, int] | None:
         """The first and last line numbers of what the model is shown (region included), when
         that is not the whole file."""
         if self.context is None:
             return None
-        after = len(_lines(self.after))  # the lines before the region number first - 1
-        return max(self.first - self.context, 1), self.last + min(self.context, after)
+        after = len(_lines(self.after))
+        return self.first - self._before_shown(), self.last + min(self.context, after)
 
     def around(self, region: str) -> str:
-        """The whole file with `region` in its place."""
-        return self.before + region + self.after
+        """The whole file with `region` in its place. Where the region is a function's body
+        (`head`) and the answer opens with the function's first line, the answer is the whole
+        function, its head written again as it was or changed (a fix that needs the
+        signature), and it takes the head's place too; one that opens with the head's last
+        lines as they are (its docstring) has them once."""
+        if not self.head:
+            return self.before + region + self.after
+        if _first_line(region) == _first_line(self.head):
+            return self.before[: len(self.before) - len(self.head)] + region + self.after
+        lines, head = _lines(region), _lines(self.head)
+        again = next((k for k in range(len(head), 0, -1) if lines[:k] == head[-k:]), 0)
+        return self.before + "".join(lines[again:]) + self.after
 
     def landmark(self) -> list[str]:
         """The first two non-blank lines after the region: an answer that writes them has gone
@@ -106,6 +122,7 @@ class Region:
     last: int = 0
     context: int | None = None  # lines the model sees on each side; None: the whole file
     symbol: str | None = None
+    head: int | None = None  # a function's body: the first line of its head (Surroundings.head)
 
     def __post_init__(self) -> None:
         if self.symbol is None and not 1 <= self.first <= self.last:
@@ -138,8 +155,9 @@ class Region:
             raise ValueError(f"--lines {self}: the file has {len(lines)} lines")
         before = "".join(lines[: first - 1])
         after = "".join(lines[last:])
+        head = "".join(lines[self.head - 1 : first - 1]) if self.head else ""
         return "".join(lines[first - 1 : last]), Surroundings(
-            before, after, first, last, self.context
+            before, after, first, last, self.context, head
         )
 
     def span(self, text: str) -> tuple[int, int]:
@@ -168,6 +186,13 @@ class Region:
 
     def __str__(self) -> str:
         return self.symbol or f"{self.first}-{self.last}"
+
+
+def _first_line(text: str) -> str:
+    """The first line of `text` that is not blank, up to its first parenthesis (a signature
+    changed after its name still opens the same function), trailing spaces left out."""
+    line = next((line for line in text.split("\n") if line.strip()), "")
+    return line.split("(", 1)[0].rstrip()
 
 
 def parse_lines(text: str) -> ast.Module:

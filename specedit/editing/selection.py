@@ -313,7 +313,9 @@ class Drawing:
             return None
         if redraw.afresh is not None:  # the answer is the function: its body goes in the text
             request = self.request  # a region's imports are the file's, out of its reach
-            text = redraw.afresh.put_in(request.text, made.text, request.surroundings is None)
+            text = redraw.afresh.put_in(
+                request.headed_text, made.text, request.surroundings is None
+            )
             if text is None:
                 name = redraw.afresh.name
                 self.failures.append(EditError(f"the answer written afresh has no {name}()"))

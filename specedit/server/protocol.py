@@ -52,6 +52,7 @@ class SurroundingsBody(BaseModel):
     first: int = Field(ge=1)
     last: int = Field(ge=1)
     context: int | None = Field(None, ge=0)
+    head: str = ""  # a function's body: its head, which `before` ends with
 
 
 class SteeringBody(BaseModel):

@@ -4,11 +4,14 @@ the model is shown, and how its answer's body takes the old one's place."""
 from __future__ import annotations
 
 import ast
+from dataclasses import replace
+from types import SimpleNamespace
 
 import pytest
 
 from specedit.editing import afresh
 from specedit.editing.editor import EditRequest, Mode
+from specedit.editing.verdicts import UNCHANGED_FIX
 
 FILE = '''import math
 
@@ -123,3 +126,23 @@ def test_no_import_stands_in_for_what_the_file_defines_and_a_region_gets_none():
     assert afresh.graft(text, "wrap", answer, imports=False) == text.replace(
         "wrap(t)\n", "wrap(t[: math.inf])\n"
     )
+
+
+def test_a_fix_narrowed_to_a_function_s_body_writes_it_afresh_with_its_head():
+    """A fix narrowed to a function's body (its head shown above it, `Surroundings.head`)
+    finds the function in its head and body together, and the body written afresh goes in
+    after the same head: the region's answer opens with it, so it takes the head's place
+    (the head as it was)."""
+    from specedit.editing.redraws import AfreshRedraw
+    from specedit.editing.region import Region
+
+    first = FILE.split("\n").index("    # the old body") + 1
+    body, around = Region(first, first + 1, context=2, head=4).cut(FILE)
+    fix = EditRequest(body, "Fix bugs in area.", prompt="fix", language="python", mode=Mode.FIX)
+    fix = replace(fix, surroundings=around)
+    assert afresh.function_to_write(fix.text, fix.instruction) is None  # a body alone
+    drawing = SimpleNamespace(examples=lambda text: None, unchanged=UNCHANGED_FIX, request=fix)
+    redraw = AfreshRedraw().redraw(drawing, 2, None)
+    assert redraw.afresh.head == HEAD.removeprefix("import math\n\n\n")
+    answer = redraw.afresh.put_in(fix.headed_text, WRITTEN, imports=False)
+    assert around.around(answer) == GRAFTED.replace("import cmath\n", "")

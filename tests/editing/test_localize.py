@@ -3,6 +3,7 @@ nothing where the instruction is about the whole file or no function stands out.
 
 from __future__ import annotations
 
+import ast
 import json
 import textwrap
 
@@ -32,7 +33,11 @@ TOPICS = [
 
 def _function(name: str, noun: str, doc: str) -> str:
     body = "\n".join(f"    {noun}_{i} = {noun}[{i}:] or {noun}" for i in range(30))
-    return f'def {name}({noun}):\n    """{doc}"""\n{body}\n    return {noun}_0\n\n\n'
+    doc = f'    """{doc}\n\n    Give it a {noun}.\n    """\n'
+    return f"def {name}({noun}):\n{doc}{body}\n    return {noun}_0\n\n\n"
+
+
+HEAD = 5  # lines before a function's body: its signature and docstring
 
 
 class_text = textwrap.dedent(
@@ -63,14 +68,9 @@ def _locate(text: str, instruction: str, language: str = "python", mode: str = "
 
 
 def _lines_of(name: str) -> tuple[int, int]:
-    lines = LONG.split("\n")
-    first = next(i for i, line in enumerate(lines, 1) if line.lstrip().startswith(f"def {name}("))
-    last = first
-    while last < len(lines) and (
-        lines[last].startswith(" ") and not lines[last].lstrip().startswith("def ")
-    ):
-        last += 1
-    return first, last
+    found = (n for n in ast.walk(ast.parse(LONG)) if isinstance(n, ast.FunctionDef))
+    function = next(n for n in found if n.name == name)
+    return function.lineno, function.end_lineno
 
 
 def test_the_long_file_is_long():
@@ -90,12 +90,34 @@ def test_the_long_file_is_long():
     ],
 )
 def test_the_function_the_instruction_is_about_is_the_region(instruction, name, why):
-    located = _locate(LONG, instruction)
+    located = _locate(LONG, instruction, mode="edit")
     assert located is not None and located.name == name
     assert why in located.why
     first, last = _lines_of(name.split(".")[-1])
     assert (located.region.first, located.region.last) == (first, last)
     assert located.region.context == CONTEXT_LINES
+
+
+def test_a_fix_writes_the_body_of_a_documented_function_its_head_shown():
+    """A fix rewrites the code after the docstring, the head (signature and docstring) shown
+    above it, where the instruction does not speak of the head; an edit, which may add a
+    parameter, and a fix that speaks of the head rewrite the whole function."""
+    first, last = _lines_of("read_config")
+    located = _locate(LONG, "read_config() drops the last option")
+    assert (located.region.first, located.region.last) == (first + HEAD, last)
+    assert located.region.head == first and "its body" in located.why
+    _, around = located.region.cut(LONG)
+    assert around.head.startswith("def read_config(config):\n")
+    assert around.head.endswith('    Give it a config.\n    """\n')
+    for speaks_of_the_head in (
+        "read_config() drops the last option: its docstring says so",
+        "read_config() must take a default argument",
+        "read_config() has the wrong type hints",
+    ):
+        whole = _locate(LONG, speaks_of_the_head)
+        assert (whole.region.first, whole.region.last, whole.region.head) == (first, last, None)
+    for short_head in ("Inbox._move loses the message", "Inbox.unread counts opened ones"):
+        assert _locate(LONG, short_head).region.head is None  # no docstring, or one line
 
 
 @pytest.mark.parametrize(
@@ -130,7 +152,7 @@ def test_the_region_is_the_function_alone_not_what_it_calls():
     """A region of several functions makes the model answer with the one it changed and drop
     the others; where the bug lies in a helper, the answer runs past the region and the whole
     file is edited (`test_an_answer_that_goes_past_the_chosen_region_...`)."""
-    located = _locate(LONG, "Inbox.archive() loses the message")
+    located = _locate(LONG, "Inbox.archive() loses the message", mode="edit")
     assert located.name == "Inbox.archive"
     first, last = _lines_of("archive")
     assert (located.region.first, located.region.last) == (first, last)
@@ -203,15 +225,16 @@ def _edit(tmp_path, instruction, **options):
 def test_a_narrowed_edit_asks_for_the_function_and_writes_the_whole_file(tmp_path):
     code, written, [request], stats = _edit(tmp_path, "read_config() is off by one", narrow=True)
     first, last = _lines_of("read_config")
+    body = first + HEAD  # after the signature and the docstring, which a fix shows
     assert code == Exit.OK
-    assert request.text == "".join(LONG.splitlines(keepends=True)[first - 1 : last])
-    assert (request.surroundings.first, request.surroundings.last) == (first, last)
+    assert request.text == "".join(LONG.splitlines(keepends=True)[body - 1 : last])
+    assert (request.surroundings.first, request.surroundings.last) == (body, last)
     # only the region's first copy changed; every line outside it is the file's own
     assert written == LONG.replace("config[0:]", "config[1:]", 1)
     region = stats["region"]
-    assert region["lines"] == [first, last] and region["name"] == "read_config"
-    assert region["why"] == "named in the instruction"
-    assert region["shown"] == [first - CONTEXT_LINES, last + CONTEXT_LINES]
+    assert region["lines"] == [body, last] and region["name"] == "read_config"
+    assert region["why"] == "named in the instruction; its body, the signature and docstring shown"
+    assert region["shown"] == [body - CONTEXT_LINES, last + CONTEXT_LINES]
 
 
 def test_without_narrowing_the_whole_file_is_edited(tmp_path):
@@ -291,5 +314,7 @@ def test_the_model_is_loaded_for_the_region_a_long_file_s_edit_reads(tmp_path, m
         return context_estimate(before + inside + after, None, inside)
 
     assert whole == context_estimate(LONG)
-    assert narrowed == shown(Region(*_lines_of("read_config"), context=CONTEXT_LINES)) < whole
+    first, last = _lines_of("read_config")
+    body = Region(first + HEAD, last, context=CONTEXT_LINES, head=first)
+    assert narrowed == shown(body) < whole
     assert given == shown(Region(*_lines_of("checksum"), context=5)) < narrowed

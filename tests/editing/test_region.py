@@ -291,3 +291,37 @@ def test_a_named_region_edit_keeps_everything_else(tmp_path):
     assert code == Exit.OK and written == FILE.replace("x * 3", "x * 2")
     assert request.text == "def double(x):\n    return x * 3\n"
     assert (request.surroundings.first, request.surroundings.last) == (3, 4)
+
+
+DOCUMENTED = (
+    "import math\n"
+    "def scale(x, by=2):\n"
+    '    """Scale x.\n'
+    "\n"
+    "    By two, unless told otherwise.\n"
+    '    """\n'
+    "    return x * 3\n"
+    "\n"
+    "y = 1\n"
+)
+
+
+def test_a_function_s_body_shows_its_whole_head_and_takes_a_head_written_again():
+    """A region that is a function's body (`head`: its first line) shows the head above it
+    whatever the context; an answer that opens with the function's first line again, the
+    signature kept or changed, replaces the head with the body, and one that opens with the
+    docstring again has it once."""
+    inside, around = Region(7, 7, context=1, head=2).cut(DOCUMENTED)
+    assert inside == "    return x * 3\n" and around.head.startswith("def scale(x, by=2):")
+    assert around.shown()[0] == around.head and around.shown_lines() == (2, 8)
+    fixed = DOCUMENTED.replace("x * 3", "x * by")
+    assert around.around("    return x * by\n") == fixed
+    assert around.around(around.head + "    return x * by\n") == fixed
+    docstring = around.head.split("\n", 1)[1]
+    assert around.around(docstring + "    return x * by\n") == fixed
+    changed = "def scale(x, by=3):\n    return x * by\n"
+    assert around.around(changed) == "import math\n" + changed + "\ny = 1\n"
+    # a body that merely starts alike is a body
+    assert around.around("    scale(x)\n") == DOCUMENTED.replace(
+        "    return x * 3\n", "    scale(x)\n"
+    )

@@ -24,7 +24,9 @@ EVERYTHING = EditRequest(
     verification=Verification(mode="conditional", delta=0.2, top_k=4),
     references=("a reference", "another"),
     feedback="the test failed",
-    surroundings=Surroundings(before="x = 1\n", after="y = 2\n", first=2, last=3, context=5),
+    surroundings=Surroundings(
+        before="x = 1\ndef g():\n", after="y = 2\n", first=3, last=4, context=5, head="def g():\n"
+    ),
     steering=Steering(
         forced=(9, 4),
         statement="x should be 2",
