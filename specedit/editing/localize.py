@@ -85,7 +85,7 @@ class _Unit:
     first: int
     last: int
     words: Counter[str]
-    body: int | None = None  # the first line after its docstring, where it has one and more
+    body: int | None = None  # where a fix of it may start: the code after its docstring (`_body`)
 
     @property
     def short(self) -> str:

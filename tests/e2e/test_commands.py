@@ -26,6 +26,29 @@ def test_fix_prints_the_fixed_example(bundled_model_dir):
     assert "tokens/pass" in result.stderr  # one stats line, on stderr only
 
 
+def test_a_long_file_s_fix_writes_the_named_function_s_body_alone(bundled_model_dir, tmp_path):
+    """In a file of 200 lines or more a fix is narrowed to the function it names, and of one
+    whose docstring takes lines of its own only the code after it is written: every other
+    byte is the file's own."""
+    one_line = '    """Arithmetic mean of a non-empty list."""\n'
+    documented = (
+        '    """Arithmetic mean of a non-empty list.\n\n    Their sum over their count.\n    """\n'
+    )
+    helpers = "".join(f"\n\ndef scaled_{i}(value):\n    return value * {i}\n" for i in range(50))
+    text = EXAMPLE.read_text().replace(one_line, documented)
+    text = text.replace(
+        '\n\nif __name__ == "__main__":', helpers + '\n\nif __name__ == "__main__":'
+    )
+    path = tmp_path / "stats.py"
+    path.write_text(text)
+    result = runner.invoke(
+        app, ["fix", str(path), "mean() returns a huge number instead of the average"]
+    )
+    assert result.exit_code == 0, result.stderr
+    assert "editing mean (lines 11-13): named in the instruction; its body" in result.stderr
+    assert result.stdout == text.replace("sum(values) * len(values)", "sum(values) / len(values)")
+
+
 def test_stdin_to_stdout_pipeline(bundled_model_dir):
     text = "The quick brown fox jumsp over the lazy dog.\n"
     result = runner.invoke(app, ["edit", "-", "fix the spelling mistake"], input=text)
