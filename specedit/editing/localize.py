@@ -21,7 +21,8 @@ from specedit.editing.editor import EditRequest, Mode
 from specedit.editing.region import DEFINITIONS, Region, first_line, parse_lines
 
 NARROWED = (Mode.FIX, Mode.EDIT)  # a rewrite or a snippet to apply concerns the whole text
-LONG_FILE_LINES = 200  # shorter files are edited whole
+LONG_FILE_LINES = 200  # shorter files are edited whole, but for a fix of a function's body:
+BODY_FILE_LINES = 100  # from this many lines a fix narrowed to a function's body is made so
 CONTEXT_LINES = 20  # lines shown on each side of a chosen region
 MARGIN = 1.5  # a region found by words alone scores this much above the next, or none is chosen
 # A fix writes a documented function's body alone, its head (decorators, signature,
@@ -95,11 +96,14 @@ class _Unit:
 def locate(request: EditRequest) -> Located | None:
     """The function of the request's text (Python, LONG_FILE_LINES or longer) that a fix or an
     edit is about, or None where the whole text should be edited: a short file, not Python,
-    another mode, an instruction about the whole file, or no function that stands out."""
+    another mode, an instruction about the whole file, or no function that stands out. A fix
+    of a documented function is narrowed to its body (`_body`), and that from BODY_FILE_LINES
+    on."""
     text, instruction = request.text, request.instruction
     if request.mode not in NARROWED or request.surroundings is not None:
         return None
-    if request.language != "python" or text.count("\n") < LONG_FILE_LINES:
+    lines = text.count("\n")
+    if request.language != "python" or lines < BODY_FILE_LINES:
         return None
     if WHOLE_FILE.search(instruction):
         return None
@@ -120,6 +124,8 @@ def locate(request: EditRequest) -> Located | None:
         why += "; its body, the signature and docstring shown"
         region = Region(unit.body, unit.last, context=CONTEXT_LINES, head=unit.first)
         return Located(region, unit.name, why)
+    if lines < LONG_FILE_LINES:
+        return None
     return Located(Region(unit.first, unit.last, context=CONTEXT_LINES), unit.name, why)
 
 

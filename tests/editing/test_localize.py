@@ -18,7 +18,7 @@ from specedit.cli.deliver import edit_file
 from specedit.cli.exits import Exit
 from specedit.cli.output import Delivery
 from specedit.editing.editor import EditRequest, context_estimate, cut_off
-from specedit.editing.localize import CONTEXT_LINES, LONG_FILE_LINES, locate
+from specedit.editing.localize import BODY_FILE_LINES, CONTEXT_LINES, LONG_FILE_LINES, locate
 from specedit.editing.region import Region
 
 TOPICS = [
@@ -132,6 +132,19 @@ def test_a_fix_writes_the_body_of_a_documented_function_its_head_shown():
 )
 def test_an_instruction_about_the_whole_file_or_nowhere_edits_it_whole(instruction):
     assert _locate(LONG, instruction) is None
+
+
+def test_a_file_of_100_lines_or_more_has_a_fix_of_a_documented_function_s_body_narrowed():
+    """From BODY_FILE_LINES a fix is narrowed to a function's body (its head shown), and
+    only that: the whole function, an edit, stays a file of LONG_FILE_LINES or more's."""
+    middle = "".join(_function(*topic) for topic in TOPICS[:3]) + class_text
+    assert BODY_FILE_LINES <= middle.count("\n") < LONG_FILE_LINES
+    located = _locate(middle, "read_config() drops the last option")
+    first = middle.split("\n").index("def read_config(config):") + 1
+    assert (located.region.first, located.region.head) == (first + HEAD, first)
+    assert _locate(middle, "read_config() drops the last option", mode="edit") is None
+    assert _locate(middle, "read_config() has the wrong type hints") is None  # the head
+    assert _locate(middle, "Inbox.unread counts opened ones") is None  # a one-line docstring
 
 
 def test_short_files_other_languages_and_other_modes_are_edited_whole():
