@@ -4,9 +4,9 @@ Rewriting a whole file costs every line of it twice (read, then written), howeve
 drafted: on a CPU a fix in a file of a thousand lines takes minutes. Where the instruction
 points at one function (it names it, or its words are that function's words), the edit is made
 as `--lines NAME --context N` would make it: the model sees the function and the lines around
-it, writes the function, and every other byte is kept. An instruction about the whole file
-(every, all, each, a rename...) and a short file are edited whole: there a region saves little
-and a wrong guess costs the edit.
+it, writes the function (a fix: the code after its docstring, the head shown), and every
+other byte is kept. An instruction about the whole file (every, all, each, a rename...) and a
+short file are edited whole: there a region saves little and a wrong guess costs the edit.
 """
 
 from __future__ import annotations
