@@ -103,7 +103,9 @@ def locate(request: EditRequest) -> Located | None:
     if request.mode not in NARROWED or request.surroundings is not None:
         return None
     lines = text.count("\n")
-    if request.language != "python" or lines < BODY_FILE_LINES:
+    # a fix that may write a function's body alone, which is narrowed in shorter files too
+    body_only = request.mode is Mode.FIX and not HEAD_WORDS.search(instruction)
+    if request.language != "python" or lines < (BODY_FILE_LINES if body_only else LONG_FILE_LINES):
         return None
     if WHOLE_FILE.search(instruction):
         return None
@@ -120,7 +122,7 @@ def locate(request: EditRequest) -> Located | None:
             return None
         unit, shared = ranked
         why = f"the instruction's words: {', '.join(shared)}"
-    if request.mode is Mode.FIX and unit.body and not HEAD_WORDS.search(instruction):
+    if body_only and unit.body:
         why += "; its body, the signature and docstring shown"
         region = Region(unit.body, unit.last, context=CONTEXT_LINES, head=unit.first)
         return Located(region, unit.name, why)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 SPEC = re.compile(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?")
 LONE_CR = re.compile(r"\r(?!\n)")
+TEXT_LINE = re.compile(r"^.*\S.*$", re.MULTILINE)  # a line that is not blank
 DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 # A name an instruction writes in backticks, as `name` or `Class.method` (what `--lines` takes).
 NAME_IN_BACKTICKS = re.compile(r"`([^\W\d]\w*(?:\.[^\W\d]\w*)*)")
@@ -84,7 +85,7 @@ class Surroundings:
         lines as they are (its docstring) has them once."""
         if not self.head:
             return self.before + region + self.after
-        if _first_line(region) == _first_line(self.head):
+        if _opening(region) == _opening(self.head):
             return self.before[: len(self.before) - len(self.head)] + region + self.after
         lines, head = _lines(region), _lines(self.head)
         again = next((k for k in range(len(head), 0, -1) if lines[:k] == head[-k:]), 0)
@@ -188,11 +189,11 @@ class Region:
         return self.symbol or f"{self.first}-{self.last}"
 
 
-def _first_line(text: str) -> str:
+def _opening(text: str) -> str:
     """The first line of `text` that is not blank, up to its first parenthesis (a signature
     changed after its name still opens the same function), trailing spaces left out."""
-    line = next((line for line in text.split("\n") if line.strip()), "")
-    return line.split("(", 1)[0].rstrip()
+    found = TEXT_LINE.search(text)
+    return found.group().split("(", 1)[0].rstrip() if found else ""
 
 
 def parse_lines(text: str) -> ast.Module:
