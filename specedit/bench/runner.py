@@ -461,6 +461,7 @@ def _run_samples(
     row.problems = candidates.problems
     delivered = candidates.delivered
     row.afresh = delivered.afresh if delivered else None
+    row.absent = list(delivered.verdict.absent) if delivered and delivered.verdict else []
     text = whole(chosen.text) if chosen else None
     known = delivered.verdict.checked if delivered and delivered.verdict else None
     score_row(row, text, task, check_task(task, text, known))

@@ -24,7 +24,7 @@ from specedit.cli.exits import Exit
 from specedit.cli.output import Delivery, Report, deliver_text, save_records, summary_wanted
 from specedit.console import error, say, warning
 from specedit.drafting import DrafterUnavailable
-from specedit.editing import snippets
+from specedit.editing import asked, snippets
 from specedit.editing.attempts import Attempt, attempt_edits
 from specedit.editing.checks import CheckRefused, CheckResult, command_check, run_command
 from specedit.editing.editor import (
@@ -307,6 +307,8 @@ def choose_candidate(
     verdict = chosen.verdict
     if verdict and (verdict.finding or verdict.removed):  # no candidate without one was drawn
         warning(f"{name}: {verdict.problem}")
+    if verdict and verdict.absent:
+        warning(f"{name}: {asked.warning(verdict.absent)}")
     if verdict and verdict.failed_examples:  # none passed them
         warning(f"{name}: no candidate passes the examples; delivering one as without them")
     elif chosen.afresh and not quiet:

@@ -262,6 +262,8 @@ class Report:
             stats["finding"] = {"kind": finding.kind, "name": finding.name, "line": finding.line}
         if candidate.verdict and candidate.verdict.removed:
             stats["removed"] = list(candidate.verdict.removed)
+        if candidate.verdict and candidate.verdict.absent:
+            stats["absent"] = list(candidate.verdict.absent)
         if candidate.verdict and (examples := candidate.verdict.examples):
             stats["examples"] = examples.summary()
         if candidate.afresh:

@@ -25,7 +25,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from specedit.editing import lint, removed, safety
+from specedit.editing import asked, lint, removed, safety
 from specedit.editing.checks import CheckResult
 from specedit.editing.editor import EditRequest, EditResult, Mode
 from specedit.editing.region import UNPARSABLE, documented
@@ -56,7 +56,9 @@ class Verdict:
     """A candidate judged on its text: why it cannot be right (None: it may be), what the
     safety checks found where they ran, which the delivery reads instead of checking again,
     what it writes that cannot run or the definitions it removed where that is its problem
-    (editing/lint.py, editing/removed.py), and how the examples went where they ran
+    (editing/lint.py, editing/removed.py), the names asked for that it never writes (noted for
+    the delivery to warn of, not a problem: editing/asked.py), and how the examples went where
+    they ran
     (editing/examples.py)."""
 
     text: str
@@ -65,6 +67,7 @@ class Verdict:
     finding: lint.Finding | None = None
     examples: CheckResult | None = None
     removed: tuple[str, ...] = ()
+    absent: tuple[str, ...] = ()  # names the instruction asks for that it never writes
 
     @property
     def acceptable(self) -> bool:
@@ -108,7 +111,9 @@ def judge(
     (`NO_CODE_WORDS`), which may ask for just that (trailing spaces removed). Python that
     writes what cannot run (a name nothing defines, a call or an attribute that does not match
     its definition), where the input did not, is wrong too (editing/lint.py), and so is an edit
-    of Python that removed a definition its instruction leaves alone (editing/removed.py).
+    of Python that removed a definition its instruction leaves alone (editing/removed.py);
+    the new names its instruction writes as code that such an edit never writes are noted
+    (`absent`, editing/asked.py).
     `drops`: whether lines it drops count (`safety.problems`); `read`: whether the code is
     read here too (`read_code`; without, the caller reads it, beside the file's examples)."""
     if counts_unchanged(original, text, instruction, language, unchanged):
@@ -119,7 +124,9 @@ def judge(
     edit_of_python = unchanged == UNCHANGED_EDIT and language == "python"
     if edit_of_python and (gone := removed.removed_definitions(original, text, instruction)):
         return Verdict(text, removed.problem(gone), checked, removed=tuple(gone))
-    verdict = Verdict(text, None, checked)
+    # Noted, not refused: drawn again and told, the model leaves them out again.
+    absent = tuple(asked.asked_for(original, text, instruction)) if edit_of_python else ()
+    verdict = Verdict(text, None, checked, absent=absent)
     return read_code(verdict, original, language) if read else verdict
 
 

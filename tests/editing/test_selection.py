@@ -489,6 +489,37 @@ def test_an_edit_that_removes_a_definition_left_alone_is_redrawn_from_its_doubt(
     assert json.loads(stats.read_text())["removed"] == ["sub"]
 
 
+def test_an_edit_that_leaves_out_a_name_it_was_asked_for_is_delivered_with_a_warning(
+    tmp_path, tiny_model_dir, tokenizer, monkeypatch
+):
+    """An edit whose answer never writes a new name its instruction writes as code
+    (editing/asked.py) is delivered as it is, with no other candidate drawn (told, the model
+    leaves it out again), and a warning and the stats say what it left out."""
+    from typer.testing import CliRunner
+
+    from specedit.cli import app
+
+    file = tmp_path / "ops.py"
+    file.write_text(SOURCE)
+    part = SOURCE.replace("a - b", "a + b")
+    whole = part + "\n\ndef mul(a, b):\n    return a * b\n"
+    tiny = ("--model", str(tiny_model_dir), "--dtype", "fp32", "--method", "pld")
+    command = ["edit", str(file), "Fix add and write mul(a, b) beside it.", *tiny]
+    stats = tmp_path / "stats.json"
+    calls = _answering(monkeypatch, [part, whole], tokenizer)
+    result = CliRunner().invoke(app, [*command, "--stats-file", str(stats)])
+    assert result.exit_code == 0 and result.stdout == part, result.stderr
+    assert len(calls) == 1
+    assert f"warning: {file}: the answer never writes `mul`, which the instruction" in (
+        result.stderr
+    )
+    assert json.loads(stats.read_text())["absent"] == ["mul"]
+    _answering(monkeypatch, [whole], tokenizer)
+    result = CliRunner().invoke(app, [*command, "--stats-file", str(stats)])
+    assert result.stdout == whole and "never writes" not in result.stderr
+    assert "absent" not in json.loads(stats.read_text())
+
+
 def test_a_changed_fix_or_edit_is_delivered_with_no_other_candidate_drawn(
     tmp_path, tiny_model_dir, tokenizer, monkeypatch
 ):
@@ -957,17 +988,17 @@ def test_a_default_fix_makes_two_generations_at_most_and_checks_each_once(tmp_pa
     assert written == plus and stats["new_tokens"] == 2
 
 
-def _bench_add(tiny_model_dir, tmp_path, source=SOURCE, **setup):
-    """The bench's row for one task: fix `add` (in `source`), checked by its tests, on the
-    tiny model."""
+def _bench_add(tiny_model_dir, tmp_path, source=SOURCE, edit: str | None = None, **setup):
+    """The bench's row for one task: fix `add` (in `source`; or `edit` it so), checked by its
+    tests, on the tiny model."""
 
     from specedit.bench.runner import run_bench
     from specedit.models.load import load
 
     task = {
         "id": "add",
-        "kind": "fix",
-        "instruction": "add subtracts",
+        "kind": "edit" if edit else "fix",
+        "instruction": edit or "add subtracts",
         "input": source,
         "language": "python",
         "tests": "assert add(2, 3) == 5",
@@ -1001,6 +1032,18 @@ def test_the_bench_row_names_the_function_its_delivered_candidate_wrote_afresh(
     assert row.passed and row.afresh == "add" and calls[2].request.prompt == "afresh"
     _answering(monkeypatch, [SOURCE, DOCUMENTED.replace("a - b", "a + b")], tokenizer)
     assert _bench_add(tiny_model_dir, tmp_path, DOCUMENTED, selections=["3"]).afresh is None
+
+
+def test_the_bench_row_names_what_the_delivered_edit_never_writes_of_what_was_asked(
+    tiny_model_dir, tokenizer, tmp_path, monkeypatch
+):
+    part = SOURCE.replace("a - b", "a + b")
+    _answering(monkeypatch, [part], tokenizer)
+    edit = "Fix add and write `mul(a, b)`."
+    row = _bench_add(tiny_model_dir, tmp_path, edit=edit, selections=["2"])
+    assert row.passed and row.absent == ["mul"]
+    _answering(monkeypatch, [part + "\n\ndef mul(a, b):\n    return a * b\n"], tokenizer)
+    assert _bench_add(tiny_model_dir, tmp_path, edit=edit, selections=["2"]).absent == []
 
 
 def test_the_bench_checks_the_delivered_answer_without_each_pass_that_changed_it(

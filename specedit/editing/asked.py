@@ -1,0 +1,89 @@
+"""Names an edit's instruction asks for that its answer never writes.
+
+A small model given a request of several parts makes some and leaves the rest: asked for a
+`discontinue(sku)` method beside a refactor, it refactors; asked for a `consume()` that raises,
+it makes `allow()` raise; asked for a `wrap=False` option, it returns the file as it was. What
+it left out often shows in the instruction and the answer alone: a name the instruction writes
+as code (in backticks, as a call `name(...)`, as a parameter `name=value`) that the input does
+not have and the answer never writes. A dotted name whose first part the input does not have
+(`dict.keys()`, `time.monotonic`) is a library's, not one to write.
+
+Such an answer is delivered with a warning that says what it left out, not refused: drawn
+again, and even told what is missing, the model leaves it out again (docs/quality.md, "Names
+asked for that the answer never writes").
+"""
+
+from __future__ import annotations
+
+import io
+import keyword
+import re
+import tokenize
+
+QUOTED = re.compile(r"`([^`]+)`")
+DOTTED = r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*"
+# What a pair of backticks holds when it names code: a name, a call, a parameter with its value.
+QUOTED_NAME = re.compile(rf"({DOTTED})\s*(?:\(.*\))?\Z|([A-Za-z_]\w*)\s*=[^=]")
+# Outside backticks: a call written with no space before its parenthesis ("age (in seconds)"
+# is prose), and a parameter with its value.
+CALL = re.compile(rf"(?<![.\w])({DOTTED})\(")
+PARAMETER = re.compile(r"(?<![=<>!.\w])([A-Za-z_]\w*)=(?!=)")
+WORD = re.compile(r"[A-Za-z_]\w*")
+# Words just before a name that ask for it not to be written: "don't use `eval()`", "rather
+# than `sleep()`", "no `print()`". Read in the BEFORE_WORDS words before it.
+NOT_WANTED = re.compile(
+    r"\b(?:not|no|never|without|instead of|rather than|avoid\w*|remov\w*|delet\w*|drop\w*)\b"
+    r"|n't\b",
+    re.IGNORECASE,
+)
+BEFORE_WORDS = 3
+
+
+def asked_for(original: str, answer: str, instruction: str) -> list[str]:
+    """The names `instruction` writes as code that neither `original` nor `answer` has as a
+    name (Python's tokens: a docstring or a comment that mentions one does not count), in the
+    order written."""
+    known = names(original)
+    written = names(answer)
+    return [name for name in _written_as_code(instruction, known) if name not in written]
+
+
+def names(text: str) -> set[str]:
+    """The names a Python text writes: its NAME tokens (every word, where it does not
+    tokenize)."""
+    try:
+        lines = io.StringIO(text).readline
+        return {
+            token.string for token in tokenize.generate_tokens(lines) if token.type == tokenize.NAME
+        }
+    except (tokenize.TokenError, SyntaxError):
+        return set(WORD.findall(text))
+
+
+def warning(absent: tuple[str, ...]) -> str:
+    """What the user is told of the names a delivered answer left out (`asked_for`)."""
+    listed = ", ".join(f"`{name}`" for name in absent)
+    return f"the answer never writes {listed}, which the instruction asks for: it may be incomplete"
+
+
+def _written_as_code(instruction: str, known: set[str]) -> list[str]:
+    """The new names `instruction` writes as code: the last part of each, unless its first part
+    is not one of `known` (a library's), it is one of `known` already, or the words just before
+    it say not to (`NOT_WANTED`: "instead of `eval()`")."""
+    written = []
+    for quoted in QUOTED.finditer(instruction):
+        if found := QUOTED_NAME.match(quoted.group(1).strip()):
+            written.append((quoted.start(), found.group(1) or found.group(2)))
+    prose = QUOTED.sub(lambda quoted: " " * len(quoted.group()), instruction)
+    for pattern in (CALL, PARAMETER):
+        written += [(found.start(), found.group(1)) for found in pattern.finditer(prose)]
+    new = []
+    for start, dotted in sorted(written):
+        if NOT_WANTED.search(" ".join(instruction[:start].split()[-BEFORE_WORDS:])):
+            continue
+        first, _, last = dotted.rpartition(".")
+        if first and first.split(".")[0] not in known | {"self"}:
+            continue
+        if last not in known and len(last) > 1 and not keyword.iskeyword(last):
+            new.append(last)
+    return list(dict.fromkeys(new))

@@ -1,0 +1,68 @@
+"""Names an edit's instruction asks for that its answer never writes (editing/asked.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from specedit.editing import verdicts
+from specedit.editing.asked import asked_for, warning
+
+INVENTORY = '''class Inventory:
+    """Items by SKU."""
+
+    def __init__(self):
+        self.items = []
+
+    def add_item(self, item):
+        self.items.append(item)
+'''
+# The refactor made, the new method left out: the model's answer to a request of two parts.
+REFACTORED = INVENTORY.replace("self.items = []", "self.items = {}").replace(
+    "self.items.append(item)", "self.items[item.sku] = item"
+)
+COMPLETE = (
+    REFACTORED
+    + """
+    def discontinue(self, sku):
+        return self.items.pop(sku)
+"""
+)
+
+
+@pytest.mark.parametrize(
+    ("instruction", "absent"),
+    [
+        ("Make `items` a dict and add a `discontinue(sku)` method.", ["discontinue"]),
+        ("Make items a dict; also add discontinue(sku) returning the item.", ["discontinue"]),
+        ("Add a wrap=False option to Inventory.", ["wrap"]),
+        ("Add `Inventory.discontinue` and `count_by(kind)`.", ["discontinue", "count_by"]),
+        # prose in parentheses, a library's dotted name, names the input has: none asked for
+        ("Make items a dict (keyed by SKU), as `dict.keys()` reads them.", []),
+        ("Use `time.monotonic()` in `add_item`.", []),
+        # words that say not to write it
+        ("Don't use `eval()`, and rather than `sorted()` keep the order.", []),
+    ],
+)
+def test_the_new_names_the_instruction_writes_as_code_are_asked_for(instruction, absent):
+    assert asked_for(INVENTORY, REFACTORED, instruction) == absent
+
+
+def test_a_name_the_answer_writes_anywhere_in_its_code_is_not_absent():
+    instruction = "Make `items` a dict and add a `discontinue(sku)` method."
+    assert asked_for(INVENTORY, COMPLETE, instruction) == []
+    mentioned = REFACTORED + "    # discontinue(sku) comes later\n"
+    assert asked_for(INVENTORY, mentioned, instruction) == ["discontinue"]  # a comment's
+
+
+def test_an_edit_of_python_that_leaves_out_what_is_asked_for_is_noted_not_refused():
+    """The verdict of an edit of Python notes what it left out and stays acceptable (told, the
+    model leaves it out again); a fix's instruction describes a symptom (`f(2)` returns 3),
+    not new code, and is not read so."""
+    instruction = "Make `items` a dict and add a `discontinue(sku)` method."
+    edit = verdicts.UNCHANGED_EDIT
+    verdict = verdicts.judge(INVENTORY, REFACTORED, instruction, "python", edit)
+    assert verdict.acceptable and verdict.absent == ("discontinue",)
+    assert "never writes `discontinue`, which" in warning(verdict.absent)
+    assert verdicts.judge(INVENTORY, COMPLETE, instruction, "python", edit).absent == ()
+    fix = verdicts.judge(INVENTORY, REFACTORED, instruction, "python", verdicts.UNCHANGED_FIX)
+    assert fix.absent == ()
