@@ -41,7 +41,7 @@ from specedit.editing.examples import Examples, examples_check, judging, reporte
 from specedit.editing.localize import Located, narrowed
 from specedit.editing.prompts import EditPrompt, PromptError, language_for
 from specedit.editing.region import Region
-from specedit.editing.selection import ONE, Candidate, Samples, draw_edits
+from specedit.editing.selection import ONE, REST, Candidate, Samples, draw_edits
 from specedit.engine.events import Step
 from specedit.files import (
     Fingerprint,
@@ -307,6 +307,8 @@ def choose_candidate(
     verdict = chosen.verdict
     if verdict and (verdict.finding or verdict.removed):  # no candidate without one was drawn
         warning(f"{name}: {verdict.problem}")
+    if REST in chosen.result.before_passes and not quiet:
+        say(f"{name}: the answer left out part of the instruction; asked for alone, it was made")
     if verdict and verdict.absent:
         warning(f"{name}: {asked.warning(verdict.absent)}")
     if verdict and verdict.failed_examples:  # none passed them

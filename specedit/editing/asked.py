@@ -8,9 +8,10 @@ as code (in backticks, as a call `name(...)`, as a parameter `name=value`) that 
 not have and the answer never writes. A dotted name whose first part the input does not have
 (`dict.keys()`, `time.monotonic`) is a library's, not one to write.
 
-Such an answer is delivered with a warning that says what it left out, not refused: drawn
-again, and even told what is missing, the model leaves it out again (docs/quality.md, "Names
-asked for that the answer never writes").
+Such an answer is not refused: drawn again, and even told what is missing, the model leaves
+it out again. The instruction's sentences that name it, asked for on their own of that answer
+(`sentences_naming`, editing/selection.py's `Drawing.rest`), get it written; what is still left
+out is warned of (docs/quality.md, "Names asked for that the answer never writes").
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ NOT_WANTED = re.compile(
     re.IGNORECASE,
 )
 BEFORE_WORDS = 3
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`\"'(])")
 
 
 def asked_for(original: str, answer: str, instruction: str) -> list[str]:
@@ -58,6 +60,17 @@ def names(text: str) -> set[str]:
         }
     except (tokenize.TokenError, SyntaxError):
         return set(WORD.findall(text))
+
+
+def sentences_naming(instruction: str, absent: tuple[str, ...]) -> str | None:
+    """The sentences of `instruction` that write one of the `absent` names, as an instruction
+    of their own; None where that is every sentence (the instruction again)."""
+    sentences = SENTENCE_END.split(instruction.strip())
+    names = re.compile(r"\b(?:" + "|".join(map(re.escape, absent)) + r")\b")
+    naming = [sentence for sentence in sentences if names.search(sentence)]
+    if not naming or len(naming) == len(sentences):
+        return None
+    return " ".join(naming)
 
 
 def warning(absent: tuple[str, ...]) -> str:

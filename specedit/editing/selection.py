@@ -37,6 +37,12 @@ first writes it (`CheckRedraw`). So is an edit of Python that no longer defines 
 or method of the input its instruction leaves alone (editing/removed.py: a new method written over
 the one beside it), redrawn from its branch points as an unchanged edit is.
 
+An edit of Python whose answer never writes a new name its instruction writes as code
+(editing/asked.py: a `discontinue(sku)` method asked for beside a refactor) is not refused for
+it (drawn again and told, the model leaves it out again) but has the instruction's sentences
+that name it asked for on their own, of that answer (`Drawing.rest`); what it still leaves out
+is warned of.
+
 With `--examples` (editing/examples.py), an answer that fails the file's own `>>>` examples is
 wrong too, and redrawn from the first candidate's next branch point (`ExamplesRedraw`); where
 none passes them, the one a draw without them would have delivered is. The candidates they
@@ -56,10 +62,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
+from specedit.editing import asked
 from specedit.editing import examples as file_examples
 from specedit.editing.branches import branch_points
 from specedit.editing.checks import CheckResult
-from specedit.editing.editor import EditError, EditRequest, EditResult, Mode
+from specedit.editing.editor import UNSTEERED, EditError, EditRequest, EditResult, Mode
 from specedit.editing.first_change import first_change
 from specedit.editing.redraws import Redraw, redraw_policies
 from specedit.editing.region import named_lines
@@ -100,7 +107,12 @@ SHORT_TEXT_TOKENS = 1024
 UNCHANGED_REDRAWS = "unchanged"
 FIRST_STOP = "stop"
 SHORT_ONLY = "short"
-STEPS = (UNCHANGED_REDRAWS, FIRST_STOP, SHORT_ONLY)
+# An edit whose delivered answer never writes a new name its instruction writes as code
+# (editing/asked.py) has the instruction's sentences that name it asked for on their own, of
+# that answer: told the whole again, a small model leaves the part out again; asked for that
+# part alone, it writes it (docs/quality.md, "Names asked for that the answer never writes").
+REST = "rest"
+STEPS = (UNCHANGED_REDRAWS, FIRST_STOP, SHORT_ONLY, REST)
 
 
 @dataclass(frozen=True)
@@ -334,6 +346,30 @@ class Drawing:
         self.candidates.append(judged)
         return judged
 
+    def rest(self, delivered: Candidate) -> Candidate:
+        """Where `delivered` never writes a name its instruction asks for (its verdict's
+        `absent`), the sentences that name it (`asked.sentences_naming`) asked for on their
+        own, of its answer, and that answer judged against the input as every candidate is:
+        delivered where it could be right and leaves out fewer names, else `delivered`."""
+        verdict = delivered.verdict
+        part = asked.sentences_naming(self.request.instruction, verdict.absent)
+        if part is None:
+            return delivered
+        request = replace(
+            self.request, text=delivered.text, instruction=part, feedback="", steering=UNSTEERED
+        )
+        try:
+            made = as_candidate(self.make(request), len(self.candidates) + len(self.failures))
+        except EditError as exc:
+            self.failures.append(exc)
+            return delivered
+        before = {**made.result.before_passes, REST: delivered.text}
+        made = replace(made, result=replace(made.result, before_passes=before))
+        judged = replace(made, verdict=self.judge(made))
+        self.candidates.append(judged)
+        fewer = len(judged.verdict.absent) < len(verdict.absent)
+        return judged if judged.verdict.acceptable and fewer else delivered
+
     def judge(self, candidate: Candidate) -> Verdict:
         """`judge` on the whole text, after the check for the prompt's own words, then the
         examples where they judge."""
@@ -422,4 +458,7 @@ def draw_edits(
         samples.vote,
         may_draw,
     )
+    acceptable = delivered is not None and delivered.verdict.acceptable
+    if acceptable and delivered.verdict.absent and not ({REST} & samples.without or samples.vote):
+        delivered = drawing.rest(delivered)
     return Drawn(delivered, tuple(drawing.candidates), tuple(drawing.failures))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from specedit.editing import verdicts
-from specedit.editing.asked import asked_for, warning
+from specedit.editing.asked import asked_for, sentences_naming, warning
 
 INVENTORY = '''class Inventory:
     """Items by SKU."""
@@ -66,3 +66,16 @@ def test_an_edit_of_python_that_leaves_out_what_is_asked_for_is_noted_not_refuse
     assert verdicts.judge(INVENTORY, COMPLETE, instruction, "python", edit).absent == ()
     fix = verdicts.judge(INVENTORY, REFACTORED, instruction, "python", verdicts.UNCHANGED_FIX)
     assert fix.absent == ()
+
+
+def test_the_sentences_that_name_what_was_left_out_make_an_instruction_of_their_own():
+    instruction = (
+        "Make `items` a dict keyed by SKU. Also add a `discontinue(sku)` method that returns "
+        "the item. A `discontinue` of an unknown SKU raises `KeyError`."
+    )
+    assert sentences_naming(instruction, ("discontinue",)) == (
+        "Also add a `discontinue(sku)` method that returns the item. "
+        "A `discontinue` of an unknown SKU raises `KeyError`."
+    )
+    assert sentences_naming(instruction, ("count_by",)) is None  # no sentence names it
+    assert sentences_naming("Add `discontinue(sku)`.", ("discontinue",)) is None  # all of it

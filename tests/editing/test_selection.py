@@ -15,7 +15,7 @@ from helpers import MEAN_WRONG as WRONG
 
 from specedit.bench.setups import parse_selection
 from specedit.editing import redraws, sandbox, selection, verdicts
-from specedit.editing.editor import EditRequest, Mode
+from specedit.editing.editor import UNSTEERED, EditRequest, Mode
 from specedit.editing.examples import Examples
 from specedit.editing.first_change import first_change
 from specedit.editing.selection import EXAMPLES_SAMPLES, STEPS, Samples
@@ -125,7 +125,7 @@ DEFAULT = Samples(2, examples=Examples.CONFINED, checked=EXAMPLES_SAMPLES)  # th
     + [("2-unchanged", Samples(2, without=frozenset({"unchanged"})))]
     + [("default-unchanged", replace(DEFAULT, without=frozenset({"unchanged"})))]
     + [("default-unchanged-stop", replace(DEFAULT, without=frozenset({"unchanged", "stop"})))]
-    + [("default-unchanged-stop-short", replace(DEFAULT, without=frozenset(STEPS)))],
+    + [("default-unchanged-stop-short-rest", replace(DEFAULT, without=frozenset(STEPS)))],
 )
 def test_bench_selections_parse(spec, parsed):
     assert parse_selection(spec) == parsed
@@ -518,6 +518,38 @@ def test_an_edit_that_leaves_out_a_name_it_was_asked_for_is_delivered_with_a_war
     result = CliRunner().invoke(app, [*command, "--stats-file", str(stats)])
     assert result.stdout == whole and "never writes" not in result.stderr
     assert "absent" not in json.loads(stats.read_text())
+
+
+def test_the_sentences_naming_what_an_edit_left_out_are_asked_for_alone_of_its_answer(
+    tmp_path, tiny_model_dir, tokenizer, monkeypatch
+):
+    """Where the instruction has other sentences too, the ones that name what the answer
+    never writes are asked for on their own, of that answer, plainly; their answer is
+    delivered where it could be right and writes the name (the stats name the step), else
+    the first, with the warning."""
+    from typer.testing import CliRunner
+
+    from specedit.cli import app
+
+    file = tmp_path / "ops.py"
+    file.write_text(SOURCE)
+    part = SOURCE.replace("a - b", "a + b")
+    whole = part + "\n\ndef mul(a, b):\n    return a * b\n"
+    tiny = ("--model", str(tiny_model_dir), "--dtype", "fp32", "--method", "pld")
+    command = ["edit", str(file), "Make add add. Also write `mul(a, b)` beside it.", *tiny]
+    stats = tmp_path / "stats.json"
+    calls = _answering(monkeypatch, [part, whole], tokenizer)
+    result = CliRunner().invoke(app, [*command, "--stats-file", str(stats)])
+    assert result.exit_code == 0 and result.stdout == whole, result.stderr
+    assert [p.request.text for p in calls] == [SOURCE, part]
+    assert calls[1].request.instruction == "Also write `mul(a, b)` beside it."
+    assert calls[1].request.steering == UNSTEERED and calls[1].request.sampling.greedy
+    assert "asked for alone, it was made" in result.stderr and "never writes" not in result.stderr
+    assert "rest" in json.loads(stats.read_text())["passes"]
+    calls = _answering(monkeypatch, [part, part.replace("a + b", "b + a")], tokenizer)
+    result = CliRunner().invoke(app, command)
+    assert result.stdout == part and len(calls) == 2
+    assert "the answer never writes `mul`" in result.stderr
 
 
 def test_a_changed_fix_or_edit_is_delivered_with_no_other_candidate_drawn(
