@@ -66,8 +66,8 @@ def sentences_naming(instruction: str, absent: tuple[str, ...]) -> str | None:
     """The sentences of `instruction` that write one of the `absent` names, as an instruction
     of their own; None where that is every sentence (the instruction again)."""
     sentences = SENTENCE_END.split(instruction.strip())
-    names = re.compile(r"\b(?:" + "|".join(map(re.escape, absent)) + r")\b")
-    naming = [sentence for sentence in sentences if names.search(sentence)]
+    written = re.compile(r"\b(?:" + "|".join(map(re.escape, absent)) + r")\b")
+    naming = [sentence for sentence in sentences if written.search(sentence)]
     if not naming or len(naming) == len(sentences):
         return None
     return " ".join(naming)

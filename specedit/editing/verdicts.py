@@ -56,9 +56,8 @@ class Verdict:
     """A candidate judged on its text: why it cannot be right (None: it may be), what the
     safety checks found where they ran, which the delivery reads instead of checking again,
     what it writes that cannot run or the definitions it removed where that is its problem
-    (editing/lint.py, editing/removed.py), the names asked for that it never writes (noted for
-    the delivery to warn of, not a problem: editing/asked.py), and how the examples went where
-    they ran
+    (editing/lint.py, editing/removed.py), the names asked for that it never writes (noted, not
+    a problem: editing/asked.py), and how the examples went where they ran
     (editing/examples.py)."""
 
     text: str
