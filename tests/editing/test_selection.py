@@ -489,6 +489,20 @@ def test_an_edit_that_removes_a_definition_left_alone_is_redrawn_from_its_doubt(
     assert json.loads(stats.read_text())["removed"] == ["sub"]
 
 
+# An edit of add.py asked to write `mul` too: the answer that leaves it out, and the one that
+# writes it.
+PART = SOURCE.replace("a - b", "a + b")
+WITH_MUL = PART + "\n\ndef mul(a, b):\n    return a * b\n"
+
+
+def _edit_ops(tmp_path, tiny_model_dir, instruction: str) -> tuple[Path, list[str]]:
+    """ops.py (SOURCE), and the command that edits it so on the tiny model."""
+    file = tmp_path / "ops.py"
+    file.write_text(SOURCE)
+    tiny = ("--model", str(tiny_model_dir), "--dtype", "fp32", "--method", "pld")
+    return file, ["edit", str(file), instruction, *tiny]
+
+
 def test_an_edit_that_leaves_out_a_name_it_was_asked_for_is_delivered_with_a_warning(
     tmp_path, tiny_model_dir, tokenizer, monkeypatch
 ):
@@ -499,12 +513,8 @@ def test_an_edit_that_leaves_out_a_name_it_was_asked_for_is_delivered_with_a_war
 
     from specedit.cli import app
 
-    file = tmp_path / "ops.py"
-    file.write_text(SOURCE)
-    part = SOURCE.replace("a - b", "a + b")
-    whole = part + "\n\ndef mul(a, b):\n    return a * b\n"
-    tiny = ("--model", str(tiny_model_dir), "--dtype", "fp32", "--method", "pld")
-    command = ["edit", str(file), "Fix add and write mul(a, b) beside it.", *tiny]
+    file, command = _edit_ops(tmp_path, tiny_model_dir, "Fix add and write mul(a, b) beside it.")
+    part, whole = PART, WITH_MUL
     stats = tmp_path / "stats.json"
     calls = _answering(monkeypatch, [part, whole], tokenizer)
     result = CliRunner().invoke(app, [*command, "--stats-file", str(stats)])
@@ -531,12 +541,9 @@ def test_the_sentences_naming_what_an_edit_left_out_are_asked_for_alone_of_its_a
 
     from specedit.cli import app
 
-    file = tmp_path / "ops.py"
-    file.write_text(SOURCE)
-    part = SOURCE.replace("a - b", "a + b")
-    whole = part + "\n\ndef mul(a, b):\n    return a * b\n"
-    tiny = ("--model", str(tiny_model_dir), "--dtype", "fp32", "--method", "pld")
-    command = ["edit", str(file), "Make add add. Also write `mul(a, b)` beside it.", *tiny]
+    instruction = "Make add add. Also write `mul(a, b)` beside it."
+    _, command = _edit_ops(tmp_path, tiny_model_dir, instruction)
+    part, whole = PART, WITH_MUL
     stats = tmp_path / "stats.json"
     calls = _answering(monkeypatch, [part, whole], tokenizer)
     result = CliRunner().invoke(app, [*command, "--stats-file", str(stats)])
