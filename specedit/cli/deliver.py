@@ -307,7 +307,7 @@ def choose_candidate(
     verdict = chosen.verdict
     if verdict and (verdict.finding or verdict.removed):  # no candidate without one was drawn
         warning(f"{name}: {verdict.problem}")
-    if REST in chosen.result.before_passes and not quiet:
+    if REST in chosen.result.before_passes and not (quiet or (verdict and verdict.absent)):
         say(f"{name}: the answer left out part of the instruction; asked for alone, it was made")
     if verdict and verdict.absent:
         warning(f"{name}: {asked.warning(verdict.absent)}")

@@ -27,8 +27,9 @@ DOTTED = r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*"
 QUOTED_NAME = re.compile(rf"({DOTTED})\s*(?:\(.*\))?\Z|([A-Za-z_]\w*)\s*=[^=]")
 # Outside backticks: a call written with no space before its parenthesis ("age (in seconds)"
 # is prose), and a parameter with its value.
-CALL = re.compile(rf"(?<![.\w])({DOTTED})\(")
-PARAMETER = re.compile(r"(?<![=<>!.\w])([A-Za-z_]\w*)=(?!=)")
+# "key(s)" is a plural, "--dry-run=true" a flag, "?page=2" a query.
+CALL = re.compile(rf"(?<![.\w])({DOTTED})\((?!s\))")
+PARAMETER = re.compile(r"(?<![=<>!.\w?&/-])([A-Za-z_]\w*)=(?!=)")
 WORD = re.compile(r"[A-Za-z_]\w*")
 # Words just before a name that ask for it not to be written: "don't use `eval()`", "rather
 # than `sleep()`", "no `print()`". Read in the BEFORE_WORDS words before it.
@@ -38,7 +39,12 @@ NOT_WANTED = re.compile(
     re.IGNORECASE,
 )
 BEFORE_WORDS = 3
-SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`\"'(])")
+# Where a sentence ends: not after "e.g." and the like.
+SENTENCE_END = re.compile(
+    r"(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\betc\.)(?<!\bvs\.)(?<=[.!?])\s+(?=[A-Z`\"'(])"
+)
+# A sentence that goes on about the one before it ("It returns the item."), asked for with it.
+GOES_ON = re.compile(r"(?:It|Its|They|Their|This|These|That|Both|Each)\b")
 
 
 def asked_for(original: str, answer: str, instruction: str) -> list[str]:
@@ -51,15 +57,20 @@ def asked_for(original: str, answer: str, instruction: str) -> list[str]:
 
 
 def names(text: str) -> set[str]:
-    """The names a Python text writes: its NAME tokens (every word, where it does not
-    tokenize)."""
+    """The names a Python text writes: its NAME tokens, and its strings that are a name alone
+    (a `"total"` key, a `"DEBUG"` variable; a docstring is not); every word, where it does not
+    tokenize."""
     try:
-        lines = io.StringIO(text).readline
-        return {
-            token.string for token in tokenize.generate_tokens(lines) if token.type == tokenize.NAME
-        }
+        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
     except (tokenize.TokenError, SyntaxError):
         return set(WORD.findall(text))
+    found = {token.string for token in tokens if token.type == tokenize.NAME}
+    for token in tokens:
+        if token.type == tokenize.STRING:
+            content = token.string.lstrip("rRbBuUfF").strip("'\"")
+            if WORD.fullmatch(content):
+                found.add(content)
+    return found
 
 
 def sentences_naming(instruction: str, absent: tuple[str, ...]) -> str | None:
@@ -67,7 +78,12 @@ def sentences_naming(instruction: str, absent: tuple[str, ...]) -> str | None:
     of their own; None where that is every sentence (the instruction again)."""
     sentences = SENTENCE_END.split(instruction.strip())
     written = re.compile(r"\b(?:" + "|".join(map(re.escape, absent)) + r")\b")
-    naming = [sentence for sentence in sentences if written.search(sentence)]
+    naming = [
+        sentence
+        for number, sentence in enumerate(sentences)
+        if written.search(sentence)
+        or (number and GOES_ON.match(sentence) and written.search(sentences[number - 1]))
+    ]
     if not naming or len(naming) == len(sentences):
         return None
     return " ".join(naming)

@@ -365,16 +365,17 @@ class Drawing:
             return delivered
         before = {**made.result.before_passes, REST: delivered.text}
         made = replace(made, result=replace(made.result, before_passes=before))
-        judged = replace(made, verdict=self.judge(made))
+        judged = replace(made, verdict=self.judge(made, part))
         self.candidates.append(judged)
         fewer = len(judged.verdict.absent) < len(verdict.absent)
         return judged if judged.verdict.acceptable and fewer else delivered
 
-    def judge(self, candidate: Candidate) -> Verdict:
-        """`judge` on the whole text, after the check for the prompt's own words, then the
+    def judge(self, candidate: Candidate, instruction: str | None = None) -> Verdict:
+        """`judge` on the whole text, after the check for the prompt's own words (those of the
+        instruction it was asked with, `instruction` where not the request's), then the
         examples where they judge."""
         answer = self.whole(candidate.text)
-        if answer != self.original and (sentence := self.leak_of(candidate)):
+        if answer != self.original and (sentence := self.leak_of(candidate, instruction)):
             return Verdict(answer, f"{PROMPT_WORDS} ({sentence!r})")
         request = self.request
         asked = (self.original, answer, request.instruction, request.language, self.unchanged)
@@ -399,9 +400,11 @@ class Drawing:
             return replace(verdict, problem=problem, examples=ran)
         return verdict
 
-    def leak_of(self, candidate: Candidate) -> str | None:
-        """The sentence of its prompt's own words `candidate` copied (`copied_from_prompt`)."""
-        words = prompt_words(candidate.result, self.request.instruction, self.decode)
+    def leak_of(self, candidate: Candidate, instruction: str | None = None) -> str | None:
+        """The sentence of its prompt's own words `candidate` copied (`copied_from_prompt`),
+        the instruction it was asked with (`instruction`, else the request's) set aside."""
+        asked_with = instruction or self.request.instruction
+        words = prompt_words(candidate.result, asked_with, self.decode)
         return copied_from_prompt(self.whole(candidate.text), self.original, words)
 
 
@@ -442,7 +445,9 @@ def draw_edits(
     (editing/proofread.py): a second look, word by word. An unchanged edit is redrawn from its
     branch points as an unchanged fix is, and an answer that copied its prompt's own words
     from just before them (`redraw_policies`). Those past `samples.count` that the examples
-    ask for are drawn for a short text only (SHORT_TEXT_TOKENS), unless that step is left out."""
+    ask for are drawn for a short text only (SHORT_TEXT_TOKENS), unless that step is left out.
+    An edit whose delivered answer left out a part its instruction names as code has that part
+    asked for alone, of the answer (`Drawing.rest`): one generation past `samples.count`."""
     judged = samples.judged_by_examples() if examples is not None else samples
     drawing = Drawing(make, request, whole, judged, decode, examples)
     short_only = SHORT_ONLY not in samples.without

@@ -41,6 +41,8 @@ COMPLETE = (
         ("Use `time.monotonic()` in `add_item`.", []),
         # words that say not to write it
         ("Don't use `eval()`, and rather than `sorted()` keep the order.", []),
+        # a plural, a flag, a query: not code to write
+        ("Handle the key(s) as --dry-run=true does for ?page=2&size=10.", []),
     ],
 )
 def test_the_new_names_the_instruction_writes_as_code_are_asked_for(instruction, absent):
@@ -52,6 +54,9 @@ def test_a_name_the_answer_writes_anywhere_in_its_code_is_not_absent():
     assert asked_for(INVENTORY, COMPLETE, instruction) == []
     mentioned = REFACTORED + "    # discontinue(sku) comes later\n"
     assert asked_for(INVENTORY, mentioned, instruction) == ["discontinue"]  # a comment's
+    keyed = "def totals():\n    return {'total': 1, \"status\": 'ok'}\n"
+    asked = "Return a dict with a `total` key and a `status` field."
+    assert asked_for("x = 1\n", keyed, asked) == []  # a string that is the name alone
 
 
 def test_an_edit_of_python_that_leaves_out_what_is_asked_for_is_noted_not_refused():
@@ -79,3 +84,7 @@ def test_the_sentences_that_name_what_was_left_out_make_an_instruction_of_their_
     )
     assert sentences_naming(instruction, ("count_by",)) is None  # no sentence names it
     assert sentences_naming("Add `discontinue(sku)`.", ("discontinue",)) is None  # all of it
+    going_on = "Refactor it. Add `trim(s)`. It strips both ends. Keep the rest."
+    assert sentences_naming(going_on, ("trim",)) == "Add `trim(s)`. It strips both ends."
+    abbreviated = "Refactor it. Add a helper, e.g. `trim(s)`, for the ends."
+    assert sentences_naming(abbreviated, ("trim",)) == "Add a helper, e.g. `trim(s)`, for the ends."

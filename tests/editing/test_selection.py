@@ -541,15 +541,16 @@ def test_the_sentences_naming_what_an_edit_left_out_are_asked_for_alone_of_its_a
 
     from specedit.cli import app
 
-    instruction = "Make add add. Also write `mul(a, b)` beside it."
+    instruction = "Make add add. Also write `mul(a, b)` beside it, multiplying the two."
     _, command = _edit_ops(tmp_path, tiny_model_dir, instruction)
-    part, whole = PART, WITH_MUL
+    # a line of the sentence asked for alone, in the answer, is not the prompt's own words
+    part, whole = PART, WITH_MUL + "# Also write `mul(a, b)` beside it, multiplying the two.\n"
     stats = tmp_path / "stats.json"
     calls = _answering(monkeypatch, [part, whole], tokenizer)
     result = CliRunner().invoke(app, [*command, "--stats-file", str(stats)])
     assert result.exit_code == 0 and result.stdout == whole, result.stderr
     assert [p.request.text for p in calls] == [SOURCE, part]
-    assert calls[1].request.instruction == "Also write `mul(a, b)` beside it."
+    assert calls[1].request.instruction == instruction.removeprefix("Make add add. ")
     assert calls[1].request.steering == UNSTEERED and calls[1].request.sampling.greedy
     assert "asked for alone, it was made" in result.stderr and "never writes" not in result.stderr
     assert "rest" in json.loads(stats.read_text())["passes"]
@@ -615,6 +616,33 @@ def test_a_changed_fix_is_delivered_alone_and_an_unchanged_one_redrawn_from_its_
     text, asked = drawn([original, other], {selection.UNCHANGED_REDRAWS})
     assert text == other and not asked[1].steering.forced and not asked[1].sampling.greedy
     assert "returned the file unchanged" in asked[1].feedback
+
+
+def test_the_part_left_out_is_not_asked_for_alone_when_voting_or_left_out():
+    """`Drawing.rest` is a step of the default draw: `--vote` and the bench's `-rest` leave it
+    out, and the answer that left the part out is delivered as it is."""
+    from specedit.editing.editor import EditResult
+    from specedit.editing.prompts import EditPrompt
+    from specedit.engine.events import Generation, Stats
+
+    def drawn(samples: Samples) -> list[EditRequest]:
+        asked = []
+
+        def run(request: EditRequest) -> EditResult:
+            asked.append(request)
+            generation = Generation([0, 1], "eos", Stats(), [0.9, 0.4], [0, 2])
+            answer = WITH_MUL if len(asked) > 1 else PART
+            return EditResult(answer, generation, EditPrompt([], "```", request.text, 0, 0))
+
+        instruction = "Make add add. Also write `mul(a, b)`."
+        request = EditRequest(SOURCE, instruction, prompt="edit", language="python")
+        decode = lambda tokens: "".join("abc"[t] for t in tokens)  # noqa: E731
+        assert selection.draw_edits(run, request, str, samples, decode).delivered is not None
+        return asked
+
+    assert [r.instruction for r in drawn(Samples(2))][1:] == ["Also write `mul(a, b)`."]
+    assert len(drawn(Samples(2, without=frozenset({selection.REST})))) == 1
+    assert all(r.instruction.startswith("Make") for r in drawn(Samples(2, vote=True)))
 
 
 def test_a_fix_s_branch_redraw_keeps_its_first_change_only():
