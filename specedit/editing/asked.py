@@ -16,13 +16,15 @@ out is warned of (docs/quality.md, "Names asked for that the answer never writes
 
 from __future__ import annotations
 
+import functools
 import io
 import keyword
 import re
 import tokenize
 
-QUOTED = re.compile(r"`([^`]+)`")
-DOTTED = r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*"
+from specedit.editing.localize import IDENTIFIER_PATH, QUOTED
+
+DOTTED = IDENTIFIER_PATH.pattern
 # What a pair of backticks holds when it names code: a name, a call, a parameter with its value.
 QUOTED_NAME = re.compile(rf"({DOTTED})\s*(?:\(.*\))?\Z|([A-Za-z_]\w*)\s*=[^=]")
 # Outside backticks: a call written with no space before its parenthesis ("age (in seconds)"
@@ -56,21 +58,22 @@ def asked_for(original: str, answer: str, instruction: str) -> list[str]:
     return [name for name in _written_as_code(instruction, known) if name not in written]
 
 
-def names(text: str) -> set[str]:
+@functools.lru_cache(maxsize=4)  # the input's, read again for each candidate of one edit
+def names(text: str) -> frozenset[str]:
     """The names a Python text writes: its NAME tokens, and its strings that are a name alone
     (a `"total"` key, a `"DEBUG"` variable; a docstring is not); every word, where it does not
     tokenize."""
     try:
         tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
     except (tokenize.TokenError, SyntaxError):
-        return set(WORD.findall(text))
+        return frozenset(WORD.findall(text))
     found = {token.string for token in tokens if token.type == tokenize.NAME}
     for token in tokens:
         if token.type == tokenize.STRING:
             content = token.string.lstrip("rRbBuUfF").strip("'\"")
             if WORD.fullmatch(content):
                 found.add(content)
-    return found
+    return frozenset(found)
 
 
 def sentences_naming(instruction: str, absent: tuple[str, ...]) -> str | None:
@@ -95,7 +98,7 @@ def warning(absent: tuple[str, ...]) -> str:
     return f"the answer never writes {listed}, which the instruction asks for: it may be incomplete"
 
 
-def _written_as_code(instruction: str, known: set[str]) -> list[str]:
+def _written_as_code(instruction: str, known: frozenset[str]) -> list[str]:
     """The new names `instruction` writes as code: the last part of each, unless its first part
     is not one of `known` (a library's), it is one of `known` already, or the words just before
     it say not to (`NOT_WANTED`: "instead of `eval()`")."""
@@ -107,11 +110,12 @@ def _written_as_code(instruction: str, known: set[str]) -> list[str]:
     for pattern in (CALL, PARAMETER):
         written += [(found.start(), found.group(1)) for found in pattern.finditer(prose)]
     new = []
+    owners = known | {"self"}  # what a dotted name of the file's own starts with
     for start, dotted in sorted(written):
         if NOT_WANTED.search(" ".join(instruction[:start].split()[-BEFORE_WORDS:])):
             continue
         first, _, last = dotted.rpartition(".")
-        if first and first.split(".")[0] not in known | {"self"}:
+        if first and first.split(".")[0] not in owners:
             continue
         if last not in known and len(last) > 1 and not keyword.iskeyword(last):
             new.append(last)

@@ -318,10 +318,8 @@ class Drawing:
                 for policy in self.policies
                 if (found := policy.redraw(self, number, problem)) is not None
             )
-        try:
-            made = as_candidate(self.make(redraw.request), number)
-        except EditError as exc:
-            self.failures.append(exc)
+        made = self.made(redraw.request, number)
+        if made is None:
             return None
         if redraw.afresh is not None:  # the answer is the function: its body goes in the text
             request = self.request  # a region's imports are the file's, out of its reach
@@ -342,7 +340,20 @@ class Drawing:
                 if (kept := first_change(self.first.text, earlier)) != text
             }
             made = replace(made, result=replace(made.result, text=text, before_passes=before))
-        judged = replace(made, verdict=self.judge(made))
+        return self.judged(made)
+
+    def made(self, request: EditRequest, number: int) -> Candidate | None:
+        """Candidate `number` as `make` makes it for `request`, not judged yet (None: its edit
+        failed, and the failure is kept)."""
+        try:
+            return as_candidate(self.make(request), number)
+        except EditError as exc:
+            self.failures.append(exc)
+            return None
+
+    def judged(self, made: Candidate, instruction: str | None = None) -> Candidate:
+        """`made` with its verdict (`judge`), kept among the candidates drawn."""
+        judged = replace(made, verdict=self.judge(made, instruction))
         self.candidates.append(judged)
         return judged
 
@@ -358,15 +369,11 @@ class Drawing:
         request = replace(
             self.request, text=delivered.text, instruction=part, feedback="", steering=UNSTEERED
         )
-        try:
-            made = as_candidate(self.make(request), len(self.candidates) + len(self.failures))
-        except EditError as exc:
-            self.failures.append(exc)
+        made = self.made(request, len(self.candidates) + len(self.failures))
+        if made is None:
             return delivered
         before = {**made.result.before_passes, REST: delivered.text}
-        made = replace(made, result=replace(made.result, before_passes=before))
-        judged = replace(made, verdict=self.judge(made, part))
-        self.candidates.append(judged)
+        judged = self.judged(replace(made, result=replace(made.result, before_passes=before)), part)
         fewer = len(judged.verdict.absent) < len(verdict.absent)
         return judged if judged.verdict.acceptable and fewer else delivered
 
