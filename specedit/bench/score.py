@@ -47,8 +47,9 @@ class Row:
     # What the candidates judged without tests (--samples) were refused for, in order.
     problems: list[str] = field(default_factory=list)
     afresh: str | None = None  # the function the delivered candidate wrote afresh, if it did
-    # The new names its instruction writes as code that the delivered answer never writes, of
-    # which the CLI warns (editing/asked.py).
+    # The new names its instruction writes as code that the delivered answer never writes, and
+    # the raises it asks for that the answer never adds, of which the CLI warns
+    # (editing/asked.py).
     absent: list[str] = field(default_factory=list)
     dropped: int | None = None  # input lines without a counterpart in the output
     identical: bool | None = None  # same tokens as `ar` on the same engine

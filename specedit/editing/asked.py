@@ -1,4 +1,4 @@
-"""Names an edit's instruction asks for that its answer never writes.
+"""Names an edit's instruction asks for that its answer never writes, and raises it never adds.
 
 A small model given a request of several parts makes some and leaves the rest: asked for a
 `discontinue(sku)` method beside a refactor, it refactors; asked for a `consume()` that raises,
@@ -6,7 +6,11 @@ it makes `allow()` raise; asked for a `wrap=False` option, it returns the file a
 it left out often shows in the instruction and the answer alone: a name the instruction writes
 as code (in backticks, as a call `name(...)`, as a parameter `name=value`) that the input does
 not have and the answer never writes. A dotted name whose first part the input does not have
-(`dict.keys()`, `time.monotonic`) is a library's, not one to write.
+(`dict.keys()`, `time.monotonic`) is a library's, not one to write. Likewise an exception
+the instruction asks to be raised ("dividing by zero should raise `ValueError`", "add a
+method ..., raising `KeyError` for an unknown SKU") that no function of the answer raises more
+often than the same function of the input did: the file may raise it elsewhere already, so the
+name alone tells nothing.
 
 Such an answer is not refused: drawn again, and even told what is missing, the model leaves
 it out again. The instruction's sentences that name it, asked for on their own of that answer
@@ -16,6 +20,9 @@ out is warned of (docs/quality.md, "Names asked for that the answer never writes
 
 from __future__ import annotations
 
+import ast
+import builtins
+import collections
 import functools
 import io
 import keyword
@@ -41,6 +48,26 @@ NOT_WANTED = re.compile(
     re.IGNORECASE,
 )
 BEFORE_WORDS = 3
+# An exception's name: a builtin one, or one named as exceptions are ("InsufficientFunds" is
+# not read).
+EXCEPTION = re.compile(r"\b([A-Z]\w*(?:Error|Exception|Warning))\b|\b([A-Z]\w*)\b")
+# Asked to raise: the verb's base form ("should raise", "and raise", "Raise"), or any form in a
+# sentence that asks for something ("Add a method that raises ..."). "`f(x)` raises TypeError"
+# alone tells what the input does now.
+RAISE = re.compile(r"\b(?:raise|throw)\b", re.IGNORECASE)
+RAISES = re.compile(r"\b(?:rais|throw)\w*\b", re.IGNORECASE)
+REQUEST = re.compile(
+    r"(?:(?:also|then|and|finally|please)\W+)*"
+    r"(?:add|make|change|extend|implement|write|create|refactor|extract|rewrite|update|modify"
+    r"|let|allow|give|have|support|introduce|define|replace|move|split|rename|turn|convert)\b",
+    re.IGNORECASE,
+)
+# A sentence that says a raise stays as it is ("Validation stays as before: ... raise
+# `ValueError`") asks for nothing new.
+RESTATED = re.compile(
+    r"\b(?:still|stays?|keeps?|kept|as before|unchanged|continues? to)\b", re.IGNORECASE
+)
+RAISED = "raise "  # how an exception asked to be raised is listed among the names left out
 # Where a sentence ends: not after "e.g." and the like.
 SENTENCE_END = re.compile(
     r"(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\betc\.)(?<!\bvs\.)(?<=[.!?])\s+(?=[A-Z`\"'(])"
@@ -52,10 +79,21 @@ GOES_ON = re.compile(r"(?:It|Its|They|Their|This|These|That|Both|Each)\b")
 def asked_for(original: str, answer: str, instruction: str) -> list[str]:
     """The names `instruction` writes as code that neither `original` nor `answer` has as a
     name (Python's tokens: a docstring or a comment that mentions one does not count), in the
-    order written."""
+    order written; then, as `raise Name`, the exceptions it asks to be raised that no function
+    of `answer` raises more often than `original`'s did (none where either does not parse)."""
     known = names(original)
     written = names(answer)
-    return [name for name in _written_as_code(instruction, known) if name not in written]
+    left_out = [name for name in _written_as_code(instruction, known) if name not in written]
+    before, after = raises(original), raises(answer)
+    if before is None or after is None:
+        return left_out
+    none: collections.Counter[str] = collections.Counter()
+    unraised = [
+        name
+        for name in _asked_to_raise(instruction)
+        if not any(count[name] > before.get(where, none)[name] for where, count in after.items())
+    ]
+    return [name for name in left_out if name not in unraised] + [RAISED + n for n in unraised]
 
 
 @functools.lru_cache(maxsize=4)  # the input's, read again for each candidate of one edit
@@ -76,11 +114,39 @@ def names(text: str) -> frozenset[str]:
     return frozenset(found)
 
 
+@functools.lru_cache(maxsize=4)  # the input's, read again for each candidate of one edit
+def raises(text: str) -> dict[str, collections.Counter[str]] | None:
+    """How often each function of a Python text (by its dotted name; "" for the module's own
+    statements) raises each exception by name; None where it does not parse."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return None
+    counts: dict[str, collections.Counter[str]] = {}
+
+    def visit(node: ast.AST, where: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                visit(child, f"{where}.{child.name}".lstrip("."))
+                continue
+            if isinstance(child, ast.Raise) and child.exc is not None:
+                raised = child.exc.func if isinstance(child.exc, ast.Call) else child.exc
+                name = getattr(raised, "id", None) or getattr(raised, "attr", None)
+                if name:
+                    counts.setdefault(where, collections.Counter())[name] += 1
+            visit(child, where)
+
+    visit(tree, "")
+    return counts
+
+
 def sentences_naming(instruction: str, absent: tuple[str, ...]) -> str | None:
-    """The sentences of `instruction` that write one of the `absent` names, as an instruction
-    of their own; None where that is every sentence (the instruction again)."""
+    """The sentences of `instruction` that write one of the `absent` names (of an exception
+    left unraised, its name), as an instruction of their own; None where that is every
+    sentence (the instruction again)."""
     sentences = SENTENCE_END.split(instruction.strip())
-    written = re.compile(r"\b(?:" + "|".join(map(re.escape, absent)) + r")\b")
+    named = [name.removeprefix(RAISED) for name in absent]
+    written = re.compile(r"\b(?:" + "|".join(map(re.escape, named)) + r")\b")
     naming = [
         sentence
         for number, sentence in enumerate(sentences)
@@ -94,8 +160,11 @@ def sentences_naming(instruction: str, absent: tuple[str, ...]) -> str | None:
 
 def warning(absent: tuple[str, ...]) -> str:
     """What the user is told of the names a delivered answer left out (`asked_for`)."""
-    listed = ", ".join(f"`{name}`" for name in absent)
-    return f"the answer never writes {listed}, which the instruction asks for: it may be incomplete"
+    unwritten = ", ".join(f"`{name}`" for name in absent if not name.startswith(RAISED))
+    unraised = ", ".join(f"`{name}`" for name in absent if name.startswith(RAISED))
+    told = [f"never writes {unwritten}"] * bool(unwritten)
+    told += [f"adds no {unraised}"] * bool(unraised)
+    return f"the answer {' and '.join(told)}, which the instruction asks for: it may be incomplete"
 
 
 def _written_as_code(instruction: str, known: frozenset[str]) -> list[str]:
@@ -120,3 +189,28 @@ def _written_as_code(instruction: str, known: frozenset[str]) -> list[str]:
         if last not in known and len(last) > 1 and not keyword.iskeyword(last):
             new.append(last)
     return list(dict.fromkeys(new))
+
+
+def _asked_to_raise(instruction: str) -> list[str]:
+    """The exceptions `instruction` asks to be raised (`RAISE`, `RAISES` in a `REQUEST`), in
+    the order written, unless the words just before say not to or the sentence says the raise
+    stays as it is (`RESTATED`)."""
+    asked = []
+    for sentence in SENTENCE_END.split(instruction.strip()):
+        verbs = RAISES if REQUEST.match(sentence) else RAISE
+        if RESTATED.search(sentence):
+            continue
+        for found in EXCEPTION.finditer(sentence):
+            name = found.group(1) or found.group(2)
+            if not found.group(1) and not _is_builtin_exception(name):
+                continue
+            before = " ".join(sentence[: found.start()].split()[-BEFORE_WORDS - 1 :])
+            if verbs.search(before) and not NOT_WANTED.search(before):
+                asked.append(name)
+    return list(dict.fromkeys(asked))
+
+
+def _is_builtin_exception(name: str) -> bool:
+    """Whether `name` is one of Python's own exceptions (`StopIteration`, `KeyboardInterrupt`)."""
+    value = getattr(builtins, name, None)
+    return isinstance(value, type) and issubclass(value, BaseException)

@@ -37,8 +37,9 @@ first writes it (`CheckRedraw`). So is an edit of Python that no longer defines 
 or method of the input its instruction leaves alone (editing/removed.py: a new method written over
 the one beside it), redrawn from its branch points as an unchanged edit is.
 
-An edit of Python whose answer never writes a new name its instruction writes as code
-(editing/asked.py: a `discontinue(sku)` method asked for beside a refactor) is not refused for
+An edit of Python whose answer never writes a new name its instruction writes as code, or never
+adds a raise it asks for (editing/asked.py: a `discontinue(sku)` method asked for beside a
+refactor, a `ValueError` for a zero divisor beside a fix of operand order) is not refused for
 it (drawn again and told, the model leaves it out again) but has the instruction's sentences
 that name it asked for on their own, of that answer (`Drawing.rest`); what it still leaves out
 is warned of.
@@ -107,10 +108,11 @@ SHORT_TEXT_TOKENS = 1024
 UNCHANGED_REDRAWS = "unchanged"
 FIRST_STOP = "stop"
 SHORT_ONLY = "short"
-# An edit whose delivered answer never writes a new name its instruction writes as code
-# (editing/asked.py) has the instruction's sentences that name it asked for on their own, of
-# that answer: told the whole again, a small model leaves the part out again; asked for that
-# part alone, it writes it (docs/quality.md, "Names asked for that the answer never writes").
+# An edit whose delivered answer never writes a new name its instruction writes as code, or
+# never adds a raise it asks for (editing/asked.py), has the instruction's sentences that name
+# it asked for on their own, of that answer: told the whole again, a small model leaves the
+# part out again; asked for that part alone, it writes it (docs/quality.md, "Names asked for
+# that the answer never writes").
 REST = "rest"
 STEPS = (UNCHANGED_REDRAWS, FIRST_STOP, SHORT_ONLY, REST)
 
@@ -358,10 +360,11 @@ class Drawing:
         return judged
 
     def rest(self, delivered: Candidate) -> Candidate:
-        """Where `delivered` never writes a name its instruction asks for (its verdict's
-        `absent`), the sentences that name it (`asked.sentences_naming`) asked for on their
-        own, of its answer, and that answer judged against the input as every candidate is:
-        delivered where it could be right and leaves out fewer names, else `delivered`."""
+        """Where `delivered` never writes a name or adds a raise its instruction asks for (its
+        verdict's `absent`), the sentences that name it (`asked.sentences_naming`) asked for
+        on their own, of its answer, and that answer judged against the input as every
+        candidate is: delivered where it could be right and leaves out fewer, else
+        `delivered`."""
         verdict = delivered.verdict
         part = asked.sentences_naming(self.request.instruction, verdict.absent)
         if part is None:

@@ -56,8 +56,8 @@ class Verdict:
     """A candidate judged on its text: why it cannot be right (None: it may be), what the
     safety checks found where they ran, which the delivery reads instead of checking again,
     what it writes that cannot run or the definitions it removed where that is its problem
-    (editing/lint.py, editing/removed.py), the names asked for that it never writes (noted, not
-    a problem: editing/asked.py), and how the examples went where they ran
+    (editing/lint.py, editing/removed.py), the names and raises asked for that it never writes
+    (noted, not a problem: editing/asked.py), and how the examples went where they ran
     (editing/examples.py)."""
 
     text: str
@@ -66,7 +66,9 @@ class Verdict:
     finding: lint.Finding | None = None
     examples: CheckResult | None = None
     removed: tuple[str, ...] = ()
-    absent: tuple[str, ...] = ()  # names the instruction asks for that it never writes
+    # The names the instruction asks for that it never writes, and as `raise Name` the
+    # exceptions it asks to be raised that it raises nowhere new.
+    absent: tuple[str, ...] = ()
 
     @property
     def acceptable(self) -> bool:
@@ -111,8 +113,8 @@ def judge(
     writes what cannot run (a name nothing defines, a call or an attribute that does not match
     its definition), where the input did not, is wrong too (editing/lint.py), and so is an edit
     of Python that removed a definition its instruction leaves alone (editing/removed.py);
-    the new names its instruction writes as code that such an edit never writes are noted
-    (`absent`, editing/asked.py).
+    the new names its instruction writes as code that such an edit never writes, and the raises
+    it asks for that it never adds, are noted (`absent`, editing/asked.py).
     `drops`: whether lines it drops count (`safety.problems`); `read`: whether the code is
     read here too (`read_code`; without, the caller reads it, beside the file's examples)."""
     if counts_unchanged(original, text, instruction, language, unchanged):

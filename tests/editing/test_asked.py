@@ -1,4 +1,5 @@
-"""Names an edit's instruction asks for that its answer never writes (editing/asked.py)."""
+"""Names an edit's instruction asks for that its answer never writes, and raises it never adds
+(editing/asked.py)."""
 
 from __future__ import annotations
 
@@ -88,3 +89,80 @@ def test_the_sentences_that_name_what_was_left_out_make_an_instruction_of_their_
     assert sentences_naming(going_on, ("trim",)) == "Add `trim(s)`. It strips both ends."
     abbreviated = "Refactor it. Add a helper, e.g. `trim(s)`, for the ends."
     assert sentences_naming(abbreviated, ("trim",)) == "Add a helper, e.g. `trim(s)`, for the ends."
+
+
+CALCULATOR = """def divide(a, b):
+    return a / b
+
+
+def evaluate(token, a, b):
+    if token not in "+-/":
+        raise ValueError(f"unknown token {token!r}")
+    return {"+": a + b, "-": a - b, "/": divide(a, b)}[token]
+"""
+DIVIDE_BY_ZERO = (
+    "Fix the order. Dividing by zero should raise `ValueError` instead of leaking a "
+    "ZeroDivisionError."
+)
+
+
+@pytest.mark.parametrize(
+    ("answer", "absent"),
+    [
+        # the file raises ValueError already: a raise is asked for where there was none
+        (CALCULATOR, ["raise ValueError"]),
+        (
+            CALCULATOR.replace(
+                "return a / b", 'if not b:\n        raise ValueError("by zero")\n    return a / b'
+            ),
+            [],
+        ),
+        # one more in the function that raised it before counts too
+        (
+            CALCULATOR.replace(
+                "    return {",
+                '    if token == "/" and not b:\n        raise ValueError("by zero")\n    return {',
+            ),
+            [],
+        ),
+        # an answer that does not parse tells nothing
+        (CALCULATOR.replace("return a / b", "return a /"), []),
+    ],
+)
+def test_an_exception_asked_to_be_raised_is_left_out_unless_some_function_raises_it_more(
+    answer, absent
+):
+    assert asked_for(CALCULATOR, answer, DIVIDE_BY_ZERO) == absent
+
+
+@pytest.mark.parametrize(
+    ("instruction", "raised"),
+    [
+        ("Make `divide` raise ValueError on a zero divisor.", ["raise ValueError"]),
+        (
+            "Add a `check(b)` helper that raises `ZeroDivisionError` for zero.",
+            ["check", "raise ZeroDivisionError"],
+        ),
+        ("Also add `stop()`, raising `StopIteration` when done.", ["stop", "raise StopIteration"]),
+        # what the input does now, in a bug report: nothing asked for
+        ("`divide(1, 0)` raises ZeroDivisionError. Right now it raises TypeError too.", []),
+        # what stays as it was, and what is not wanted
+        ("Rename it. Unknown tokens still raise `ValueError`.", []),
+        ("Make `divide` return None instead of raising `ZeroDivisionError`.", []),
+        # not an exception's name: a new name asked for, like any other
+        ("Make `divide` raise `InsufficientFunds` on a zero divisor.", ["InsufficientFunds"]),
+    ],
+)
+def test_what_counts_as_asked_to_be_raised(instruction, raised):
+    assert asked_for(CALCULATOR, CALCULATOR, instruction) == raised
+
+
+def test_an_exception_left_unraised_is_warned_of_and_its_sentences_asked_for_alone():
+    absent = ("discontinue", "raise ValueError")
+    assert warning(absent).startswith(
+        "the answer never writes `discontinue` and adds no `raise ValueError`, which"
+    )
+    assert warning(absent[1:]).startswith("the answer adds no `raise ValueError`, which")
+    assert sentences_naming(DIVIDE_BY_ZERO, absent[1:]) == (
+        "Dividing by zero should raise `ValueError` instead of leaking a ZeroDivisionError."
+    )

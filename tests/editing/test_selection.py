@@ -560,6 +560,32 @@ def test_the_sentences_naming_what_an_edit_left_out_are_asked_for_alone_of_its_a
     assert "the answer never writes `mul`" in result.stderr
 
 
+def test_a_raise_an_edit_left_out_is_asked_for_alone_and_warned_of_where_still_left_out(
+    tmp_path, tiny_model_dir, tokenizer, monkeypatch
+):
+    """An exception the instruction asks to be raised that the answer raises nowhere new
+    (editing/asked.py) has its sentence asked for alone, as a name left out has; what still
+    adds no raise is warned of."""
+    from typer.testing import CliRunner
+
+    from specedit.cli import app
+
+    instruction = "Make add add. Adding None should raise TypeError."
+    _, command = _edit_ops(tmp_path, tiny_model_dir, instruction)
+    checked = PART.replace(
+        "    return", "    if a is None or b is None:\n        raise TypeError\n    return"
+    )
+    calls = _answering(monkeypatch, [PART, checked], tokenizer)
+    result = CliRunner().invoke(app, command)
+    assert result.exit_code == 0 and result.stdout == checked, result.stderr
+    assert calls[1].request.instruction == "Adding None should raise TypeError."
+    assert "asked for alone, it was made" in result.stderr
+    _answering(monkeypatch, [PART, PART], tokenizer)
+    result = CliRunner().invoke(app, command)
+    assert result.stdout == PART
+    assert "the answer adds no `raise TypeError`, which the instruction asks for" in result.stderr
+
+
 def test_a_changed_fix_or_edit_is_delivered_with_no_other_candidate_drawn(
     tmp_path, tiny_model_dir, tokenizer, monkeypatch
 ):
