@@ -55,7 +55,14 @@ EXCEPTION = re.compile(r"\b([A-Z]\w*(?:Error|Exception|Warning))\b|\b([A-Z]\w*)\
 # sentence that asks for something ("Add a method that raises ..."). "`f(x)` raises TypeError"
 # alone tells what the input does now.
 RAISE = re.compile(r"\b(?:raise|throw)\b", re.IGNORECASE)
-RAISES = re.compile(r"\b(?:rais|throw)\w*\b", re.IGNORECASE)
+RAISES = re.compile(r"\b(?:rais(?:e|es|ing)|throw(?:s|ing)?)\b", re.IGNORECASE)
+# Words before the verb that make the raise a condition of something else ("return {} if
+# `json.loads` raises `JSONDecodeError`", "retry when `get` raises TimeoutError").
+CONDITION = re.compile(
+    r"\b(?:if|when|whenever|unless|until|once|where|catch\w*|handl\w*|retr\w*|would|could"
+    r"|might|currently)\b",
+    re.IGNORECASE,
+)
 REQUEST = re.compile(
     r"(?:(?:also|then|and|finally|please)\W+)*"
     r"(?:add|make|change|extend|implement|write|create|refactor|extract|rewrite|update|modify"
@@ -79,19 +86,22 @@ GOES_ON = re.compile(r"(?:It|Its|They|Their|This|These|That|Both|Each)\b")
 def asked_for(original: str, answer: str, instruction: str) -> list[str]:
     """The names `instruction` writes as code that neither `original` nor `answer` has as a
     name (Python's tokens: a docstring or a comment that mentions one does not count), in the
-    order written; then, as `raise Name`, the exceptions it asks to be raised that no function
-    of `answer` raises more often than `original`'s did (none where either does not parse)."""
+    order written; then, as `raise Name` (and no longer as a name), the exceptions it asks to
+    be raised that no function of `answer` raises more often than `original`'s did (none
+    where either does not parse). A raise Python makes itself (`self.items[sku]`'s
+    `KeyError`) or one made by a function the answer calls is not seen."""
     known = names(original)
     written = names(answer)
     left_out = [name for name in _written_as_code(instruction, known) if name not in written]
     before, after = raises(original), raises(answer)
     if before is None or after is None:
         return left_out
-    none: collections.Counter[str] = collections.Counter()
     unraised = [
         name
-        for name in _asked_to_raise(instruction)
-        if not any(count[name] > before.get(where, none)[name] for where, count in after.items())
+        for name in _asked_to_raise(instruction, original)
+        if not any(
+            count[name] > before.get(where, {}).get(name, 0) for where, count in after.items()
+        )
     ]
     return [name for name in left_out if name not in unraised] + [RAISED + n for n in unraised]
 
@@ -114,29 +124,34 @@ def names(text: str) -> frozenset[str]:
     return frozenset(found)
 
 
-@functools.lru_cache(maxsize=4)  # the input's, read again for each candidate of one edit
+# The input's, read again for each candidate of one edit; its callers only read what it returns.
+@functools.lru_cache(maxsize=4)
 def raises(text: str) -> dict[str, collections.Counter[str]] | None:
     """How often each function of a Python text (by its dotted name; "" for the module's own
-    statements) raises each exception by name; None where it does not parse."""
+    statements) raises each exception by name, a bare `raise` in an `except Name:` counting as
+    raising that name; None where it does not parse."""
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
         return None
     counts: dict[str, collections.Counter[str]] = {}
 
-    def visit(node: ast.AST, where: str) -> None:
+    def visit(node: ast.AST, where: str, handled: tuple[str, ...]) -> None:
         for child in ast.iter_child_nodes(node):
             if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                visit(child, f"{where}.{child.name}".lstrip("."))
+                visit(child, f"{where}.{child.name}".lstrip("."), ())
                 continue
-            if isinstance(child, ast.Raise) and child.exc is not None:
+            if isinstance(child, ast.ExceptHandler) and child.type is not None:
+                types = child.type.elts if isinstance(child.type, ast.Tuple) else [child.type]
+                visit(child, where, tuple(filter(None, map(_name_of, types))))
+                continue
+            if isinstance(child, ast.Raise):
                 raised = child.exc.func if isinstance(child.exc, ast.Call) else child.exc
-                name = getattr(raised, "id", None) or getattr(raised, "attr", None)
-                if name:
-                    counts.setdefault(where, collections.Counter())[name] += 1
-            visit(child, where)
+                named = (_name_of(raised),) if raised is not None else handled
+                counts.setdefault(where, collections.Counter()).update(filter(None, named))
+            visit(child, where, handled)
 
-    visit(tree, "")
+    visit(tree, "", ())
     return counts
 
 
@@ -191,23 +206,42 @@ def _written_as_code(instruction: str, known: frozenset[str]) -> list[str]:
     return list(dict.fromkeys(new))
 
 
-def _asked_to_raise(instruction: str) -> list[str]:
-    """The exceptions `instruction` asks to be raised (`RAISE`, `RAISES` in a `REQUEST`), in
-    the order written, unless the words just before say not to or the sentence says the raise
-    stays as it is (`RESTATED`)."""
+def _asked_to_raise(instruction: str, original: str) -> list[str]:
+    """The exceptions `instruction` asks to be raised (`RAISE`, or `RAISES` in a sentence that
+    asks for something, `REQUEST`, among the few words before the name), in the order written,
+    unless those words say not to (`NOT_WANTED`) or make it a condition (`CONDITION`), the
+    sentence says the raise stays as it is (`RESTATED`), or backticks quote a raise statement
+    the `original` has ("replace the `raise KeyError` with ...")."""
+    quoting = [
+        quoted.span()
+        for quoted in QUOTED.finditer(instruction)
+        if "raise" in quoted.group(1) and quoted.group(1).strip() in original
+    ]
     asked = []
+    at = 0
     for sentence in SENTENCE_END.split(instruction.strip()):
-        verbs = RAISES if REQUEST.match(sentence) else RAISE
+        at = instruction.index(sentence, at)
         if RESTATED.search(sentence):
             continue
+        verbs = RAISES if REQUEST.match(sentence) else RAISE
         for found in EXCEPTION.finditer(sentence):
             name = found.group(1) or found.group(2)
             if not found.group(1) and not _is_builtin_exception(name):
                 continue
-            before = " ".join(sentence[: found.start()].split()[-BEFORE_WORDS - 1 :])
-            if verbs.search(before) and not NOT_WANTED.search(before):
+            if any(start <= at + found.start() < end for start, end in quoting):
+                continue
+            # the verb and the word before it ("should raise"), then at most two more ("a
+            # new"); backticks and quotes are not words
+            words = [word.strip("`'\"") for word in sentence[: found.start()].split()]
+            before = " ".join(list(filter(None, words))[-BEFORE_WORDS - 1 :])
+            if verbs.search(before) and not (NOT_WANTED.search(before) or CONDITION.search(before)):
                 asked.append(name)
     return list(dict.fromkeys(asked))
+
+
+def _name_of(node: ast.expr) -> str | None:
+    """The name an exception is raised or caught by: `ValueError`, `errors.Invalid`'s last."""
+    return getattr(node, "id", None) or getattr(node, "attr", None)
 
 
 def _is_builtin_exception(name: str) -> bool:

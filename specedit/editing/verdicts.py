@@ -56,9 +56,9 @@ class Verdict:
     """A candidate judged on its text: why it cannot be right (None: it may be), what the
     safety checks found where they ran, which the delivery reads instead of checking again,
     what it writes that cannot run or the definitions it removed where that is its problem
-    (editing/lint.py, editing/removed.py), the names and raises asked for that it never writes
-    (noted, not a problem: editing/asked.py), and how the examples went where they ran
-    (editing/examples.py)."""
+    (editing/lint.py, editing/removed.py), the names asked for that it never writes and the
+    raises it never adds (noted, not a problem: editing/asked.py), and how the examples went
+    where they ran (editing/examples.py)."""
 
     text: str
     problem: str | None

@@ -143,9 +143,15 @@ def test_an_exception_asked_to_be_raised_is_left_out_unless_some_function_raises
             "Add a `check(b)` helper that raises `ZeroDivisionError` for zero.",
             ["check", "raise ZeroDivisionError"],
         ),
-        ("Also add `stop()`, raising `StopIteration` when done.", ["stop", "raise StopIteration"]),
+        ("Also add `stop()`, raising `SystemExit` when done.", ["stop", "raise SystemExit"]),
+        ("Division by zero should throw a `ValueError`.", ["raise ValueError"]),
         # what the input does now, in a bug report: nothing asked for
         ("`divide(1, 0)` raises ZeroDivisionError. Right now it raises TypeError too.", []),
+        # a raise that is the condition of something else
+        ("Make `evaluate` return None if `divide` raises ZeroDivisionError.", []),
+        ("Make `evaluate` retry when `divide` would raise ZeroDivisionError.", []),
+        # a raise the file has, quoted to be changed
+        ("Replace the `raise ValueError` with a return of None.", []),
         # what stays as it was, and what is not wanted
         ("Rename it. Unknown tokens still raise `ValueError`.", []),
         ("Make `divide` return None instead of raising `ZeroDivisionError`.", []),
@@ -166,3 +172,22 @@ def test_an_exception_left_unraised_is_warned_of_and_its_sentences_asked_for_alo
     assert sentences_naming(DIVIDE_BY_ZERO, absent[1:]) == (
         "Dividing by zero should raise `ValueError` instead of leaking a ZeroDivisionError."
     )
+
+
+def test_a_raise_is_counted_in_the_function_that_makes_it_a_bare_one_as_what_it_handles():
+    """A method's raise counts for that method (one more in `C.check` than the input's), and a
+    bare `raise` in an `except ValueError:` raises `ValueError` again."""
+    instruction = "Make `check` raise ValueError for a negative value."
+    original = "class C:\n    def check(self, x):\n        return x\n"
+    raising = original.replace(
+        "return x", "if x < 0:\n            raise ValueError(x)\n        return x"
+    )
+    assert asked_for(original, original, instruction) == ["raise ValueError"]
+    assert asked_for(original, raising, instruction) == []
+    elsewhere = original + "\n\ndef other():\n    pass\n"
+    moved = raising + "\n\ndef other():\n    raise ValueError\n"
+    assert asked_for(moved, elsewhere, instruction) == ["raise ValueError"]
+    reraised = original.replace(
+        "return x", "try:\n            return int(x)\n        except ValueError:\n            raise"
+    )
+    assert asked_for(original, reraised, instruction) == []
