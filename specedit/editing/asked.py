@@ -93,12 +93,15 @@ def asked_for(original: str, answer: str, instruction: str) -> list[str]:
     known = names(original)
     written = names(answer)
     left_out = [name for name in _written_as_code(instruction, known) if name not in written]
+    to_raise = _asked_to_raise(instruction, original)
+    if not to_raise:  # most instructions ask for none: the answer is not parsed for them
+        return left_out
     before, after = raises(original), raises(answer)
     if before is None or after is None:
         return left_out
     unraised = [
         name
-        for name in _asked_to_raise(instruction, original)
+        for name in to_raise
         if not any(
             count[name] > before.get(where, {}).get(name, 0) for where, count in after.items()
         )

@@ -388,13 +388,13 @@ class Drawing:
         if answer != self.original and (sentence := self.leak_of(candidate, instruction)):
             return Verdict(answer, f"{PROMPT_WORDS} ({sentence!r})")
         request = self.request
-        asked = (self.original, answer, request.instruction, request.language, self.unchanged)
+        judged_with = (self.original, answer, request.instruction, request.language, self.unchanged)
         # A body written afresh replaces one function's body and keeps every other line, so
         # lines it drops are not the answer losing its place: the examples judge it instead.
         shorter = candidate.afresh is not None and self.examples is not None
         if self.examples is None:
-            return judge(*asked)
-        verdict = judge(*asked, drops=not shorter, read=False)
+            return judge(*judged_with)
+        verdict = judge(*judged_with, drops=not shorter, read=False)
         if verdict.acceptable:
             # The answer's code is read on a thread while its examples run in a process of
             # their own, on the other core; their outcome counts only where it reads clean.
@@ -404,7 +404,7 @@ class Drawing:
                 verdict = read.result()
         if verdict.acceptable:
             problem = None if ran.passed else f"{file_examples.FAILED} ({ran.summary()})"
-            if problem and shorter and not (strict := judge(*asked)).acceptable:
+            if problem and shorter and not (strict := judge(*judged_with)).acceptable:
                 # shorter and failing them: refused, never delivered as the draw's fallback
                 return replace(strict, problem=f"{problem}, and {strict.problem}")
             return replace(verdict, problem=problem, examples=ran)
@@ -456,8 +456,9 @@ def draw_edits(
     branch points as an unchanged fix is, and an answer that copied its prompt's own words
     from just before them (`redraw_policies`). Those past `samples.count` that the examples
     ask for are drawn for a short text only (SHORT_TEXT_TOKENS), unless that step is left out.
-    An edit whose delivered answer left out a part its instruction names as code has that part
-    asked for alone, of the answer (`Drawing.rest`): one generation past `samples.count`."""
+    An edit whose delivered answer left out a part its instruction names as code, or a raise it
+    asks for, has that part asked for alone, of the answer (`Drawing.rest`): one generation
+    past `samples.count`."""
     judged = samples.judged_by_examples() if examples is not None else samples
     drawing = Drawing(make, request, whole, judged, decode, examples)
     short_only = SHORT_ONLY not in samples.without

@@ -1130,12 +1130,11 @@ def test_the_bench_row_names_the_function_its_delivered_candidate_wrote_afresh(
 def test_the_bench_row_names_what_the_delivered_edit_never_writes_of_what_was_asked(
     tiny_model_dir, tokenizer, tmp_path, monkeypatch
 ):
-    part = SOURCE.replace("a - b", "a + b")
-    _answering(monkeypatch, [part], tokenizer)
+    _answering(monkeypatch, [PART], tokenizer)
     edit = "Fix add and write `mul(a, b)`."
     row = _bench_add(tiny_model_dir, tmp_path, edit=edit, selections=["2"])
     assert row.passed and row.absent == ["mul"]
-    _answering(monkeypatch, [part + "\n\ndef mul(a, b):\n    return a * b\n"], tokenizer)
+    _answering(monkeypatch, [WITH_MUL], tokenizer)
     assert _bench_add(tiny_model_dir, tmp_path, edit=edit, selections=["2"]).absent == []
 
 
