@@ -162,9 +162,14 @@ class Region:
         )
 
     def span(self, text: str) -> tuple[int, int]:
-        """The first and last lines of the definition named `symbol`: each dotted part is a
-        definition inside the one before (a method, a nested function), the least nested one
-        where several have the name (`wrap` is the module's function, not a method)."""
+        """The first and last lines of the definition named `symbol` (`definition`)."""
+        found = self.definition(text)
+        return first_line(found), found.end_lineno
+
+    def definition(self, text: str) -> ast.AST:
+        """The function or class named `symbol`: each dotted part is a definition inside the
+        one before (a method, a nested function), the least nested one where several have the
+        name (`wrap` is the module's function, not a method)."""
         try:
             scope: ast.AST = parse_lines(text)
         except ValueError as exc:
@@ -183,7 +188,7 @@ class Region:
                     "encloses them"
                 )
             scope = found[0]
-        return first_line(scope), scope.end_lineno
+        return scope
 
     def __str__(self) -> str:
         return self.symbol or f"{self.first}-{self.last}"

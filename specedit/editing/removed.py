@@ -13,25 +13,10 @@ where delivered.
 from __future__ import annotations
 
 import ast
-import re
 
 from specedit.editing.localize import code_names, without_code
 from specedit.editing.region import parsed
-from specedit.editing.safety import asks_for_removal
-
-# Instructions under which a definition may rightly go, besides those that ask for less text
-# (`asks_for_removal`): it is renamed, moved, merged, split, inlined, turned into a property, a
-# dataclass or a named tuple, or the code reorganised. Read in the instruction's prose
-# (`without_code`): a new `merge_sort` asks for no merge.
-RESHAPING_WORDS = re.compile(
-    r"\b(?:renam(?:e|es|ed|ing)|replac(?:e|es|ed|ing)|merg(?:e|es|ed|ing)|mov(?:e|es|ed|ing)"
-    r"|inlin(?:e|es|ed|ing)|combin(?:e|es|ed|ing)|consolidat(?:e|es|ed|ing)"
-    r"|rewrit(?:e|es|ing|ten)|refactor(?:s|ed|ing)?|restructur(?:e|es|ed|ing)"
-    r"|reorgani[sz](?:e|es|ed|ing)|unif(?:y|ies|ied|ying)|extract(?:s|ed|ing)?"
-    r"|split(?:s|ting)?|convert(?:s|ed|ing)?|turn(?:s|ed|ing)?|propert(?:y|ies)"
-    r"|dataclass(?:es)?|named ?tuples?)\b",
-    re.IGNORECASE,
-)
+from specedit.editing.safety import RESHAPING_WORDS, asks_for_removal
 
 
 def removed_definitions(original: str, answer: str, instruction: str) -> list[str]:

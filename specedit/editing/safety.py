@@ -18,11 +18,16 @@ from dataclasses import dataclass
 
 import yaml
 
+from specedit.editing.localize import without_code
+from specedit.editing.region import NAME_IN_BACKTICKS, Region, first_line
+
 # An edit that drops more than this share of the input's non-blank lines, and at least
 # DROP_MIN_LINES of them, is refused unless the instruction asks to remove something. A fix or
 # a change rarely removes a fifth of a file; a small model that loses its place does: it stops
 # early, leaves out a function, or answers with only the part it changed. The minimum keeps
-# short inputs editable (in a 6-line file one merged line is already 17%).
+# short inputs editable (in a 6-line file one merged line is already 17%). Lines of a function
+# the instruction asks to reshape do not count (`reshaped_definitions`): "convert the loops in
+# `filter` to comprehensions" rightly shortens `filter`.
 DROP_SHARE = 0.2
 DROP_MIN_LINES = 3
 
@@ -36,6 +41,21 @@ REMOVAL_WORDS = re.compile(
     r"|simplif(?:y|ies|ied|ying)|condens(?:e|es|ed|ing)|summari[sz](?:e|es|ed|ing)"
     r"|cut(?:s|ting)?|clean(?:s|ed|ing)?[ -]?up|get rid of|prun(?:e|es|ed|ing)"
     r"|dedup(?:e|licate)?)\b",
+    re.IGNORECASE,
+)
+
+
+# Instructions under which a definition may rightly go or shrink, besides those that ask for
+# less text (REMOVAL_WORDS): it is renamed, moved, merged, split, inlined, turned into a
+# property, a dataclass or a named tuple, or the code reorganised. Read in the instruction's
+# prose (`localize.without_code`): a new `merge_sort` asks for no merge.
+RESHAPING_WORDS = re.compile(
+    r"\b(?:renam(?:e|es|ed|ing)|replac(?:e|es|ed|ing)|merg(?:e|es|ed|ing)|mov(?:e|es|ed|ing)"
+    r"|inlin(?:e|es|ed|ing)|combin(?:e|es|ed|ing)|consolidat(?:e|es|ed|ing)"
+    r"|rewrit(?:e|es|ing|ten)|refactor(?:s|ed|ing)?|restructur(?:e|es|ed|ing)"
+    r"|reorgani[sz](?:e|es|ed|ing)|unif(?:y|ies|ied|ying)|extract(?:s|ed|ing)?"
+    r"|split(?:s|ting)?|convert(?:s|ed|ing)?|turn(?:s|ed|ing)?|propert(?:y|ies)"
+    r"|dataclass(?:es)?|named ?tuples?)\b",
     re.IGNORECASE,
 )
 
@@ -170,7 +190,8 @@ def problems(
     Syntax: the input parses as its language (from the file name; stdin is only sniffed for
     JSON) and the edit does not. Deletion (unless `drops` is False: another check stands for
     it): the edit drops more than DROP_SHARE of the input's non-blank lines (and at least
-    DROP_MIN_LINES) while the instruction asks to remove nothing.
+    DROP_MIN_LINES) while the instruction asks to remove nothing, the lines of a function it
+    asks to reshape aside (`drop_problem`).
     """
     found = []
     language = language or sniff(original)
@@ -223,15 +244,53 @@ def problems_of(
 
 def drop_problem(original: str, edited: str, instruction: str) -> str | None:
     """What is wrong where `edited` drops more than DROP_SHARE of `original`'s non-blank lines
-    (and at least DROP_MIN_LINES) while the instruction asks to remove nothing; None where it
-    does not."""
+    (and at least DROP_MIN_LINES) while the instruction asks to remove nothing, not counting the
+    lines of the functions it asks to reshape (`reshaped_definitions`); None where it does
+    not."""
     if asks_for_removal(instruction):
         return None
     total = non_blank(original.splitlines())
-    dropped = dropped_lines(original, edited)
+    reshaped = reshaped_definitions(original, edited, instruction)
+    before = _without(original, [spans[0] for spans in reshaped.values()])
+    after = _without(edited, [spans[1] for spans in reshaped.values()])
+    dropped = dropped_lines(before, after)
     if dropped < DROP_MIN_LINES or dropped <= DROP_SHARE * total:
         return None
+    outside = f" outside `{'`, `'.join(reshaped)}`" if reshaped else ""
     return (
-        f"the edit drops {dropped} of {total} non-blank lines ({dropped / total:.0%}) "
+        f"the edit drops {dropped} of {total} non-blank lines ({dropped / total:.0%}){outside} "
         "and the instruction asks to remove nothing"
     )
+
+
+def reshaped_definitions(
+    original: str, edited: str, instruction: str
+) -> dict[str, tuple[tuple[int, int], tuple[int, int]]]:
+    """The Python functions and methods that the instruction names in backticks and asks to
+    reshape (RESHAPING_WORDS in its prose: "convert the loops in `filter` to comprehensions",
+    "extract a helper from `median`"), each with its first and last lines in `original` and in
+    `edited`; only those both texts define once. Such a function may rightly come back
+    shorter: the deletion check counts the lines dropped around it. A class is not one: it
+    holds most of a file, which the check is there to keep whole. {} where the instruction
+    reshapes nothing it names, or a text is not Python."""
+    if not RESHAPING_WORDS.search(without_code(instruction)):
+        return {}
+    found = {}
+    for name in dict.fromkeys(NAME_IN_BACKTICKS.findall(instruction)):
+        region = Region(symbol=name)
+        try:
+            before, after = region.definition(original), region.definition(edited)
+        except ValueError:  # not defined once in both (a value, a parameter), or not Python
+            continue
+        if not isinstance(before, ast.ClassDef):
+            found[name] = (
+                (first_line(before), before.end_lineno),
+                (first_line(after), after.end_lineno),
+            )
+    return found
+
+
+def _without(text: str, spans: Iterable[tuple[int, int]]) -> str:
+    """`text` without the lines (1-based, inclusive) of `spans`."""
+    gone = {line for first, last in spans for line in range(first, last + 1)}
+    return "\n".join(line for k, line in enumerate(text.split("\n"), 1) if k not in gone)

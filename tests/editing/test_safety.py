@@ -143,6 +143,72 @@ def test_a_deletion_the_instruction_asks_for_is_allowed(instruction):
     assert safety.problems(MODULE, edited, instruction, "python") == []
 
 
+LOOPS = """def pick(names, pat):
+    \"\"\"The names that match pat.\"\"\"
+    result = []
+    for name in names:
+        if pat in name:
+            result.append(name)
+    return result
+
+
+def count(names, pat):
+    \"\"\"How many names match pat.\"\"\"
+    total = 0
+    for name in names:
+        total += pat in name
+    return total
+"""
+PICK_AS_COMPREHENSION = LOOPS.replace(
+    """    result = []
+    for name in names:
+        if pat in name:
+            result.append(name)
+    return result
+""",
+    "    return [name for name in names if pat in name]\n",
+)
+
+
+def test_a_definition_the_instruction_reshapes_may_come_back_shorter():
+    """Four of thirteen lines go, all of them inside `pick`, which the instruction asks to
+    convert: the rest of the file comes back whole, so nothing is refused; asked anything
+    else, or where the rest loses lines too, it is."""
+    convert = "Convert the loop in `pick` to a list comprehension."
+    assert safety.dropped_lines(LOOPS, PICK_AS_COMPREHENSION) == 4
+    assert safety.reshaped_definitions(LOOPS, PICK_AS_COMPREHENSION, convert) == {
+        "pick": ((1, 7), (1, 3))
+    }
+    assert safety.problems(LOOPS, PICK_AS_COMPREHENSION, convert, "python") == []
+    [problem] = safety.problems(LOOPS, PICK_AS_COMPREHENSION, "Make `pick` faster.", "python")
+    assert problem.startswith("the edit drops 4 of 13 non-blank lines (31%) and")
+    # the loop in `count` lost too: three lines dropped outside `pick`
+    both = PICK_AS_COMPREHENSION.replace(
+        "    for name in names:\n        total += pat in name\n", ""
+    ).replace("    total = 0\n", "")
+    [problem] = safety.problems(LOOPS, both, convert, "python")
+    assert problem == (
+        "the edit drops 3 of 13 non-blank lines (23%) outside `pick` "
+        "and the instruction asks to remove nothing"
+    )
+
+
+def test_a_reshaped_definition_counts_only_where_both_texts_define_it():
+    """A name that is a word in backticks, or a definition the answer no longer has, is no
+    reshaped definition: its lines count as any others."""
+    convert = "Convert the loop in `pick` to a list comprehension."
+    gone = LOOPS[LOOPS.index("def count") :]
+    assert safety.reshaped_definitions(LOOPS, gone, convert) == {}
+    assert safety.problems(LOOPS, gone, convert, "python")
+    assert safety.reshaped_definitions(LOOPS, LOOPS, "Convert `names` to a set.") == {}
+    assert safety.reshaped_definitions(LOOPS, LOOPS, "Convert `pick`'s loop: a list.") != {}
+    # a class holds most of a file: reshaping it is no leave to lose its lines
+    boxed = "class Box:\n" + "".join(f"    {line}\n" for line in LOOPS.splitlines())
+    assert safety.reshaped_definitions(boxed, boxed, "Convert `Box` to a dataclass.") == {}
+    assert safety.reshaped_definitions(boxed, boxed, "Convert `Box.pick` to a loop.") != {}
+    assert safety.reshaped_definitions("not python (", "x", convert) == {}
+
+
 def test_removal_words_are_whole_words():
     assert not safety.asks_for_removal("fix the dropdown and the cutoff")
     assert not safety.asks_for_removal("make the removal faster")  # a noun, not a verb
