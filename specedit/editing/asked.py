@@ -30,6 +30,7 @@ import re
 import tokenize
 
 from specedit.editing.localize import IDENTIFIER_PATH, QUOTED
+from specedit.editing.region import parsed
 
 DOTTED = IDENTIFIER_PATH.pattern
 # What a pair of backticks holds when it names code: a name, a call, a parameter with its value.
@@ -133,9 +134,8 @@ def raises(text: str) -> dict[str, collections.Counter[str]] | None:
     """How often each function of a Python text (by its dotted name; "" for the module's own
     statements) raises each exception by name, a bare `raise` in an `except Name:` counting as
     raising that name; None where it does not parse."""
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError):
+    tree = parsed(text)
+    if tree is None:
         return None
     counts: dict[str, collections.Counter[str]] = {}
 

@@ -162,18 +162,20 @@ class Region:
         )
 
     def span(self, text: str) -> tuple[int, int]:
-        """The first and last lines of the definition named `symbol` (`definition`)."""
-        found = self.definition(text)
-        return first_line(found), found.end_lineno
-
-    def definition(self, text: str) -> ast.AST:
-        """The function or class named `symbol`: each dotted part is a definition inside the
-        one before (a method, a nested function), the least nested one where several have the
-        name (`wrap` is the module's function, not a method)."""
+        """The first and last lines of the definition named `symbol` in `text` (`within`)."""
         try:
-            scope: ast.AST = parse_lines(text)
+            tree = parse_lines(text)
         except ValueError as exc:
             raise ValueError(f"--lines {self}: {exc}; give line numbers instead") from None
+        found = self.within(tree)
+        return first_line(found), found.end_lineno
+
+    def within(self, tree: ast.Module) -> ast.AST:
+        """The function or class named `symbol` in a parsed file (`parse_lines`): each dotted
+        part is a definition inside the one before (a method, a nested function), the least
+        nested one where several have the name (`wrap` is the module's function, not a
+        method); ValueError, with a message for the user, where there is none or several."""
+        scope: ast.AST = tree
         for part in self.symbol.split("."):
             named = [(depth, node) for depth, node in _definitions(scope) if node.name == part]
             if not named:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import yaml
 
 from specedit.editing.localize import without_code
-from specedit.editing.region import NAME_IN_BACKTICKS, Region, first_line
+from specedit.editing.region import NAME_IN_BACKTICKS, Region, first_line, parse_lines
 
 # An edit that drops more than this share of the input's non-blank lines, and at least
 # DROP_MIN_LINES of them, is refused unless the instruction asks to remove something. A fix or
@@ -275,12 +275,15 @@ def reshaped_definitions(
     reshapes nothing it names, or a text is not Python."""
     if not RESHAPING_WORDS.search(without_code(instruction)):
         return {}
+    try:
+        trees = parse_lines(original), parse_lines(edited)
+    except ValueError:  # not Python
+        return {}
     found = {}
     for name in dict.fromkeys(NAME_IN_BACKTICKS.findall(instruction)):
-        region = Region(symbol=name)
         try:
-            before, after = region.definition(original), region.definition(edited)
-        except ValueError:  # not defined once in both (a value, a parameter), or not Python
+            before, after = map(Region(symbol=name).within, trees)
+        except ValueError:  # not defined once in both (a value, a parameter)
             continue
         if not isinstance(before, ast.ClassDef):
             found[name] = (
